@@ -1,0 +1,1 @@
+"""What to test next, and the record of what was tested."""

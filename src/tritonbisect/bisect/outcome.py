@@ -1,0 +1,231 @@
+"""Outcome kinds, verdicts, the policy between them, and classification of finished processes.
+
+A test's raw exit code never reaches the search or git: every finished process is first
+classified into an outcome `Kind`, and a `Policy` maps kinds to the `Verdict` the search sees.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+
+class Kind(str, Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    CRASH = "crash"
+    COMPILE_ERROR = "compile_error"
+    MISMATCH = "mismatch"
+    TIMEOUT = "timeout"
+    PERF = "perf"
+    BUILD_FAILED = "build_failed"
+    INFRA = "infra"
+    FLAKY = "flaky"
+
+
+class Verdict(str, Enum):
+    GOOD = "good"
+    BAD = "bad"
+    SKIP = "skip"
+    ABORT = "abort"
+
+
+# The exit-code protocol of `tritonbisect step` and of every script for `git bisect run`.
+EXIT_CODE_OF_VERDICT: Mapping[Verdict, int] = {
+    Verdict.GOOD: 0,
+    Verdict.BAD: 1,
+    Verdict.SKIP: 125,
+    Verdict.ABORT: 128,
+}
+
+TEST_FAILURE_KINDS = frozenset(
+    {Kind.FAIL, Kind.CRASH, Kind.COMPILE_ERROR, Kind.MISMATCH, Kind.TIMEOUT, Kind.PERF}
+)
+
+REGRESS_MODES = ("fail", "crash", "mismatch", "compile_error", "fixed")
+BUILD_FAILURE_MODES = ("skip", "abort", "bad")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Maps outcome kinds to verdicts.
+
+    `regress` picks which kinds count as the regression:
+      fail           every test failure kind is bad (default)
+      crash / mismatch / compile_error
+                     only that kind is bad; a pass is good; other failures are skipped,
+                     because they hide whether the narrowed symptom is present
+      fixed          find the commit that fixed it: failures are "good" (the old state),
+                     a pass is "bad" (the new state)
+    """
+
+    regress: str = "fail"
+    on_build_failure: str = "skip"
+    mapping: Mapping[Kind, Verdict] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.regress not in REGRESS_MODES:
+            raise ValueError(f"unknown regress mode {self.regress!r}; choose from {REGRESS_MODES}")
+        if self.on_build_failure not in BUILD_FAILURE_MODES:
+            raise ValueError(f"unknown build-failure mode {self.on_build_failure!r}")
+        object.__setattr__(self, "mapping", self._build_mapping())
+
+    def _build_mapping(self) -> dict[Kind, Verdict]:
+        m: dict[Kind, Verdict] = {Kind.INFRA: Verdict.ABORT, Kind.FLAKY: Verdict.SKIP}
+        m[Kind.BUILD_FAILED] = {
+            "skip": Verdict.SKIP,
+            "abort": Verdict.ABORT,
+            "bad": Verdict.BAD,
+        }[self.on_build_failure]
+        if self.regress == "fail":
+            m[Kind.PASS] = Verdict.GOOD
+            m.update({k: Verdict.BAD for k in TEST_FAILURE_KINDS})
+        elif self.regress == "fixed":
+            m[Kind.PASS] = Verdict.BAD
+            m.update({k: Verdict.GOOD for k in TEST_FAILURE_KINDS})
+        else:
+            target = Kind(self.regress)
+            m[Kind.PASS] = Verdict.GOOD
+            m.update({k: Verdict.SKIP for k in TEST_FAILURE_KINDS})
+            m[target] = Verdict.BAD
+        return m
+
+    def verdict(self, kind: Kind) -> Verdict:
+        return self.mapping[kind]
+
+    def to_dict(self) -> dict[str, str]:
+        return {"regress": self.regress, "on_build_failure": self.on_build_failure}
+
+
+# --- classification -------------------------------------------------------------------
+
+_CRASH_PATTERNS = re.compile(
+    r"Segmentation fault|SIGSEGV|Aborted \(core dumped\)|core dumped|"
+    r"Assertion [`'\"].*failed|Assertion failed|LLVM ERROR|PLEASE submit a bug report|"
+    r"Stack dump:|terminate called after throwing|illegal memory access|"
+    r"unspecified launch failure|Fatal Python error"
+)
+_COMPILE_ERROR_PATTERNS = re.compile(
+    r"triton\.compiler\.errors\.\w*Error|CompilationError|MLIRCompilationError|"
+    r"error: failed to legalize|PassManager::run failed|"
+    r"triton\.runtime\.errors\.OutOfResources|OutOfResources"
+)
+_INFRA_PATTERNS = re.compile(
+    r"No space left on device|Cannot allocate memory|"
+    r"Temporary failure in name resolution|Could not resolve host|Network is unreachable|"
+    r"Connection (?:refused|reset|timed out)|Read-only file system"
+)
+
+# The structured result an oracle (or any test) may write to $TRITONBISECT_RESULT.
+RESULT_ENV_VAR = "TRITONBISECT_RESULT"
+_RESULT_STATUS_TO_KIND = {
+    "pass": Kind.PASS,
+    "mismatch": Kind.MISMATCH,
+    "compile_error": Kind.COMPILE_ERROR,
+    "runtime_error": Kind.CRASH,
+    "crash": Kind.CRASH,
+    "timeout": Kind.TIMEOUT,
+    "perf": Kind.PERF,
+    "fail": Kind.FAIL,
+    # triton or torch cannot even be imported: the build under test is broken
+    "env_unusable": Kind.BUILD_FAILED,
+}
+
+
+@dataclass(frozen=True)
+class Classification:
+    kind: Kind
+    reason: str
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def read_result_json(path: Path | None) -> dict | None:
+    """The structured result a test wrote, or None when absent or unreadable."""
+    if path is None or not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def classify_test(
+    returncode: int | None,
+    output_tail: str = "",
+    *,
+    timed_out: bool = False,
+    result: Mapping | None = None,
+) -> Classification:
+    """Classify a finished test process.
+
+    `returncode` follows subprocess conventions: negative means killed by that signal.
+    A shell reports a child's death by signal as 128+N, which is treated the same way.
+    """
+    if timed_out:
+        return Classification(Kind.TIMEOUT, "test exceeded its timeout and was killed")
+    if returncode is not None and returncode < 0:
+        return Classification(Kind.CRASH, f"test killed by {signal_name(-returncode)}")
+    if result is not None and isinstance(result.get("status"), str):
+        kind = _RESULT_STATUS_TO_KIND.get(result["status"])
+        if kind is not None:
+            detail = result.get("reason") or result.get("message") or result["status"]
+            return Classification(kind, f"test reported {result['status']}: {detail}"[:300])
+    if returncode == 0:
+        return Classification(Kind.PASS, "test exited 0")
+    if returncode is not None and 128 < returncode < 128 + 65 and returncode != 255:
+        sig = returncode - 128
+        if sig in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGILL, signal.SIGFPE):
+            return Classification(Kind.CRASH, f"test died by {signal_name(sig)} (exit {returncode})")
+    crash = _CRASH_PATTERNS.search(output_tail)
+    if crash:
+        return Classification(Kind.CRASH, f"test crashed: {_line_of(output_tail, crash.start())}")
+    compile_error = _COMPILE_ERROR_PATTERNS.search(output_tail)
+    if compile_error:
+        return Classification(
+            Kind.COMPILE_ERROR, f"kernel compile error: {_line_of(output_tail, compile_error.start())}"
+        )
+    infra = _INFRA_PATTERNS.search(output_tail)
+    if infra:
+        return Classification(Kind.INFRA, f"infrastructure: {_line_of(output_tail, infra.start())}")
+    return Classification(Kind.FAIL, f"test exited {returncode}")
+
+
+_MISSING_TOOL = re.compile(r"(?:command not found|No such file or directory: '[^']+'|not found in PATH)")
+
+
+def classify_build(returncode: int | None, log_tail: str = "", *, timed_out: bool = False) -> Classification:
+    """Classify a finished build: ok (as PASS), BUILD_FAILED (the commit's fault) or INFRA."""
+    if timed_out:
+        return Classification(Kind.INFRA, "build exceeded its timeout and was killed")
+    if returncode == 0:
+        return Classification(Kind.PASS, "build succeeded")
+    if returncode is not None and (returncode in (-9, 137)):
+        return Classification(Kind.INFRA, "build killed (exit 137/SIGKILL): out of memory?")
+    infra = _INFRA_PATTERNS.search(log_tail)
+    if infra:
+        return Classification(Kind.INFRA, f"infrastructure: {_line_of(log_tail, infra.start())}")
+    if returncode == 127 or (_MISSING_TOOL.search(log_tail) and "error:" not in log_tail):
+        match = _MISSING_TOOL.search(log_tail)
+        where = _line_of(log_tail, match.start()) if match else f"exit {returncode}"
+        return Classification(Kind.INFRA, f"missing tool: {where}")
+    if returncode is not None and returncode < 0:
+        return Classification(Kind.INFRA, f"build killed by {signal_name(-returncode)}")
+    return Classification(Kind.BUILD_FAILED, f"build failed (exit {returncode})")
+
+
+def _line_of(text: str, pos: int) -> str:
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    return text[start : end if end != -1 else len(text)].strip()[:200]

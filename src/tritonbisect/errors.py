@@ -1,0 +1,40 @@
+"""Errors the CLI turns into one clear line and a documented exit code."""
+
+from __future__ import annotations
+
+# Exit codes of `tritonbisect run/triton/llvm/torch/pairs/resume` (documented in README.md).
+EXIT_FOUND = 0
+EXIT_INCONCLUSIVE = 1
+EXIT_USAGE = 2
+EXIT_ENDPOINTS_INVALID = 3
+EXIT_ABORTED = 4
+EXIT_MANUAL_FIX_NEEDED = 10  # compat-builder: state saved, a person must commit a fix
+EXIT_INTERRUPTED = 130
+
+
+class TritonBisectError(Exception):
+    """Base class: `message` is shown to the user as one line; `exit_code` is returned."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, *, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class InputError(TritonBisectError):
+    """Bad input from the user (unknown rev, missing file, corrupt CSV/trace/journal): exit 2."""
+
+    exit_code = EXIT_USAGE
+
+
+class AbortError(TritonBisectError):
+    """The run cannot go on (infra failure after retry, policy abort): exit 4."""
+
+    exit_code = EXIT_ABORTED
+
+
+class SessionLockedError(InputError):
+    """Another process holds this session's lock."""
