@@ -1,0 +1,149 @@
+"""The git operations compat-builder needs: worktrees, diffs and the builder's commits."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from tritonbisect.errors import InputError
+
+COMMIT_NAME = "compat-builder"
+COMMIT_EMAIL = "compat-builder@tritonbisect.invalid"
+
+
+class GitError(InputError):
+    pass
+
+
+def git(cwd: Path, *args: str, env: Mapping[str, str] | None = None, check: bool = True) -> str:
+    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})}
+    proc = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, errors="replace", env=full_env
+    )
+    if check and proc.returncode != 0:
+        detail = (proc.stderr or proc.stdout).strip().splitlines()
+        raise GitError(f"git {' '.join(args[:3])} failed in {cwd}: {detail[-1] if detail else proc.returncode}")
+    return proc.stdout
+
+
+def ok(cwd: Path, *args: str) -> bool:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True).returncode == 0
+
+
+def toplevel(path: Path) -> Path:
+    if not Path(path).is_dir():
+        raise InputError(f"{path}: no such folder")
+    proc = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"], cwd=path, capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        raise InputError(f"{path} is not a git repository")
+    return Path(proc.stdout.strip())
+
+
+def resolve(repo: Path, rev: str) -> str:
+    proc = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+        cwd=repo, capture_output=True, text=True,
+    )
+    if proc.returncode != 0:
+        raise InputError(f"unknown revision {rev!r} in {repo}")
+    return proc.stdout.strip()
+
+
+def is_ancestor(repo: Path, a: str, b: str) -> bool:
+    return ok(repo, "merge-base", "--is-ancestor", a, b)
+
+
+def first_parent_range(repo: Path, good: str, bad: str) -> list[str]:
+    """Commits in (good, bad] along the first-parent line, oldest first."""
+    out = git(repo, "rev-list", "--first-parent", "--reverse", f"{good}..{bad}")
+    return out.split()
+
+
+def file_at(repo: Path, commit: str, path: str) -> str | None:
+    proc = subprocess.run(
+        ["git", "show", f"{commit}:{path}"], cwd=repo, capture_output=True, text=True, errors="replace"
+    )
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def subject(repo: Path, commit: str) -> str:
+    return git(repo, "log", "-1", "--format=%s", commit).strip()
+
+
+def changed_files(repo: Path, commit: str) -> list[str]:
+    out = git(repo, "diff-tree", "--no-commit-id", "--name-only", "-r", "--root", commit)
+    return [line for line in out.splitlines() if line]
+
+
+def diff(repo: Path, a: str, b: str, paths: list[str] | None = None) -> str:
+    args = ["diff", "--no-color", "--no-ext-diff", a, b]
+    if paths is not None:
+        if not paths:
+            return ""
+        args += ["--", *paths]
+    return git(repo, *args)
+
+
+# --- worktrees --------------------------------------------------------------------------
+def add_worktree(repo: Path, path: Path, commit: str, *, branch: str | None = None) -> None:
+    """A worktree of `repo` at `commit` (on a new `branch`, else detached)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    git(repo, "worktree", "prune")
+    if branch:
+        git(repo, "worktree", "add", "-b", branch, str(path), commit)
+    else:
+        git(repo, "worktree", "add", "--detach", str(path), commit)
+
+
+def checkout_detached(worktree: Path, commit: str) -> None:
+    """Point a worktree at `commit`, dropping any local change (only our own worktrees)."""
+    git(worktree, "checkout", "--quiet", "--force", "--detach", commit)
+    git(worktree, "clean", "-fdxq")
+
+
+def reset_hard(worktree: Path, commit: str) -> None:
+    git(worktree, "reset", "--quiet", "--hard", commit)
+    git(worktree, "clean", "-fdq")
+
+
+def head(worktree: Path) -> str:
+    return git(worktree, "rev-parse", "HEAD").strip()
+
+
+def branch_exists(repo: Path, branch: str) -> bool:
+    return ok(repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}")
+
+
+def commit_all(worktree: Path, base: str, message: str) -> str | None:
+    """Commit the worktree's whole state as ONE commit on top of `base`; None if it equals base.
+
+    Whatever happened in the worktree (edits, or commits made by an external agent) is
+    squashed: the branch ends at base + one commit. The commit date is base's committer date,
+    so that the same fix of the same base is the same commit (a resumed map reproduces the
+    uninterrupted one).
+    """
+    git(worktree, "add", "-A")
+    tree = git(worktree, "write-tree").strip()
+    if tree == git(worktree, "rev-parse", f"{base}^{{tree}}").strip():
+        git(worktree, "reset", "--quiet", "--hard", base)
+        return None
+    date = git(worktree, "log", "-1", "--format=%cI", base).strip()
+    identity = {
+        "GIT_AUTHOR_NAME": COMMIT_NAME,
+        "GIT_AUTHOR_EMAIL": COMMIT_EMAIL,
+        "GIT_COMMITTER_NAME": COMMIT_NAME,
+        "GIT_COMMITTER_EMAIL": COMMIT_EMAIL,
+        "GIT_AUTHOR_DATE": date,
+        "GIT_COMMITTER_DATE": date,
+    }
+    sha = git(worktree, "commit-tree", tree, "-p", base, "-m", message, env=identity).strip()
+    git(worktree, "reset", "--quiet", "--hard", sha)
+    return sha
+
+
+def tree_of(repo: Path, commit: str) -> str:
+    return git(repo, "rev-parse", f"{commit}^{{tree}}").strip()
