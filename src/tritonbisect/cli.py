@@ -24,7 +24,11 @@ for _command in [*engine.COMMANDS, *domains.COMMANDS, *oracle.COMMANDS]:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: every TritonBisectError becomes one line on stderr and its exit code."""
     try:
-        root.main(args=argv, prog_name="tritonbisect", standalone_mode=False)
+        # without standalone mode, click returns the code of a `ctx.exit(code)` /
+        # `raise click.exceptions.Exit(code)` instead of exiting: pass it on
+        rv = root.main(args=argv, prog_name="tritonbisect", standalone_mode=False)
+        if isinstance(rv, int):
+            return rv
     except TritonBisectError as exc:
         click.echo(f"tritonbisect: error: {exc.message}", err=True)
         return exc.exit_code

@@ -1,7 +1,400 @@
-"""Placeholder: filled by the owner of this area."""
+"""Engine commands: `run`, `step`, `resume`, `status`, `report`, `demo`.
+
+Exit codes (README): 0 found, 1 inconclusive, 2 usage/input, 3 endpoints invalid,
+4 aborted, 130 interrupted. `step` speaks only git bisect's protocol: 0/1/125/128.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, NoReturn
+
 import click
 
-COMMANDS: list[click.Command] = []
+from tritonbisect.commands.options import (
+    bisect_settings,
+    common_bisect_options,
+    parse_env,
+    resolve_workdir,
+)
+from tritonbisect.errors import InputError, TritonBisectError
+
+# --- shared by every bisecting command ---------------------------------------------------
+
+
+def result_json(session: Any, result: Any) -> dict[str, Any]:
+    counters = session.counters()
+    return {
+        "culprit": result.culprit,
+        "status": result.status,
+        "candidates": result.candidates,
+        "confidence": result.confidence,
+        "tests": counters["tests"],
+        "builds": counters["builds"],
+        "cached_builds": counters["cached_builds"],
+        "rounds": counters["rounds"],
+        "steps": counters["steps"],
+        "session": session.id,
+        "session_dir": str(session.dir),
+        "phase": result.phase,
+        "phases": [
+            {
+                "name": p.spec.name,
+                "status": p.status,
+                "culprit": p.culprit,
+                "candidates": p.candidates,
+                "confidence": p.confidence,
+                "reason": p.reason,
+            }
+            for p in session.phases()
+        ],
+        "reason": result.reason,
+    }
+
+
+def execute(session: Any, *, json_out: bool = False, ui: Any = None) -> NoReturn:
+    """Drive a session to its end, print the result, and exit with the documented code.
+
+    Used by `run`, `resume` and the domain bisectors (`triton`, `llvm`, ...).
+    """
+    from tritonbisect.bisect.display import make_ui
+    from tritonbisect.bisect.session import drive
+
+    ui = ui or make_ui()
+    try:
+        result = drive(session, ui)
+    finally:
+        ui.close()
+    if json_out:
+        click.echo(json.dumps(result_json(session, result)))
+    else:
+        click.echo(summary(session, result))
+    raise click.exceptions.Exit(result.exit_code)
+
+
+def summary(session: Any, result: Any) -> str:
+    lines = []
+    if result.status == "found":
+        subject = ""
+        phase = next((p for p in session.phases() if p.spec.name == result.phase), None)
+        if phase is not None:
+            try:
+                from tritonbisect.bisect.history import History
+
+                subject = " " + History(phase.spec.repo).commit_info(result.culprit).subject
+            except Exception:  # noqa: BLE001
+                subject = ""
+        lines.append(f"culprit: {result.culprit}{subject}")
+        lines.append(f"confidence: {result.confidence}")
+    elif result.status == "inconclusive":
+        lines.append(
+            f"inconclusive: the culprit is one of {len(result.candidates)} commits that could "
+            "not be tested:"
+        )
+        lines.extend(f"  {c}" for c in result.candidates)
+    else:
+        lines.append(f"{result.status}: {result.reason}")
+    c = session.counters()
+    lines.append(
+        f"{c['tests']} test runs, {c['builds']} builds; "
+        f"full report: tritonbisect report {session.id}"
+        + _workdir_flag(session)
+    )
+    return "\n".join(lines)
+
+
+def _workdir_flag(session: Any) -> str:
+    cmd = session.resume_command()
+    i = cmd.find(" --workdir ")
+    return cmd[i:] if i >= 0 else ""
+
+
+# --- run ---------------------------------------------------------------------------------
+
+
+@click.command("run")
+@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True, help="The git repository to bisect (never modified).")
+@click.option("--good", required=True, metavar="REV", help="A commit where the test passes.")
+@click.option("--bad", required=True, metavar="REV", help="A later commit where it fails.")
+@click.option("--build", "build_cmd", metavar="CMD", help="Build command (bash), run in each commit's checkout before the test.")
+@common_bisect_options
+def run_cmd(repo: Path, good: str, bad: str, build_cmd: str | None, **kwargs: Any) -> None:
+    """Bisect REPO between GOOD and BAD with your own build and test commands."""
+    from tritonbisect.bisect.history import History
+    from tritonbisect.bisect.session import PhaseSpec, Session
+    from tritonbisect.build.command_recipe import CommandRecipe
+
+    settings = bisect_settings(**kwargs)
+    if not settings.wants_test:
+        raise InputError("give the test to run: --test CMD (or --repro TRACE --kernel K)")
+    history = History(repo)
+    good_sha = history.resolve(good)
+    bad_sha = history.resolve(bad)
+    history.candidates(good_sha, bad_sha, first_parent=settings.first_parent)  # validates
+    spec = settings.test_spec(repo=Path(history.root), bad=bad_sha, history=history)
+    recipe = CommandRecipe(build_cmd, spec)
+    phase = PhaseSpec(
+        name="main",
+        repo=Path(history.root),
+        good=good_sha,
+        bad=bad_sha,
+        recipe_name=recipe.name,
+        recipe_config=recipe.config(),
+        first_parent=settings.first_parent,
+    )
+    session = Session.create(settings.workdir, settings, [phase], argv=list(sys.argv[1:]))
+    execute(session, json_out=settings.json)
+
+
+# --- resume / status / report ------------------------------------------------------------
+
+_workdir_option = click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where sessions live (default: $TRITONBISECT_HOME or the user cache dir).",
+)
+
+
+@click.command("resume")
+@click.argument("session_id", metavar="[SESSION]", required=False)
+@_workdir_option
+@click.option("--json", "json_out", is_flag=True, help="Print one JSON object with the result.")
+def resume_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> None:
+    """Continue an interrupted session (the latest when SESSION is omitted)."""
+    from tritonbisect.bisect.session import Session
+
+    session = Session.open(resolve_workdir(workdir), session_id)
+    session.journal.records()  # a corrupt journal is reported before anything runs
+    execute(session, json_out=json_out)
+
+
+@click.command("status")
+@click.argument("session_id", metavar="[SESSION]", required=False)
+@_workdir_option
+@click.option("--json", "json_out", is_flag=True)
+def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> None:
+    """Show where a session stands (the latest when SESSION is omitted)."""
+    from tritonbisect.bisect.display import format_eta
+    from tritonbisect.bisect.session import Session
+
+    session = Session.open(resolve_workdir(workdir), session_id)
+    records = session.records()
+    running = session.lock.is_locked_elsewhere()
+    counters = session.counters()
+    if json_out:
+        click.echo(
+            json.dumps(
+                {
+                    "session": session.id,
+                    "running": running,
+                    "created": session.created,
+                    "counters": counters,
+                    "phases": [p.to_dict() for p in session.phases()],
+                    "last_steps": records[-10:],
+                }
+            )
+        )
+        return
+    click.echo(f"session {session.id} ({'running now' if running else 'not running'})")
+    click.echo(f"  created {session.created}; dir {session.dir}")
+    if session.argv:
+        click.echo(f"  command: tritonbisect {' '.join(session.argv)}")
+    for p in session.phases():
+        line = f"  phase {p.spec.name}: {p.status}"
+        if p.range_size is not None:
+            line += f", {p.range_size} commits in range"
+        if p.culprit:
+            line += f", culprit {p.culprit} (confidence {p.confidence})"
+        if p.status == "inconclusive":
+            line += f", {len(p.candidates)} candidates"
+        click.echo(line)
+        if p.reason:
+            click.echo(f"    {p.reason}")
+    total = sum(float(r.get("seconds") or 0) for r in records)
+    click.echo(
+        f"  {counters['steps']} steps, {counters['tests']} test runs, {counters['builds']} builds "
+        f"({counters['cached_builds']} cached), {format_eta(total)} of step time"
+    )
+    for rec in records[-8:]:
+        click.echo(
+            f"    #{rec.get('seq')} [{rec.get('phase')}/{rec.get('role')}] "
+            f"{str(rec.get('commit'))[:12]} {rec.get('verdict')} ({rec.get('kind')})"
+        )
+    if not running and any(p.status in ("pending", "running", "aborted") for p in session.phases()):
+        click.echo(f"  resume with: {session.resume_command()}")
+
+
+@click.command("report")
+@click.argument("session_id", metavar="[SESSION]", required=False)
+@_workdir_option
+@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write to a file instead of stdout.")
+def report_cmd(session_id: str | None, workdir: Path | None, fmt: str, output: Path | None) -> None:
+    """A report of a session: Markdown for a GitHub issue, or JSON."""
+    from tritonbisect.bisect.report import render_json, render_markdown
+    from tritonbisect.bisect.session import Session
+
+    session = Session.open(resolve_workdir(workdir), session_id)
+    text = render_markdown(session) if fmt == "md" else json.dumps(render_json(session), indent=2) + "\n"
+    if output:
+        output.write_text(text, encoding="utf-8")
+        click.echo(f"report written to {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+# --- step: one step for `git bisect run` -------------------------------------------------
+
+
+class ProtocolCommand(click.Command):
+    """A command that exits only with git bisect's codes: 0 good, 1 bad, 125 skip, 128 abort.
+
+    Usage errors and any failure of the tool itself become 128 (abort): git must never take
+    a tool problem for a verdict about the commit.
+    """
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.exceptions.Exit:
+            raise
+        except click.ClickException as exc:
+            click.echo(f"tritonbisect step: {exc.format_message()} (exit 128: abort)", err=True)
+            raise click.exceptions.Exit(128) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.exceptions.Exit as exc:
+            if exc.exit_code in (0, 1, 125, 128):
+                raise
+            raise click.exceptions.Exit(128) from None
+        except TritonBisectError as exc:
+            click.echo(f"tritonbisect step: {exc.message} (exit 128: abort)", err=True)
+            raise click.exceptions.Exit(128) from None
+        except (Exception, KeyboardInterrupt, click.exceptions.Abort) as exc:
+            click.echo(f"tritonbisect step: {type(exc).__name__}: {exc} (exit 128: abort)", err=True)
+            raise click.exceptions.Exit(128) from None
+
+
+@click.command("step", cls=ProtocolCommand)
+@click.option("--build", "build_cmd", metavar="CMD", help="Build command (bash), run in the current directory first.")
+@click.option("--test", "test_cmd", required=True, metavar="CMD", help="Test command (bash).")
+@click.option("--timeout", type=float, metavar="S", help="Test timeout in seconds (kills the process group).")
+@click.option("--env", "env", multiple=True, metavar="K=V")
+@click.option("--repeat", type=int, default=1, show_default=True)
+@click.option("--regress", type=click.Choice(["fail", "crash", "mismatch", "compile_error", "fixed"]), default="fail", show_default=True)
+@click.option("--on-build-failure", type=click.Choice(["skip", "abort", "bad"]), default="skip", show_default=True)
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Where step logs go.")
+def step_cmd(
+    build_cmd: str | None,
+    test_cmd: str,
+    timeout: float | None,
+    env: tuple[str, ...],
+    repeat: int,
+    regress: str,
+    on_build_failure: str,
+    workdir: Path | None,
+) -> None:
+    """Build and test the current checkout once, for `git bisect run`.
+
+    Exits 0 good, 1 bad, 125 skip (e.g. the commit does not build), 128 abort, and nothing
+    else: a test's own exit code (a segfault's 139, a test's own 125) is classified, never
+    passed through.
+    """
+    import dataclasses
+
+    from tritonbisect.bisect.outcome import EXIT_CODE_OF_VERDICT, Policy, Verdict
+    from tritonbisect.bisect.runner import execute_step, execute_with_retry, git
+    from tritonbisect.build.command_recipe import CommandRecipe
+    from tritonbisect.build.recipes import StepContext, TestSpec
+    from tritonbisect.commands.options import check_test_command
+
+    if repeat < 1:
+        raise InputError("--repeat must be at least 1")
+    cwd = Path.cwd()
+    try:
+        commit = git(["rev-parse", "HEAD"], cwd=cwd).strip()
+    except Exception:  # noqa: BLE001
+        raise InputError(f"{cwd} is not a git checkout") from None
+    command = check_test_command(test_cmd, cwd=cwd)
+    root = resolve_workdir(workdir) / "step-logs"
+    log_dir = root / f"{time.strftime('%Y%m%d-%H%M%S')}-{commit[:12]}"
+    n = 1
+    while log_dir.exists():
+        n += 1
+        log_dir = root / f"{time.strftime('%Y%m%d-%H%M%S')}-{commit[:12]}-{n}"
+    recipe = CommandRecipe(build_cmd, TestSpec(command))
+    policy = Policy(regress=regress, on_build_failure=on_build_failure)
+    ctx = StepContext(worktree=cwd, log_dir=log_dir, worker=0, env=parse_env(env), timeout=timeout)
+
+    def attempt(d: Path):
+        return execute_step(recipe, commit, dataclasses.replace(ctx, log_dir=d), policy, repeat=repeat)
+
+    result = execute_with_retry(attempt, log_dir)
+    verdict = Verdict(result.verdict)
+    code = EXIT_CODE_OF_VERDICT[verdict]
+    click.echo(
+        f"tritonbisect step: {commit[:12]} {result.kind} -> {verdict.value} (exit {code}): "
+        f"{result.reason} [logs: {log_dir}]",
+        err=True,
+    )
+    raise click.exceptions.Exit(code)
+
+
+# --- demo --------------------------------------------------------------------------------
+
+
+@click.command("demo")
+@click.option("--jobs", "-j", type=int, default=1, show_default=True)
+@click.option("--keep", is_flag=True, help="Keep the sample repository and session afterwards.")
+@click.option("--json", "json_out", is_flag=True, help="Print the JSON report instead of Markdown.")
+def demo_cmd(jobs: int, keep: bool, json_out: bool) -> None:
+    """Bisect an embedded sample repository: a planted crash, a cluster that does not build."""
+    import shutil
+    import tempfile
+
+    from tritonbisect.bisect.display import make_ui
+    from tritonbisect.bisect.report import render_json, render_markdown
+    from tritonbisect.bisect.session import Session, drive
+    from tritonbisect.demo import demo_phase, make_demo_repo
+
+    tmp = Path(tempfile.mkdtemp(prefix="tritonbisect-demo-"))
+    try:
+        sample = make_demo_repo(tmp / "sample")
+        settings = bisect_settings(jobs=max(1, jobs), workdir=str(tmp / "work"), test=sample.test)
+        session = Session.create(
+            settings.workdir, settings, [demo_phase(sample)], argv=["demo"]
+        )
+        click.echo(
+            f"tritonbisect demo: {sample.n_commits} commits in {sample.repo}; "
+            f"planted regression at {sample.culprit[:12]}, commits "
+            f"{', '.join(c[:7] for c in sample.broken)} do not build",
+            err=True,
+        )
+        ui = make_ui()
+        try:
+            result = drive(session, ui)
+        finally:
+            ui.close()
+        if json_out:
+            click.echo(json.dumps(render_json(session), indent=2))
+        else:
+            click.echo(render_markdown(session), nl=False)
+        ok = result.culprit == sample.culprit
+        click.echo(
+            f"tritonbisect demo: {'found the planted regression' if ok else 'WRONG culprit'}"
+            + (f"; files kept in {tmp}" if keep else ""),
+            err=True,
+        )
+        code = result.exit_code if ok else 4
+    finally:
+        if not keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    raise click.exceptions.Exit(code)
+
+
+COMMANDS: list[click.Command] = [run_cmd, step_cmd, resume_cmd, status_cmd, report_cmd, demo_cmd]

@@ -1,0 +1,232 @@
+"""Reports of a session: Markdown ready to paste into a GitHub issue, and JSON."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from tritonbisect.bisect.session import Session, counters_of
+
+
+def reproduce_command(session: Session) -> str:
+    argv = list(session.argv)
+    if not argv:
+        return session.resume_command()
+    cmd = "tritonbisect " + shlex.join(argv)
+    if session.cwd:
+        cmd = f"cd {shlex.quote(str(session.cwd))} && {cmd}"
+    return cmd
+
+
+def _info(history: Any, commit: str | None) -> dict[str, str] | None:
+    if not commit or history is None:
+        return None
+    try:
+        info = history.commit_info(commit)
+    except Exception:  # noqa: BLE001 - the repository may be gone; the report still works
+        return None
+    return {
+        "sha": info.sha,
+        "subject": info.subject,
+        "author": info.author,
+        "email": info.email,
+        "date": info.date,
+    }
+
+
+def _history(phase: Any) -> Any:
+    try:
+        from tritonbisect.bisect.history import History
+
+        return History(phase.spec.repo)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _step(rec: Mapping[str, Any], subject: str) -> dict[str, Any]:
+    build = rec.get("build") or {}
+    tests = rec.get("tests") or []
+    return {
+        "seq": rec.get("seq"),
+        "role": rec.get("role"),
+        "round": rec.get("round"),
+        "commit": rec.get("commit"),
+        "subject": subject,
+        "kind": rec.get("kind"),
+        "verdict": rec.get("verdict"),
+        "reason": rec.get("reason"),
+        "worker": rec.get("worker"),
+        "started": rec.get("started"),
+        "finished": rec.get("finished"),
+        "seconds": rec.get("seconds"),
+        "build": {
+            "cached": build.get("cached"),
+            "performed": build.get("performed"),
+            "seconds": build.get("seconds"),
+            "log": build.get("log"),
+        }
+        if build
+        else None,
+        "tests": [
+            {k: t.get(k) for k in ("kind", "exit", "signal", "seconds", "timed_out", "log")}
+            for t in tests
+        ],
+        "dir": rec.get("dir"),
+    }
+
+
+def report_data(session: Session) -> dict[str, Any]:
+    records = session.records()
+    phases = []
+    for phase in session.phases():
+        history = _history(phase)
+        subjects: dict[str, str] = {}
+
+        def subject(commit: str, history: Any = history, subjects: dict = subjects) -> str:
+            if commit not in subjects:
+                info = _info(history, commit)
+                subjects[commit] = info["subject"] if info else ""
+            return subjects[commit]
+
+        recs = [r for r in records if r.get("phase") == phase.spec.name]
+        phases.append(
+            {
+                "name": phase.spec.name,
+                "repo": str(phase.spec.repo),
+                "good": phase.spec.good,
+                "bad": phase.spec.bad,
+                "good_info": _info(history, phase.spec.good),
+                "bad_info": _info(history, phase.spec.bad),
+                "range_size": phase.range_size,
+                "status": phase.status,
+                "culprit": phase.culprit,
+                "culprit_info": _info(history, phase.culprit),
+                "candidates": phase.candidates,
+                "candidates_info": [
+                    {"sha": c, "subject": subject(c)} for c in phase.candidates[:50]
+                ]
+                if phase.status == "inconclusive"
+                else [],
+                "confidence": phase.confidence,
+                "reason": phase.reason,
+                "recipe": phase.spec.recipe_name,
+                "counters": counters_of(recs),
+                "steps": [_step(r, subject(str(r.get("commit")))) for r in recs],
+            }
+        )
+    result = session.result()
+    return {
+        "session": session.id,
+        "created": session.created,
+        "workflow": session.workflow,
+        "status": result.status,
+        "culprit": result.culprit,
+        "confidence": result.confidence,
+        "candidates": result.candidates,
+        "counters": counters_of(records),
+        "settings": {k: v for k, v in session.settings.to_dict().items() if k != "json"},
+        "command": reproduce_command(session),
+        "phases": phases,
+    }
+
+
+def _md_escape(text: str | None) -> str:
+    return (text or "").replace("|", "\\|").replace("\n", " ")
+
+
+def _fmt_seconds(value: Any) -> str:
+    if value is None:
+        return ""
+    value = float(value)
+    if value < 60:
+        return f"{value:.1f}s"
+    return f"{int(value // 60)}m{int(value % 60):02d}s"
+
+
+def _commit_line(info: Mapping[str, str] | None, sha: str | None) -> str:
+    if not sha:
+        return ""
+    if not info:
+        return f"`{sha}`"
+    return (
+        f"`{sha}` **{_md_escape(info['subject'])}** — {_md_escape(info['author'])} "
+        f"<{info['email']}>, {info['date']}"
+    )
+
+
+def render_markdown(session: Session) -> str:
+    data = report_data(session)
+    out: list[str] = []
+    culprit_phase = next((p for p in reversed(data["phases"]) if p["culprit"]), None)
+    if culprit_phase and data["status"] == "found":
+        info = culprit_phase["culprit_info"] or {}
+        title = f"`{culprit_phase['culprit'][:12]}` {info.get('subject', '')}".strip()
+        out.append(f"## Bisected: {title}")
+    else:
+        out.append(f"## Bisect result: {data['status']}")
+    out.append("")
+    c = data["counters"]
+    out.append(
+        f"Session `{data['session']}` · {c['tests']} test runs · {c['builds']} builds"
+        f" ({c['cached_builds']} cached) · {c['steps']} steps"
+    )
+    multi = len(data["phases"]) > 1
+    for phase in data["phases"]:
+        out.append("")
+        level = "###"
+        if multi:
+            out.append(f"### Phase `{phase['name']}`: {phase['status']}")
+            out.append("")
+            level = "####"
+        out.append(f"- **Repository:** `{phase['repo']}`")
+        n = f" ({phase['range_size']} commits)" if phase["range_size"] is not None else ""
+        out.append(f"- **Range:** good `{phase['good'][:12]}` → bad `{phase['bad'][:12]}`{n}")
+        out.append(f"- **Status:** {phase['status']}")
+        if phase["culprit"]:
+            out.append(f"- **Culprit:** {_commit_line(phase['culprit_info'], phase['culprit'])}")
+        if phase["status"] == "inconclusive":
+            out.append(f"- **Candidates ({len(phase['candidates'])}), one of them is the culprit:**")
+            for cand in phase["candidates_info"]:
+                out.append(f"  - `{cand['sha'][:12]}` {_md_escape(cand['subject'])}")
+        if phase["confidence"]:
+            out.append(f"- **Confidence:** {phase['confidence']}")
+        if phase["reason"]:
+            out.append(f"- **Note:** {_md_escape(phase['reason'])}")
+        pc = phase["counters"]
+        out.append(
+            f"- **Cost:** {pc['tests']} test runs, {pc['builds']} builds"
+            f" ({pc['cached_builds']} cached), {pc['rounds']} search rounds"
+        )
+        out.append("")
+        out.append(f"{level} Steps")
+        out.append("")
+        out.append("| # | role | commit | subject | outcome | verdict | build | test | worker |")
+        out.append("|---|------|--------|---------|---------|---------|-------|------|--------|")
+        for step in phase["steps"]:
+            build = step["build"] or {}
+            if not build or (not build.get("performed") and not build.get("cached")):
+                build_cell = "—"
+            elif build.get("cached"):
+                build_cell = "cached"
+            else:
+                build_cell = _fmt_seconds(build.get("seconds"))
+            test_cell = " + ".join(_fmt_seconds(t["seconds"]) for t in step["tests"]) or "—"
+            out.append(
+                f"| {step['seq']} | {step['role']} | `{(step['commit'] or '')[:12]}` "
+                f"| {_md_escape(step['subject'])[:60]} | {step['kind']} | {step['verdict']} "
+                f"| {build_cell} | {test_cell} | {step['worker']} |"
+            )
+    out.append("")
+    out.append("### Reproduce")
+    out.append("")
+    out.append("```sh")
+    out.append(data["command"])
+    out.append("```")
+    out.append("")
+    out.append("<sub>Generated by tritonbisect.</sub>")
+    return "\n".join(out) + "\n"
+
+
+def render_json(session: Session) -> dict[str, Any]:
+    return report_data(session)
