@@ -1,0 +1,312 @@
+"""The target virtual environment: where Triton is installed at each step and the test runs.
+
+The tool never imports triton or torch itself; everything about the target environment is
+asked of its own interpreter in a subprocess (installed versions are read with
+importlib.metadata there, not by importing triton, which may be broken at the commit).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from tritonbisect.build.proc import prepend_path, read_tail, run_logged
+
+TRITON_DISTRIBUTIONS = ("triton", "pytorch-triton", "pytorch-triton-rocm")
+_TOOL_TIMEOUT = 1800.0  # pip install of a wheel; venv creation
+
+
+class EnvError(Exception):
+    """The target environment cannot be made or used (reported by recipes as INFRA)."""
+
+
+def _clean_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    for var in ("PYTHONHOME", "PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX", "PIP_USER", "__PYVENV_LAUNCHER__"):
+        env.pop(var, None)
+    env["PYTHONNOUSERSITE"] = "1"
+    env.setdefault("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+    return env
+
+
+class TargetEnv:
+    """A virtual environment (or any prefix with bin/python) used as the test environment."""
+
+    def __init__(self, root: Path, python: Path, *, owned: bool) -> None:
+        self.root = Path(root)
+        self.python = Path(python)
+        self.owned = owned  # made by us (may be deleted/recreated) or the user's own
+        self._abi: str | None = None
+
+    def __repr__(self) -> str:
+        return f"TargetEnv({str(self.root)!r}, owned={self.owned})"
+
+    # --- making one ---------------------------------------------------------------------------
+
+    @classmethod
+    def ensure(
+        cls,
+        path: Path,
+        *,
+        python: str | None = None,
+        system_site_packages: bool = False,
+        requirements: Iterable[str] = (),
+    ) -> TargetEnv:
+        """Create (when missing) and return the venv at path: `uv venv` if uv is on PATH,
+        else `python -m venv`. `python` picks the interpreter (default: the tool's)."""
+        path = Path(path).absolute()
+        py = path / "bin" / "python"
+        if not (py.exists() and (path / "pyvenv.cfg").exists()):
+            if path.exists() and any(path.iterdir()):
+                raise EnvError(f"{path} exists and is not a virtual environment")
+            interpreter = python or sys.executable
+            if shutil.which(interpreter) is None and not Path(interpreter).exists():
+                raise EnvError(f"python interpreter {interpreter!r} not found")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            uv = shutil.which("uv")
+            if uv:
+                cmd = [uv, "venv", "--seed", "--python", interpreter, str(path)]
+                if system_site_packages:
+                    cmd.insert(2, "--system-site-packages")
+            else:
+                cmd = [interpreter, "-m", "venv", str(path)]
+                if system_site_packages:
+                    cmd.insert(3, "--system-site-packages")
+            proc = subprocess.run(
+                cmd, capture_output=True, text=True, env=_clean_env(), timeout=_TOOL_TIMEOUT
+            )
+            if proc.returncode != 0 or not py.exists():
+                shutil.rmtree(path, ignore_errors=True)
+                tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
+                raise EnvError(f"could not create the virtual environment {path}: {tail[0]}")
+        env = cls(path, py, owned=True)
+        reqs = list(requirements)
+        if reqs:
+            ok, reason = env.ensure_packages(reqs)
+            if not ok:
+                raise EnvError(reason)
+        return env
+
+    @classmethod
+    def existing(cls, venv: Path) -> TargetEnv:
+        """The user's own environment (--venv DIR, or --python PY's prefix)."""
+        venv = Path(venv).absolute()
+        py = venv / "bin" / "python"
+        if not py.exists():
+            raise EnvError(f"{venv} is not a virtual environment (no bin/python)")
+        return cls(venv, py, owned=False)
+
+    @classmethod
+    def from_python(cls, python: str) -> TargetEnv:
+        """The environment a given interpreter belongs to (--python PY)."""
+        exe = shutil.which(python) or python
+        if not Path(exe).exists():
+            raise EnvError(f"python interpreter {python!r} not found")
+        prefix = subprocess.run(
+            [exe, "-c", "import sys; print(sys.prefix)"],
+            capture_output=True, text=True, env=_clean_env(), timeout=120,
+        ).stdout.strip()
+        if not prefix:
+            raise EnvError(f"python interpreter {python!r} does not run")
+        return cls(Path(prefix), Path(exe), owned=False)
+
+    def for_worker(self, worker: int, overlay_root: Path) -> TargetEnv:
+        """The environment worker N uses. Worker 0 uses this one. Other workers of an owned
+        env get their own sibling venv; other workers of a user's env get an overlay venv
+        that sees the user's packages (torch stays) through a .pth file while Triton is
+        installed into the overlay itself, so parallel workers never share one Triton."""
+        if worker == 0:
+            return self
+        if self.owned:
+            return TargetEnv.ensure(self.root.with_name(f"{self.root.name}-w{worker}"),
+                                    python=self.base_python())
+        digest = hashlib.sha256(str(self.root).encode()).hexdigest()[:10]
+        root = Path(overlay_root) / f"overlay-{digest}-w{worker}"
+        env = TargetEnv.ensure(root, python=self.base_python())
+        site = self.site_packages()
+        pth = Path(env.site_packages()[0]) / "_tritonbisect_overlay.pth"
+        pth.write_text("".join(f"{p}\n" for p in site if p), encoding="utf-8")
+        return env
+
+    # --- facts --------------------------------------------------------------------------------
+
+    def _query(self, code: str, timeout: float = 120) -> str:
+        proc = subprocess.run(
+            [str(self.python), "-c", code],
+            capture_output=True, text=True, env=_clean_env(), timeout=timeout,
+        )
+        if proc.returncode != 0:
+            raise EnvError(
+                f"{self.python} failed: {(proc.stderr.strip().splitlines() or [''])[-1]}"
+            )
+        return proc.stdout.strip()
+
+    def base_python(self) -> str:
+        """The interpreter this env was made from (for sibling/overlay venvs)."""
+        return self._query("import sys, os; print(getattr(sys, '_base_executable', sys.executable))")
+
+    def site_packages(self) -> list[str]:
+        out = self._query("import site, json; print(json.dumps(site.getsitepackages()))")
+        return list(json.loads(out))
+
+    def python_abi(self) -> str:
+        """e.g. 'cpython-311-linux-x86_64': part of every cache key of a built wheel."""
+        if self._abi is None:
+            self._abi = self._query(
+                "import sys, sysconfig; "
+                "print(sys.implementation.cache_tag + '-' + sysconfig.get_platform())"
+            ).replace("_", "-")
+        return self._abi
+
+    def installed_versions(self, names: Iterable[str]) -> dict[str, str | None]:
+        """Installed version of each distribution (None when absent), read with
+        importlib.metadata in the env's own python, without importing the package."""
+        code = (
+            "import json, sys, importlib.metadata as m\n"
+            "out = {}\n"
+            "for n in json.loads(sys.argv[1]):\n"
+            "    try: out[n] = m.version(n)\n"
+            "    except m.PackageNotFoundError: out[n] = None\n"
+            "print(json.dumps(out))\n"
+        )
+        proc = subprocess.run(
+            [str(self.python), "-c", code, json.dumps(list(names))],
+            capture_output=True, text=True, env=_clean_env(), timeout=120,
+        )
+        if proc.returncode != 0:
+            raise EnvError(f"cannot read installed versions: {proc.stderr.strip()[-300:]}")
+        return json.loads(proc.stdout)
+
+    def missing_modules(self, modules: Iterable[str]) -> list[str]:
+        """Of the importable module names given, those the env cannot find (find_spec)."""
+        mods = list(modules)
+        if not mods:
+            return []
+        code = (
+            "import json, sys, importlib.util as u\n"
+            "print(json.dumps([n for n in json.loads(sys.argv[1]) if u.find_spec(n) is None]))\n"
+        )
+        proc = subprocess.run(
+            [str(self.python), "-c", code, json.dumps(mods)],
+            capture_output=True, text=True, env=_clean_env(), timeout=120,
+        )
+        if proc.returncode != 0:
+            return mods
+        return list(json.loads(proc.stdout))
+
+    # --- installing ------------------------------------------------------------------------
+
+    def pip(self, args: list[str], *, log: Path | None = None, append: bool = True) -> tuple[int | None, str]:
+        """Run `python -m pip ARGS` in this env; returns (exit code, output tail)."""
+        env = _clean_env()
+        env["PATH"] = prepend_path(env, self.python.parent)
+        if log is None:
+            with tempfile.NamedTemporaryFile(prefix="tritonbisect-pip-", suffix=".log", delete=False) as f:
+                tmp_log = Path(f.name)
+            try:
+                res = run_logged([str(self.python), "-m", "pip", *args], cwd=Path.cwd(), env=env,
+                                 log=tmp_log, timeout=_TOOL_TIMEOUT)
+                return res.returncode, read_tail(tmp_log, 16 * 1024)
+            finally:
+                tmp_log.unlink(missing_ok=True)
+        res = run_logged([str(self.python), "-m", "pip", *args], cwd=Path.cwd(), env=env,
+                         log=log, timeout=_TOOL_TIMEOUT, append=append)
+        return res.returncode, read_tail(log, 16 * 1024)
+
+    def ensure_packages(self, requirements: Iterable[str], *, log: Path | None = None) -> tuple[bool, str]:
+        """pip-install the requirements whose distribution is absent (build requirements of
+        a --no-build-isolation build). Already installed ones are not touched."""
+        reqs = [r for r in requirements if r.strip()]
+        names = [_req_name(r) for r in reqs]
+        have = self.installed_versions(names)
+        missing = [r for r, n in zip(reqs, names, strict=True) if have.get(n) is None]
+        if not missing:
+            return True, ""
+        rc, tail = self.pip(["install", *missing], log=log)
+        if rc != 0:
+            return False, f"could not install {', '.join(missing)} into {self.root}: {_last_line(tail)}"
+        return True, ""
+
+    def uninstall(self, names: Iterable[str], *, log: Path | None = None) -> tuple[bool, str]:
+        present = [n for n, v in self.installed_versions(names).items() if v is not None]
+        if not present:
+            return True, ""
+        rc, tail = self.pip(["uninstall", "-y", *present], log=log)
+        if rc != 0:
+            return False, f"pip uninstall {' '.join(present)} failed: {_last_line(tail)}"
+        return True, ""
+
+    def install_wheel(self, wheel: Path, *, log: Path | None = None) -> tuple[bool, str]:
+        """pip install --no-deps --force-reinstall the wheel (the env's other packages stay)."""
+        rc, tail = self.pip(["install", "--no-deps", "--force-reinstall", str(wheel)], log=log)
+        if rc != 0:
+            return False, f"pip install {Path(wheel).name} failed: {_last_line(tail)}"
+        return True, ""
+
+    def install_triton(self, wheel: Path, commit: str, *, log: Path | None = None) -> tuple[bool, str]:
+        """Purge every Triton distribution, install the wheel, and check that the installed
+        version carries `+git<sha[:8]>` of the commit under test."""
+        ok, reason = self.uninstall(TRITON_DISTRIBUTIONS, log=log)
+        if not ok:
+            return False, reason
+        ok, reason = self.install_wheel(wheel, log=log)
+        if not ok:
+            return False, reason
+        return self.verify_triton(commit)
+
+    def verify_triton(self, commit: str) -> tuple[bool, str]:
+        versions = self.installed_versions(TRITON_DISTRIBUTIONS)
+        version = versions.get("triton")
+        want = f"+git{commit[:8]}"
+        if version is None:
+            return False, f"triton is not installed in {self.root} after installing the wheel"
+        others = [f"{n} {v}" for n, v in versions.items() if n != "triton" and v is not None]
+        if others:
+            return False, f"another Triton is still installed next to it: {', '.join(others)}"
+        if not version.endswith(want):
+            return False, (
+                f"installed triton is {version}, expected a version ending in {want} "
+                f"(commit {commit[:12]}); the build did not come from the commit under test"
+            )
+        return True, f"triton {version}"
+
+    # --- running tests -----------------------------------------------------------------------
+
+    def bin_dir(self) -> Path:
+        return self.python.parent
+
+    def test_env(self, base: Mapping[str, str], cache_root: Path) -> dict[str, str]:
+        """Environment for one test run: the env's bin first on PATH, VIRTUAL_ENV set, no
+        user site, and a fresh TRITON_CACHE_DIR under cache_root (never ~/.triton)."""
+        env = dict(base)
+        for var in ("PYTHONHOME", "CONDA_PREFIX", "__PYVENV_LAUNCHER__"):
+            env.pop(var, None)
+        env["PATH"] = prepend_path(env, self.bin_dir())
+        env["VIRTUAL_ENV"] = str(self.root)
+        env["PYTHONNOUSERSITE"] = "1"
+        cache_root = Path(cache_root)
+        cache_root.mkdir(parents=True, exist_ok=True)
+        env["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton-cache-", dir=cache_root)
+        return env
+
+
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def _req_name(req: str) -> str:
+    m = _NAME.match(req)
+    return m.group(1) if m else req.strip()
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("ERROR")]
+    return (errors[-1] if errors else lines[-1] if lines else "")[:300]

@@ -1,0 +1,577 @@
+"""Triton at a commit → a wheel (cached) → installed into the target environment → tested.
+
+    <python> -m pip wheel --no-build-isolation --no-deps -w <staging> <src>/python   (older
+                                                  layouts; <src> when setup.py is at the root)
+    env: TRITON_BUILD_WITH_CCACHE=true, TRITON_HOME=<workdir>/triton-home (persistent: keeps
+         the downloaded LLVM and toolchains), MAX_JOBS, DEBUG=1 with --debug, LLVM_SYSPATH...
+
+The wheel is built by the target environment's own interpreter (the wheel's ABI must be the
+one the tests run with), after making sure the source's build requirements are installed
+there (builds run without isolation). Recipes registered here:
+
+  "triton"       bisect Triton: build the commit's wheel, install it, test
+  "llvm-triton"  bisect llvm-project: build LLVM at the commit, then build against it the
+                 Triton commit assigned to that LLVM commit, install, test
+
+Recipe config (JSON, saved in session.json; unknown keys are ignored):
+  test          TestSpec.to_dict()                        (required)
+  debug         bool: DEBUG=1 build with assertions
+  max_jobs      int: MAX_JOBS for the build
+  ccache        bool (default true)
+  python        interpreter to make the target venv with, or the user's own (--python)
+  venv          the user's own venv (--venv); default: a venv per worker under
+                <workdir>/venvs, reused across sessions, Triton purged at every install
+  build_timeout seconds for one build (default: none)
+  cache_dir     artifact cache root (default: <workdir>/cache)
+llvm-triton adds:
+  triton_dir      the user's Triton repository (a worker-owned worktree is made from it)
+  triton_commits  {llvm sha: triton sha} assignment (from the compatibility map)
+  triton_commit   the Triton commit for LLVM commits not in triton_commits
+  llvm            LLVMConfig fields (build_type, assertions, targets, compiler, ccache)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tritonbisect.bisect.outcome import RESULT_ENV_VAR, Kind, read_result_json
+from tritonbisect.build.cache import ArtifactCache
+from tritonbisect.build.env import EnvError, TargetEnv
+from tritonbisect.build.failures import classify_build_log
+from tritonbisect.build.llvm_recipe import LLVMConfig, build_llvm, llvm_env
+from tritonbisect.build.recipes import (
+    PrepareResult,
+    StepContext,
+    TestRun,
+    TestSpec,
+    register_recipe,
+)
+from tritonbisect.build.toolchain import build_requires, compiler_id, which
+
+RECIPE = "triton"
+
+# --env variables that change what a build produces, so they are part of the wheel's key
+_BUILD_ENV = re.compile(
+    r"^(TRITON_BUILD_\w+|TRITON_APPEND_CMAKE_ARGS|TRITON_CODEGEN_BACKENDS|TRITON_\w+_PATH|"
+    r"LLVM_\w+|CC|CXX|CFLAGS|CXXFLAGS|LDFLAGS|DEBUG|REL_WITH_DEB_INFO|TRITON_WHEEL_VERSION_SUFFIX)$"
+)
+
+
+@dataclass(frozen=True)
+class TritonConfig:
+    debug: bool = False
+    max_jobs: int | None = None
+    ccache: bool = True
+
+    def key_config(self) -> dict:
+        return {"debug": self.debug}  # MAX_JOBS and ccache do not change the artifact
+
+
+@dataclass
+class WheelBuild:
+    kind: Kind
+    reason: str
+    wheel: Path | None
+    cached: bool
+    seconds: float
+    log: Path
+
+
+def project_dir(source: Path) -> Path | None:
+    """<src>/python on older layouts, <src> when setup.py/pyproject.toml is at the root."""
+    source = Path(source)
+    if (source / "python" / "setup.py").is_file() or (source / "python" / "pyproject.toml").is_file():
+        return source / "python"
+    if (source / "setup.py").is_file() or (source / "pyproject.toml").is_file():
+        return source
+    return None
+
+
+def build_env_key(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in sorted(env.items()) if _BUILD_ENV.match(k)}
+
+
+def build_triton_wheel(
+    source: Path,
+    commit: str,
+    *,
+    cache: ArtifactCache,
+    config: TritonConfig,
+    log: Path,
+    repo_id: str,
+    triton_home: Path,
+    extra_env: Mapping[str, str] = {},  # noqa: B006
+    extra_key: Mapping = {},  # noqa: B006
+    python: str | Path | None = None,
+    python_abi: str | None = None,
+    base_env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    runner: Callable | None = None,
+    recipe: str = RECIPE,
+) -> WheelBuild:
+    """Build the wheel of the Triton tree at `source` (a worktree at `commit`), or take it
+    from the cache. Cache hit: nothing runs and no log is written (cached=True)."""
+    import sys
+
+    start = time.monotonic()
+    log = Path(log)
+    python = str(python or sys.executable)
+    env = dict(os.environ if base_env is None else base_env)
+    env.update(extra_env)
+    abi = python_abi or _python_abi(python)
+    key = ArtifactCache.key(
+        repo_id, commit, recipe,
+        {**config.key_config(), "extra": dict(extra_key), "env": build_env_key(env)},
+        abi, compiler_id(None, env),
+    )
+    hit = cache.get(key)
+    if hit is not None:
+        return WheelBuild(Kind.PASS, "wheel taken from the cache", hit, True, 0.0, log)
+    failed = cache.failure(key)
+    if failed is not None:
+        return WheelBuild(
+            Kind(failed.kind), f"Triton {commit[:12]} failed to build before: {failed.reason}",
+            None, True, 0.0, failed.log or log,
+        )
+
+    proj = project_dir(Path(source))
+    log.parent.mkdir(parents=True, exist_ok=True)
+    if proj is None:
+        log.write_text(f"no setup.py or pyproject.toml in {source} or {source}/python\n", encoding="utf-8")
+        reason = f"no setup.py at {commit[:12]} (neither python/setup.py nor setup.py)"
+        cache.record_failure(key, Kind.BUILD_FAILED.value, reason, log, commit=commit, recipe=recipe)
+        return WheelBuild(Kind.BUILD_FAILED, reason, None, False, time.monotonic() - start, log)
+
+    env["PYTHONNOUSERSITE"] = "1"
+    env["PATH"] = f"{Path(python).parent}{os.pathsep}{env.get('PATH', os.defpath)}"
+    if config.ccache and which("ccache", env):
+        env["TRITON_BUILD_WITH_CCACHE"] = "true"
+    triton_home = Path(triton_home)
+    triton_home.mkdir(parents=True, exist_ok=True)
+    env["TRITON_HOME"] = str(triton_home)
+    if config.max_jobs:
+        env["MAX_JOBS"] = str(config.max_jobs)
+    if config.debug:
+        env["DEBUG"] = "1"
+
+    stage = cache.staging_dir(prefix=f"wheel-{commit[:12]}-")
+    try:
+        cmd = [python, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps",
+               "--disable-pip-version-check", "-w", str(stage), str(proj)]
+        res = (runner or _default_runner())(cmd, cwd=proj, env=env, log=log, timeout=timeout)
+        seconds = time.monotonic() - start
+        if getattr(res, "cancelled", False):
+            return WheelBuild(Kind.INFRA, "cancelled", None, False, seconds, log)
+        cls = classify_build_log(res.returncode, log, timed_out=res.timed_out)
+        wheels = sorted(stage.glob("*.whl"))
+        if cls.kind is Kind.PASS and not wheels:
+            cls = type(cls)(Kind.BUILD_FAILED, "pip wheel produced no wheel")
+        if cls.kind is not Kind.PASS:
+            reason = f"Triton build: {cls.reason}"
+            if cls.kind is Kind.BUILD_FAILED:
+                cache.record_failure(key, cls.kind.value, reason, log, commit=commit, recipe=recipe)
+            return WheelBuild(cls.kind, reason, None, False, seconds, log)
+        stored = cache.put(
+            key, wheels[0],
+            {"commit": commit, "recipe": recipe, "repo": repo_id, "python_abi": abi,
+             "config": config.key_config(), "extra": dict(extra_key)},
+            move=True,
+        )
+        return WheelBuild(Kind.PASS, "Triton wheel built", stored, False, time.monotonic() - start, log)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+@functools.lru_cache(maxsize=16)
+def _python_abi(python: str) -> str:
+    out = subprocess.run(
+        [python, "-c", "import sys, sysconfig; print(sys.implementation.cache_tag + '-' + sysconfig.get_platform())"],
+        capture_output=True, text=True, timeout=120,
+    )
+    return out.stdout.strip().replace("_", "-") or "unknown"
+
+
+def _default_runner() -> Callable:
+    from tritonbisect.build.proc import run_logged
+
+    return run_logged
+
+
+def step_runner(ctx: StepContext) -> Callable:
+    """The engine's process runner bound to the step's cancel token, when the engine is there."""
+    try:
+        from tritonbisect.bisect.runner import cancel_token_for, run_logged
+    except ImportError:  # pragma: no cover - the engine is part of the package
+        return _default_runner()
+    return functools.partial(run_logged, token=cancel_token_for(ctx))
+
+
+# --- the target environment of each worker ------------------------------------------------
+
+
+class _EnvPool:
+    """One TargetEnv per worker, made once. A user's own venv (--venv/--python) is used by one
+    worker at a time (a lock file under the workdir); other workers get overlay venvs."""
+
+    def __init__(self, venv: str | None, python: str | None) -> None:
+        self.venv = venv
+        self.python = python
+        self._envs: dict[int, TargetEnv] = {}
+        self._locks: list[int] = []
+        self._mutex = threading.Lock()
+
+    def get(self, ctx: StepContext) -> TargetEnv:
+        with self._mutex:
+            env = self._envs.get(ctx.worker)
+            if env is None:
+                env = self._make(ctx)
+                self._envs[ctx.worker] = env
+            return env
+
+    def _workdir(self, ctx: StepContext) -> Path:
+        return Path(ctx.workdir) if ctx.workdir else ctx.worktree.parent
+
+    def _make(self, ctx: StepContext) -> TargetEnv:
+        workdir = self._workdir(ctx)
+        if not self.venv and not self.python:
+            # the worktree lock makes <repo_id>-w<i> this worker's alone
+            name = f"{ctx.worktree.parent.name}-{ctx.worktree.name}"
+            return TargetEnv.ensure(workdir / "venvs" / name)
+        if self.venv:
+            base = TargetEnv.existing(Path(self.venv))
+        else:
+            assert self.python is not None
+            base = TargetEnv.from_python(self.python)
+            if not (base.root / "pyvenv.cfg").exists():
+                # a bare interpreter: make the session's venv with it, per worker
+                name = f"{ctx.worktree.parent.name}-{ctx.worktree.name}-" + hashlib.sha256(
+                    str(base.python).encode()).hexdigest()[:8]
+                return TargetEnv.ensure(workdir / "venvs" / name, python=str(base.python))
+        if self._claim(workdir, base.root):
+            return base
+        return base.for_worker(max(1, ctx.worker), workdir / "venvs")
+
+    def _claim(self, workdir: Path, root: Path) -> bool:
+        locks = workdir / "locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256(str(root).encode()).hexdigest()[:16]
+        fd = os.open(locks / f"venv-{digest}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self._locks.append(fd)  # held while this recipe lives
+        return True
+
+
+def ensure_build_requirements(env: TargetEnv, source: Path, log: Path) -> tuple[bool, str]:
+    """Install into env what the source needs to build without isolation (once; no-op when
+    everything is there). Old setuptools (< 70.1) also needs `wheel` for bdist_wheel."""
+    proj = project_dir(source)
+    if proj is None:
+        return True, ""
+    reqs = build_requires(proj)
+    try:
+        ok, reason = env.ensure_packages(reqs, log=log)
+        if not ok:
+            return False, reason
+        st = env.installed_versions(["setuptools", "wheel"])
+        if st.get("setuptools") and st.get("wheel") is None and _older(st["setuptools"], (70, 1)):
+            return env.ensure_packages(["wheel"], log=log)
+    except EnvError as exc:
+        return False, str(exc)
+    return True, ""
+
+
+def _older(version: str, than: tuple[int, ...]) -> bool:
+    nums = tuple(int(x) for x in re.findall(r"\d+", version)[: len(than)])
+    return nums < than
+
+
+def run_test(env: TargetEnv, spec: TestSpec, commit: str, ctx: StepContext, *, record: bool,
+             runner: Callable | None = None) -> TestRun:
+    """Run the test (or the record command) once in the worktree with the target env."""
+    if record:
+        command = spec.record_command or "true"
+        log = ctx.log_dir / "record.log"
+        result_path = ctx.log_dir / "record-result.json"
+    else:
+        command = spec.command
+        n = 1
+        while (ctx.log_dir / f"test-{n}.log").exists():
+            n += 1
+        log = ctx.log_dir / f"test-{n}.log"
+        result_path = ctx.log_dir / f"result-{n}.json"
+    ctx.log_dir.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        result_path.unlink()
+    base = _base_env()
+    base.update(ctx.env)
+    base["TRITONBISECT_COMMIT"] = commit
+    base["TRITONBISECT_WORKTREE"] = str(ctx.worktree)
+    cache_root = (Path(ctx.workdir) if ctx.workdir else ctx.log_dir) / "triton-cache"
+    tenv = env.test_env(base, cache_root)
+    tenv[RESULT_ENV_VAR] = str(result_path)
+    try:
+        res = (runner or _default_runner())(command, cwd=ctx.worktree, env=tenv, log=log,
+                                            timeout=ctx.timeout)
+    finally:
+        shutil.rmtree(tenv["TRITON_CACHE_DIR"], ignore_errors=True)
+    return TestRun(
+        returncode=res.returncode,
+        seconds=res.seconds,
+        log=log,
+        timed_out=res.timed_out,
+        result=read_result_json(result_path),
+    )
+
+
+def _base_env() -> dict[str, str]:
+    try:
+        from tritonbisect.bisect.runner import clean_env
+    except ImportError:  # pragma: no cover
+        return dict(os.environ)
+    return clean_env()
+
+
+# --- recipes ----------------------------------------------------------------------------
+
+
+class TritonRecipe:
+    """Registered as "triton": the bisected repository is Triton."""
+
+    name = RECIPE
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self._config = dict(config)
+        self.test_spec = TestSpec.from_dict(config["test"])
+        self.triton_config = TritonConfig(
+            debug=bool(config.get("debug", False)),
+            max_jobs=config.get("max_jobs"),
+            ccache=bool(config.get("ccache", True)),
+        )
+        self.build_timeout = config.get("build_timeout")
+        self._envs = _EnvPool(config.get("venv"), config.get("python"))
+        self._repo_ids: dict[str, str] = {}
+
+    def config(self) -> dict[str, Any]:
+        return dict(self._config)
+
+    # shared helpers
+
+    def workdir(self, ctx: StepContext) -> Path:
+        return Path(ctx.workdir) if ctx.workdir else ctx.worktree.parent
+
+    def cache(self, ctx: StepContext) -> ArtifactCache:
+        root = self._config.get("cache_dir")
+        return ArtifactCache(Path(root) if root else self.workdir(ctx) / "cache")
+
+    def target_env(self, ctx: StepContext) -> TargetEnv:
+        return self._envs.get(ctx)
+
+    def repo_id(self, repo: Path) -> str:
+        """The root commit of the repository (stable across clones and worktrees)."""
+        key = str(repo)
+        if key not in self._repo_ids:
+            out = subprocess.run(
+                ["git", "-C", str(repo), "rev-list", "--max-parents=0", "HEAD"],
+                capture_output=True, text=True, timeout=120,
+            )
+            roots = sorted(out.stdout.split())
+            self._repo_ids[key] = roots[0] if roots else str(repo)
+        return self._repo_ids[key]
+
+    def build_wheel(self, source: Path, commit: str, ctx: StepContext, env: TargetEnv, *,
+                    log: Path, extra_env: Mapping[str, str] = {},  # noqa: B006
+                    extra_key: Mapping = {}) -> WheelBuild:  # noqa: B006
+        base = _base_env()
+        base.update(ctx.env)
+        return build_triton_wheel(
+            source, commit,
+            cache=self.cache(ctx), config=self.triton_config, log=log,
+            repo_id=self.repo_id(source), triton_home=self.workdir(ctx) / "triton-home",
+            extra_env=extra_env, extra_key=extra_key, python=env.python,
+            python_abi=env.python_abi(), base_env=base, timeout=self.build_timeout,
+            runner=step_runner(ctx),
+        )
+
+    def install(self, env: TargetEnv, wheel: Path, commit: str, ctx: StepContext) -> tuple[bool, str]:
+        try:
+            return env.install_triton(wheel, commit, log=ctx.log_dir / "install.log")
+        except EnvError as exc:
+            return False, str(exc)
+
+    # the Recipe protocol
+
+    def prepare(self, commit: str, ctx: StepContext) -> PrepareResult:
+        start = time.monotonic()
+        ctx.log_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            env = self.target_env(ctx)
+        except EnvError as exc:
+            return PrepareResult(Kind.INFRA, f"target environment: {exc}", seconds=time.monotonic() - start)
+        ok, reason = ensure_build_requirements(env, ctx.worktree, ctx.log_dir / "install.log")
+        if not ok:
+            return PrepareResult(Kind.INFRA, f"build requirements: {reason}",
+                                 seconds=time.monotonic() - start, log=ctx.log_dir / "install.log")
+        wb = self.build_wheel(ctx.worktree, commit, ctx, env, log=ctx.log_dir / "build.log")
+        if wb.kind is not Kind.PASS or wb.wheel is None:
+            return PrepareResult(wb.kind, wb.reason, cached=wb.cached,
+                                 seconds=time.monotonic() - start, log=wb.log)
+        ok, reason = self.install(env, wb.wheel, commit, ctx)
+        if not ok:
+            return PrepareResult(Kind.INFRA, f"install: {reason}", cached=wb.cached,
+                                 seconds=time.monotonic() - start, log=ctx.log_dir / "install.log")
+        return PrepareResult(Kind.PASS, f"{wb.reason}; {reason}", cached=wb.cached,
+                             seconds=time.monotonic() - start, log=None if wb.cached else wb.log)
+
+    def test(self, commit: str, ctx: StepContext, *, record: bool = False) -> TestRun:
+        return run_test(self.target_env(ctx), self.test_spec, commit, ctx, record=record,
+                        runner=step_runner(ctx))
+
+
+class LLVMTritonRecipe(TritonRecipe):
+    """Registered as "llvm-triton": the bisected repository is llvm-project. At an LLVM
+    commit: build LLVM (cached by commit + config), check out the assigned Triton commit in a
+    worktree this worker owns, build it against that LLVM (cached by both commits), install,
+    and run the test in the Triton worktree."""
+
+    name = "llvm-triton"
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        super().__init__(config)
+        if not config.get("triton_dir"):
+            raise ValueError("llvm-triton recipe needs triton_dir")
+        self.triton_dir = Path(config["triton_dir"])
+        self.assignment: dict[str, str] = dict(config.get("triton_commits") or {})
+        self.default_triton: str | None = config.get("triton_commit")
+        self.llvm_config = LLVMConfig.from_dict(config.get("llvm"))
+        self._triton_for: Callable[[str], str] | None = None
+
+    def with_assigner(self, fn: Callable[[str], str]) -> LLVMTritonRecipe:
+        """Use a callable (LLVM sha → Triton sha) instead of the config's assignment."""
+        self._triton_for = fn
+        return self
+
+    def triton_commit_for(self, llvm_commit: str) -> str | None:
+        if self._triton_for is not None:
+            return self._triton_for(llvm_commit)
+        return self.assignment.get(llvm_commit, self.default_triton)
+
+    def triton_worktree(self, ctx: StepContext, triton_commit: str) -> Path:
+        """This worker's Triton worktree, checked out at triton_commit (build outputs kept)."""
+        root = self.workdir(ctx) / "worktrees" / f"triton-{self.repo_id(self.triton_dir)[:12]}"
+        path = root / f"for-{ctx.worktree.parent.name}-{ctx.worktree.name}"
+        return checkout_worktree(self.triton_dir, path, triton_commit)
+
+    def prepare(self, commit: str, ctx: StepContext) -> PrepareResult:
+        start = time.monotonic()
+        ctx.log_dir.mkdir(parents=True, exist_ok=True)
+        triton_commit = self.triton_commit_for(commit)
+        if not triton_commit:
+            return PrepareResult(Kind.INFRA, f"no Triton commit assigned to LLVM {commit[:12]}")
+        workdir = self.workdir(ctx)
+        llvm = build_llvm(
+            ctx.worktree, commit, cache=self.cache(ctx), config=self.llvm_config,
+            build_dir=workdir / "llvm-build" / f"{ctx.worktree.parent.name}-{ctx.worktree.name}",
+            log=ctx.log_dir / "llvm-build.log", repo_id=self.repo_id(ctx.worktree),
+            env={**_base_env(), **ctx.env}, timeout=self.build_timeout, runner=step_runner(ctx),
+        )
+        if llvm.kind is not Kind.PASS or llvm.prefix is None:
+            return PrepareResult(llvm.kind, llvm.reason, cached=llvm.cached,
+                                 seconds=time.monotonic() - start, log=llvm.log)
+        try:
+            env = self.target_env(ctx)
+            tree = self.triton_worktree(ctx, triton_commit)
+        except (EnvError, GitFailure) as exc:
+            return PrepareResult(Kind.INFRA, str(exc), seconds=time.monotonic() - start)
+        ok, reason = ensure_build_requirements(env, tree, ctx.log_dir / "install.log")
+        if not ok:
+            return PrepareResult(Kind.INFRA, f"build requirements: {reason}",
+                                 seconds=time.monotonic() - start, log=ctx.log_dir / "install.log")
+        wb = self.build_wheel(tree, triton_commit, ctx, env, log=ctx.log_dir / "build.log",
+                              extra_env=llvm_env(llvm.prefix),
+                              extra_key={"llvm": commit, "llvm_config": self.llvm_config.key_config()})
+        cached = llvm.cached and wb.cached
+        if wb.kind is not Kind.PASS or wb.wheel is None:
+            reason = f"Triton {triton_commit[:12]} against LLVM {commit[:12]}: {wb.reason}"
+            return PrepareResult(wb.kind, reason, cached=cached, seconds=time.monotonic() - start, log=wb.log)
+        ok, reason = self.install(env, wb.wheel, triton_commit, ctx)
+        if not ok:
+            return PrepareResult(Kind.INFRA, f"install: {reason}", cached=cached,
+                                 seconds=time.monotonic() - start, log=ctx.log_dir / "install.log")
+        what = "LLVM cached" if llvm.cached else "LLVM built"
+        return PrepareResult(Kind.PASS, f"{what}; {wb.reason} (Triton {triton_commit[:12]}); {reason}",
+                             cached=cached, seconds=time.monotonic() - start,
+                             log=wb.log if not wb.cached else (None if llvm.cached else llvm.log))
+
+    def test(self, commit: str, ctx: StepContext, *, record: bool = False) -> TestRun:
+        triton_commit = self.triton_commit_for(commit) or ""
+        tree = self.triton_worktree(ctx, triton_commit)
+        tctx = StepContext(worktree=tree, log_dir=ctx.log_dir, worker=ctx.worker, env=ctx.env,
+                           timeout=ctx.timeout, workdir=ctx.workdir)
+        return run_test(self.target_env(ctx), self.test_spec, triton_commit, tctx, record=record,
+                        runner=step_runner(ctx))
+
+
+class GitFailure(Exception):
+    pass
+
+
+_WT_LOCK = threading.Lock()
+
+
+def checkout_worktree(repo: Path, path: Path, commit: str) -> Path:
+    """A detached worktree of repo at path, at commit; untracked files removed, ignored build
+    outputs (e.g. python/build) kept for incremental builds."""
+
+    def git(*args: str, cwd: Path) -> str:
+        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=600,
+                              env=_base_env())
+        if proc.returncode != 0:
+            raise GitFailure(f"git {' '.join(args)} failed in {cwd}: "
+                             f"{(proc.stderr.strip().splitlines() or [''])[-1]}")
+        return proc.stdout
+
+    with _WT_LOCK:
+        if not (path / ".git").exists():
+            if path.exists():
+                shutil.rmtree(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            git("worktree", "prune", cwd=repo)
+            git("worktree", "add", "--detach", "--force", str(path), commit, cwd=repo)
+            return path
+    git("checkout", "--detach", "--force", commit, cwd=path)
+    git("clean", "-fdq", cwd=path)
+    return path
+
+
+def _triton_factory(config: Mapping[str, Any]) -> TritonRecipe:
+    return TritonRecipe(config)
+
+
+def _llvm_triton_factory(config: Mapping[str, Any]) -> LLVMTritonRecipe:
+    return LLVMTritonRecipe(config)
+
+
+register_recipe(RECIPE, _triton_factory)
+register_recipe("llvm-triton", _llvm_triton_factory)
+
+__all__ = [
+    "LLVMTritonRecipe", "TritonConfig", "TritonRecipe", "WheelBuild", "build_triton_wheel",
+    "checkout_worktree", "project_dir", "run_test",
+]

@@ -1,0 +1,128 @@
+"""TargetEnv on real virtual environments with small wheels built from a tmp setup.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tritonbisect.build.env import EnvError, TargetEnv
+
+pytestmark = pytest.mark.slow
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+def make_wheel(tmp: Path, dist: str, version: str, module: str = "triton") -> Path:
+    """A pure-python wheel `dist==version` providing `module`, built with pip like a recipe."""
+    src = tmp / f"src-{dist}-{version}".replace("+", "_")
+    (src / module).mkdir(parents=True)
+    (src / module / "__init__.py").write_text(f"__version__ = {version!r}\n")
+    (src / "setup.py").write_text(
+        "from setuptools import setup\n"
+        f"setup(name={dist!r}, version={version!r}, packages=[{module!r}])\n"
+    )
+    out = tmp / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q",
+         "-w", str(out), str(src)],
+        check=True, capture_output=True,
+    )
+    norm = dist.replace("-", "_")
+    [wheel] = [w for w in out.glob(f"{norm}-*.whl") if version.replace("-", "_") in w.name]
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("wheels")
+    return {
+        "good": make_wheel(tmp, "triton", f"3.6.0+git{SHA[:8]}"),
+        "other": make_wheel(tmp, "triton", "3.6.0+gitdeadbeef"),
+        "pt": make_wheel(tmp, "pytorch-triton", "3.5.0+git11111111", module="pytorch_triton_shim"),
+        "extra": make_wheel(tmp, "toyextra", "1.0", module="toyextra"),
+    }
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory):
+    return TargetEnv.ensure(tmp_path_factory.mktemp("envs") / "venv")
+
+
+def test_ensure_makes_and_reuses_a_venv(venv):
+    assert venv.python.exists() and (venv.root / "pyvenv.cfg").exists() and venv.owned
+    mtime = (venv.root / "pyvenv.cfg").stat().st_mtime
+    again = TargetEnv.ensure(venv.root)
+    assert again.python == venv.python and (venv.root / "pyvenv.cfg").stat().st_mtime == mtime
+    assert venv.python_abi().startswith(sys.implementation.cache_tag)
+    assert venv.installed_versions(["pip", "surely-not-installed"])["surely-not-installed"] is None
+    assert venv.ensure_packages(["pip>=1"]) == (True, "")  # present: pip is not run
+
+
+def test_ensure_refuses_a_non_venv_directory(tmp_path):
+    (tmp_path / "stuff").mkdir()
+    (tmp_path / "stuff" / "file").write_text("x")
+    with pytest.raises(EnvError, match="not a virtual environment"):
+        TargetEnv.ensure(tmp_path / "stuff")
+    with pytest.raises(EnvError, match="no bin/python"):
+        TargetEnv.existing(tmp_path / "stuff")
+    with pytest.raises(EnvError, match="not found"):
+        TargetEnv.ensure(tmp_path / "v", python="python-that-does-not-exist")
+
+
+def test_install_triton_purges_and_verifies_version(venv, wheels, tmp_path):
+    ok, reason = venv.install_wheel(wheels["pt"])
+    assert ok, reason
+    assert venv.installed_versions(["pytorch-triton"])["pytorch-triton"] == "3.5.0+git11111111"
+    log = tmp_path / "install.log"
+    ok, reason = venv.install_triton(wheels["good"], SHA, log=log)
+    assert ok, reason
+    assert reason == f"triton 3.6.0+git{SHA[:8]}"
+    versions = venv.installed_versions(["triton", "pytorch-triton", "pytorch-triton-rocm"])
+    assert versions == {"triton": f"3.6.0+git{SHA[:8]}", "pytorch-triton": None, "pytorch-triton-rocm": None}
+    assert "uninstall" in log.read_text() and "install" in log.read_text()
+    # a wheel of another commit: installed, but the check fails with a clear reason
+    ok, reason = venv.install_triton(wheels["other"], SHA)
+    assert not ok
+    assert "3.6.0+gitdeadbeef" in reason and f"+git{SHA[:8]}" in reason
+    # a file that is not a wheel
+    bad = tmp_path / "triton-0-py3-none-any.whl"
+    bad.write_bytes(b"not a zip")
+    ok, reason = venv.install_triton(bad, SHA)
+    assert not ok and "failed" in reason
+
+
+def test_test_env_isolation(venv, tmp_path):
+    base = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home"), "PYTHONHOME": "/x", "KEEP": "1"}
+    e1 = venv.test_env(base, tmp_path / "tcache")
+    e2 = venv.test_env(base, tmp_path / "tcache")
+    assert e1["PATH"].split(os.pathsep)[0] == str(venv.python.parent)
+    assert e1["VIRTUAL_ENV"] == str(venv.root) and e1["PYTHONNOUSERSITE"] == "1"
+    assert "PYTHONHOME" not in e1 and e1["KEEP"] == "1"
+    assert e1["TRITON_CACHE_DIR"] != e2["TRITON_CACHE_DIR"]
+    for e in (e1, e2):
+        p = Path(e["TRITON_CACHE_DIR"])
+        assert p.is_dir() and p.parent == tmp_path / "tcache" and not any(p.iterdir())
+    assert not (tmp_path / "home" / ".triton").exists()
+    out = subprocess.run(["python", "-c", "import sys; print(sys.prefix)"], env=e1,
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(out) == venv.root
+
+
+def test_user_venv_overlay_for_a_second_worker(wheels, tmp_path):
+    user = TargetEnv.ensure(tmp_path / "user-venv")
+    user = TargetEnv.existing(user.root)
+    assert not user.owned
+    assert user.install_wheel(wheels["extra"])[0]
+    overlay = user.for_worker(1, tmp_path / "venvs")
+    assert overlay is not user and overlay.root.parent == tmp_path / "venvs"
+    assert user.for_worker(0, tmp_path / "venvs") is user
+    # the overlay sees the user's packages (torch stays) ...
+    assert overlay.installed_versions(["toyextra"])["toyextra"] == "1.0"
+    # ... while its own Triton is installed into the overlay, not the user's venv
+    ok, reason = overlay.install_triton(wheels["good"], SHA)
+    assert ok, reason
+    assert user.installed_versions(["triton"])["triton"] is None
