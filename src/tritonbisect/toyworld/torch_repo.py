@@ -1,0 +1,207 @@
+"""Sources of the toy pytorch repo: the pure-Python package `toytorch` (never `torch`: the
+real one may be installed), with PyTorch's pin of Triton in .ci/docker/ci_commit_pins/triton.txt.
+Its functions run Triton kernels, so its test needs the pinned triton installed.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, replace
+
+TEST_COMMAND = "python test/test_toytorch.py"
+PIN_FILE = ".ci/docker/ci_commit_pins/triton.txt"
+
+
+def _t(text: str, **subs: object) -> str:
+    out = textwrap.dedent(text).lstrip("\n")
+    for key, value in subs.items():
+        out = out.replace(f"@{key}@", str(value))
+    return out
+
+
+@dataclass(frozen=True)
+class TorchState:
+    triton_pin: str
+    pairwise_sum: bool = False  # sum() reduces in pairs with the Triton add kernel
+    drops_odd: bool = False  # ... and loses the odd element (the regression)
+    notes: tuple[str, ...] = ()
+    ops: tuple[int, ...] = ()
+
+    def with_(self, **changes) -> TorchState:
+        return replace(self, **changes)
+
+
+SETUP_PY = '''
+"""Toy PyTorch's build: a pure-Python package; its Triton comes from the pinned commit."""
+
+import os
+import subprocess
+
+from setuptools import setup
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def get_version():
+    with open(os.path.join(HERE, "version.txt")) as f:
+        base = f.read().strip()
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=HERE, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        sha = ""
+    return base + ("+git" + sha[:7] if sha else "")
+
+
+setup(
+    name="toytorch",
+    version=get_version(),
+    description="A toy PyTorch for tritonbisect's tests",
+    packages=["toytorch"],
+    python_requires=">=3.9",
+)
+'''
+
+PYPROJECT = """
+[build-system]
+requires = ["setuptools>=64"]
+build-backend = "setuptools.build_meta"
+"""
+
+INIT_PY = '''
+"""toytorch: tritonbisect's miniature of PyTorch; its ops run toy Triton kernels."""
+
+from importlib import metadata as _metadata
+
+try:
+    __version__ = _metadata.version("toytorch")
+except _metadata.PackageNotFoundError:
+    __version__ = "@VERSION@"
+
+
+def _libtriton():
+    from triton._C import libtriton
+
+    return libtriton
+
+
+def add(x, y):
+    return _libtriton().run_elementwise("add", list(x), list(y))
+
+
+def mul(x, y):
+    return _libtriton().run_elementwise("mul", list(x), list(y))
+
+
+def sum(x):
+@SUM@
+
+def dot(x, y):
+    return sum(mul(x, y))
+@OPS@'''
+
+SUM_SIMPLE = """
+    total = 0
+    for value in x:
+        total = _libtriton().run_elementwise("add", [total], [value])[0]
+    return total
+"""
+
+SUM_PAIRWISE = """
+    # Pairwise reduction with the Triton add kernel: log2(n) kernel launches.
+    values = list(x)
+    while len(values) > 1:
+        half = len(values) // 2
+        merged = add(values[:half], values[half : 2 * half])
+        values = @REST@
+    return values[0] if values else 0
+"""
+
+TEST_PY = '''
+"""Toy PyTorch's test: exit 0 when toytorch's ops are right, 1 otherwise.
+
+    python test/test_toytorch.py
+"""
+
+import sys
+
+
+def main():
+    try:
+        import toytorch
+    except ImportError as exc:
+        print("test_toytorch: ERROR: cannot import toytorch: %s" % exc, file=sys.stderr)
+        return 2
+    x = list(range(1, 12))
+    y = [2 * v - 5 for v in x]
+    checks = [
+        ("add", toytorch.add(x, y), [a + b for a, b in zip(x, y)]),
+        ("sum", toytorch.sum(x), 66),
+        ("dot", toytorch.dot(x, y), sum(a * b for a, b in zip(x, y))),
+    ]
+    failed = [(name, got, want) for name, got, want in checks if got != want]
+    for name, got, want in failed:
+        print("test_toytorch: FAIL: %s: got %r, expected %r" % (name, got, want))
+    if failed:
+        return 1
+    print("test_toytorch: PASS (toytorch %s)" % toytorch.__version__)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+README = """
+# Toy PyTorch
+
+tritonbisect's miniature of PyTorch. The Triton it needs is the commit pinned in
+.ci/docker/ci_commit_pins/triton.txt.
+
+    pip wheel --no-build-isolation --no-deps -w dist .
+    pip install dist/toytorch-*.whl     # with the pinned triton installed
+    python test/test_toytorch.py
+"""
+
+VERSION = "2.10.0a0"
+
+
+def render(state: TorchState) -> dict[str, str]:
+    if state.pairwise_sum:
+        rest = "merged" if state.drops_odd else "merged + values[2 * half :]"
+        body = _t(SUM_PAIRWISE, REST=rest)
+    else:
+        body = _t(SUM_SIMPLE)
+    body = textwrap.indent(body, "    ")
+    ops = "".join(
+        f"\n\ndef scale_{n}(x):\n    return [v * {n + 2} for v in x]\n" for n in state.ops
+    )
+    return {
+        "README.md": _t(README) + "".join(f"\n{note}\n" for note in state.notes),
+        ".gitignore": "build/\ndist/\n*.egg-info/\n__pycache__/\n",
+        "version.txt": VERSION + "\n",
+        "setup.py": _t(SETUP_PY),
+        "pyproject.toml": _t(PYPROJECT),
+        PIN_FILE: state.triton_pin + "\n",
+        "toytorch/__init__.py": _t(INIT_PY, VERSION=VERSION, SUM=body, OPS=ops),
+        "test/test_toytorch.py": _t(TEST_PY),
+    }
+
+
+class FillerCycle:
+    KINDS = ("ops", "docs")
+
+    def __init__(self) -> None:
+        self.counter = 0
+
+    def next(self, state: TorchState) -> tuple[TorchState, str, str]:
+        n = self.counter
+        self.counter += 1
+        if self.KINDS[n % len(self.KINDS)] == "ops":
+            return state.with_(ops=(*state.ops, n)), f"[inductor] Add toytorch.scale_{n}", ""
+        return (
+            state.with_(notes=(*state.notes, f"Note {n}.")),
+            f"[docs] Update the README ({n})",
+            "",
+        )

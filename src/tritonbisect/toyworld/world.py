@@ -1,0 +1,364 @@
+"""make_world: generate the toy llvm-project, triton (and optionally pytorch) git repos.
+
+The world is deterministic: the same parameters give the same commit shas every time.
+
+llvm-project (llvm_commits commits, oldest first):
+    0 initial import, 1 filler, 2 = old_llvm, ... , N-3 = new_llvm, N-2, N-1 fillers.
+    Between old_llvm and new_llvm, evenly spaced: the behaviour regression (add folding off by
+    one), `api_breaks` API breaks (each its own first-incompatible commit), and an LLVM-internal
+    broken commit (its own build fails) fixed by the next commit; fillers elsewhere.
+triton (triton_commits commits): pinned at old_llvm; a Triton regression (the vectorized
+    elementwise loop drops the last element), a commit that does not compile fixed by the next
+    one, the fix of the regression, the LLVM bump to new_llvm that adapts to every API break,
+    fillers. The test fails after the bump because of the LLVM regression.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tritonbisect.toyworld import llvm_repo, torch_repo, triton_repo
+from tritonbisect.toyworld.apibreaks import BREAKS, MAX_API_BREAKS
+from tritonbisect.toyworld.gitstream import CommitSpec, write_history
+
+BASE_TIME = 1735689600  # 2025-01-01T00:00:00Z
+HOUR = 3600
+
+LLVM_AUTHORS = (
+    ("Alice Compiler", "alice@llvm.example"),
+    ("Bob Optimizer", "bob@llvm.example"),
+    ("Carol Backend", "carol@llvm.example"),
+    ("Dan Dialect", "dan@llvm.example"),
+)
+TRITON_AUTHORS = (
+    ("Erin Kernel", "erin@triton.example"),
+    ("Frank Frontend", "frank@triton.example"),
+    ("Grace Layout", "grace@triton.example"),
+)
+TORCH_AUTHORS = (
+    ("Heidi Inductor", "heidi@pytorch.example"),
+    ("Ivan Eager", "ivan@pytorch.example"),
+)
+
+LLVM_CMAKE_ARGS = (
+    '-DLLVM_ENABLE_PROJECTS="mlir;llvm"',
+    "-DLLVM_TARGETS_TO_BUILD=X86",
+    "-DCMAKE_BUILD_TYPE=Release",
+)
+
+
+@dataclass
+class ToyWorld:
+    root: Path
+    llvm: Path
+    triton: Path
+    torch: Path | None
+    truth: dict = field(default_factory=dict)
+
+    def truth_json(self) -> str:
+        return json.dumps(self.truth, indent=2, sort_keys=True)
+
+
+def _spread(n_events: int, first: int, last: int, what: str, min_gap: int = 3) -> list[int]:
+    """Positions of n_events events evenly spread in [first, last], at least min_gap apart."""
+    span = last - first + 1
+    gap = span / (n_events + 1)
+    if gap < min_gap:
+        need = min_gap * (n_events + 1) - span
+        raise ValueError(f"too few commits for {what}: give at least {need} more")
+    return [first - 1 + round((j + 1) * gap) for j in range(n_events)]
+
+
+def _llvm_history(api_breaks: int, llvm_commits: int, extra_sources: int, regression_after_breaks):
+    old_idx, new_idx = 2, llvm_commits - 3
+    events = [f"K{i}" for i in range(api_breaks)]
+    events.insert(regression_after_breaks, "R")
+    events.insert(min(2, len(events)), "B")
+    positions = _spread(len(events), old_idx + 1, new_idx - 1, f"{api_breaks} API breaks")
+    at = dict(zip(positions, events, strict=True))
+
+    state = llvm_repo.LLVMState(extra_sources=extra_sources)
+    fillers = llvm_repo._FillerCycle()
+    plan: list[tuple[llvm_repo.LLVMState, str, str, str]] = [
+        (state, "Initial import of the toy llvm-project", "", "initial")
+    ]
+    for i in range(1, llvm_commits):
+        event = at.get(i)
+        if event == "R":
+            state = state.with_(regression=True)
+            plan.append(
+                (
+                    state,
+                    "[ConstantFold] Seed the carry chain of add folding from the low bit",
+                    "Saves one iteration of the carry loop for odd sums.",
+                    "regression",
+                )
+            )
+        elif event == "B":
+            state = state.with_(
+                broken=True, notes=(*state.notes, "Faster hashing of short strings.")
+            )
+            plan.append(
+                (
+                    state,
+                    "[Support] Speed up hashing of short strings",
+                    "Hash the bytes in one pass.",
+                    "broken",
+                )
+            )
+        elif i >= 2 and at.get(i - 1) == "B":
+            state = state.with_(broken=False)
+            plan.append(
+                (
+                    state,
+                    '[Support] Fix the build after "Speed up hashing of short strings"',
+                    "A missing semicolon.",
+                    "broken-fix",
+                )
+            )
+        elif event is not None:
+            k = int(event[1:])
+            state = state.with_(breaks=state.breaks | {k})
+            plan.append((state, BREAKS[k].subject, BREAKS[k].body, event))
+        else:
+            state, subject, body = fillers.next(state)
+            plan.append((state, subject, body, "filler"))
+    commits = [
+        CommitSpec(
+            tree=llvm_repo.render(s),
+            subject=subject,
+            body=body,
+            author=LLVM_AUTHORS[i % len(LLVM_AUTHORS)],
+            timestamp=BASE_TIME + i * 3 * HOUR,
+        )
+        for i, (s, subject, body, _) in enumerate(plan)
+    ]
+    return commits, [kind for *_, kind in plan], old_idx, new_idx
+
+
+def _triton_history(triton_commits: int, old_llvm: str, new_llvm: str, api_breaks: int, t0: int):
+    tr, tb, tf, bump = _spread(4, 1, triton_commits - 2, "the Triton history")
+    state = triton_repo.TritonState(llvm_hash=old_llvm)
+    fillers = triton_repo.FillerCycle()
+    plan = [(state, "Initial commit of the toy Triton", "", "initial")]
+    bump_body = "\n".join(
+        f"- {BREAKS[k].old_symbol}: {BREAKS[k].subject.split('] ', 1)[-1]}"
+        for k in range(api_breaks)
+    )
+    for i in range(1, triton_commits):
+        if i == tr:
+            state = state.with_(vectorized=True, tail_bug=True)
+            item = (state, "[BACKEND] Vectorize the elementwise loop by 4", "", "regression")
+        elif i == tb:
+            state = state.with_(broken=True, pipeline_comment=True)
+            item = (state, "[BACKEND] Document the order of the pass pipeline", "", "broken")
+        elif i == tb + 1:
+            state = state.with_(broken=False)
+            item = (
+                state,
+                "[BACKEND] Fix the build after the pass pipeline change",
+                "",
+                "broken-fix",
+            )
+        elif i == tf:
+            state = state.with_(tail_bug=False)
+            item = (
+                state,
+                "[BACKEND] Fix the tail of the vectorized elementwise loop",
+                "The last element of a tail was never computed.",
+                "regression-fix",
+            )
+        elif i == bump:
+            state = state.with_(llvm_hash=new_llvm, fixed=frozenset(range(api_breaks)))
+            item = (
+                state,
+                f"[BACKEND] Bump LLVM to llvm/llvm-project@{new_llvm[:12]}",
+                ("Adapt to the API changes:\n" + bump_body) if bump_body else "",
+                "bump",
+            )
+        else:
+            state, subject, body = fillers.next(state)
+            item = (state, subject, body, "filler")
+        plan.append(item)
+    commits = [
+        CommitSpec(
+            tree=triton_repo.render(s),
+            subject=subject,
+            body=body,
+            author=TRITON_AUTHORS[i % len(TRITON_AUTHORS)],
+            timestamp=t0 + i * 2 * HOUR,
+        )
+        for i, (s, subject, body, _) in enumerate(plan)
+    ]
+    pins = [s.llvm_hash for s, *_ in plan]
+    return commits, [kind for *_, kind in plan], pins
+
+
+def _torch_history(torch_commits: int, pins: list[str], t0: int):
+    move1, regression, move2 = _spread(3, 1, torch_commits - 1, "the PyTorch history", 2)
+    state = torch_repo.TorchState(triton_pin=pins[0])
+    fillers = torch_repo.FillerCycle()
+    plan = [(state, "Initial commit of the toy PyTorch", "", "initial")]
+    for i in range(1, torch_commits):
+        if i == move1:
+            state = state.with_(triton_pin=pins[1])
+            item = (state, "[CI] Update the triton pin", "", "pin")
+        elif i == regression:
+            state = state.with_(pairwise_sum=True, drops_odd=True)
+            item = (
+                state,
+                "[inductor] Reduce sum() pairwise with the Triton add kernel",
+                "",
+                "regression",
+            )
+        elif i == move2:
+            state = state.with_(triton_pin=pins[2])
+            item = (state, "[CI] Update the triton pin", "", "pin")
+        else:
+            state, subject, body = fillers.next(state)
+            item = (state, subject, body, "filler")
+        plan.append(item)
+    commits = [
+        CommitSpec(
+            tree=torch_repo.render(s),
+            subject=subject,
+            body=body,
+            author=TORCH_AUTHORS[i % len(TORCH_AUTHORS)],
+            timestamp=t0 + i * 5 * HOUR,
+        )
+        for i, (s, subject, body, _) in enumerate(plan)
+    ]
+    return commits, [kind for *_, kind in plan], [s.triton_pin for s, *_ in plan]
+
+
+def make_world(
+    root: Path,
+    *,
+    api_breaks: int = 1,
+    llvm_commits: int = 40,
+    triton_commits: int = 30,
+    extra_sources: int = 0,
+    with_torch: bool = False,
+    torch_commits: int = 12,
+    regression_after_breaks: int = 0,
+) -> ToyWorld:
+    """Write the toy world under `root` (llvm-project/, triton/, pytorch/) and return it.
+
+    regression_after_breaks: how many API breaks come before the LLVM behaviour regression
+    (0, the default, puts it before all of them: the bump's parent then builds on both sides
+    of it, so an LLVM descent works even without a compatibility map).
+    """
+    if not 0 <= api_breaks <= MAX_API_BREAKS:
+        raise ValueError(f"api_breaks must be between 0 and {MAX_API_BREAKS}")
+    if not 0 <= regression_after_breaks <= api_breaks:
+        raise ValueError("regression_after_breaks must be between 0 and api_breaks")
+    if extra_sources < 0:
+        raise ValueError("extra_sources must be >= 0")
+    root = Path(root).resolve()
+    llvm_dir, triton_dir = root / "llvm-project", root / "triton"
+    torch_dir = root / "pytorch" if with_torch else None
+    for d in (llvm_dir, triton_dir, torch_dir):
+        if d is not None and d.exists() and any(d.iterdir()):
+            raise FileExistsError(f"{d} exists and is not empty")
+
+    llvm_specs, llvm_kinds, old_idx, new_idx = _llvm_history(
+        api_breaks, llvm_commits, extra_sources, regression_after_breaks
+    )
+    t0 = BASE_TIME + llvm_commits * 3 * HOUR
+    # Fail on too-small Triton/PyTorch histories before writing anything.
+    _spread(4, 1, triton_commits - 2, "the Triton history")
+    if with_torch:
+        _spread(3, 1, torch_commits - 1, "the PyTorch history", 2)
+
+    llvm = write_history(llvm_dir, llvm_specs)
+    old_llvm, new_llvm = llvm[old_idx], llvm[new_idx]
+
+    triton_specs, triton_kinds, llvm_pins = _triton_history(
+        triton_commits, old_llvm, new_llvm, api_breaks, t0
+    )
+    triton = write_history(triton_dir, triton_specs)
+
+    def tri(kind: str) -> int:
+        return triton_kinds.index(kind)
+
+    def lli(kind: str) -> int:
+        return llvm_kinds.index(kind)
+
+    breaks = []
+    for k in range(api_breaks):
+        idx = lli(f"K{k}")
+        brk = BREAKS[k]
+        breaks.append(
+            {
+                "commit": llvm[idx],
+                "last_compatible": llvm[idx - 1],
+                "header": brk.header,
+                "file": brk.file,
+                "old": brk.old,
+                "new": brk.new,
+                "old_symbol": brk.old_symbol,
+                "new_symbol": brk.new_symbol,
+                "key": brk.key,
+                "subject": brk.subject,
+            }
+        )
+    bump = triton[tri("bump")]
+    good_triton = triton[tri("regression-fix")]
+    bad_triton_llvm = triton[-1]
+    truth: dict = {
+        "params": {
+            "api_breaks": api_breaks,
+            "llvm_commits": llvm_commits,
+            "triton_commits": triton_commits,
+            "extra_sources": extra_sources,
+            "with_torch": with_torch,
+            "torch_commits": torch_commits if with_torch else 0,
+            "regression_after_breaks": regression_after_breaks,
+        },
+        # llvm-project
+        "llvm_order": llvm,
+        "old_llvm": old_llvm,
+        "new_llvm": new_llvm,
+        "llvm_api_breaks": breaks,
+        "llvm_last_compatible": [b["last_compatible"] for b in breaks],
+        "llvm_regression": llvm[lli("regression")],
+        "llvm_broken": [llvm[lli("broken")]],
+        "llvm_broken_fix": llvm[lli("broken-fix")],
+        "llvm_cmake_args": list(LLVM_CMAKE_ARGS),
+        # triton
+        "triton_order": triton,
+        "triton_regression": triton[tri("regression")],
+        "triton_regression_fix": triton[tri("regression-fix")],
+        "triton_regression_range": [triton[1], triton[tri("regression-fix") - 1]],
+        "triton_broken": [triton[tri("broken")]],
+        "triton_broken_fix": triton[tri("broken-fix")],
+        "bump": bump,
+        "bump_parent": triton[tri("bump") - 1],
+        "good_triton": good_triton,
+        "bad_triton_llvm": bad_triton_llvm,
+        "llvm_bump_range": [good_triton, bad_triton_llvm],
+        "triton_llvm_pins": dict(zip(triton, llvm_pins, strict=True)),
+        "triton_test": triton_repo.TEST_COMMAND,
+        "triton_version_prefix": triton_repo.BASE_VERSION + "+git",
+    }
+
+    if with_torch:
+        pins = [triton[1], triton[tri("regression") - 1], good_triton]
+        torch_specs, torch_kinds, torch_pins = _torch_history(
+            torch_commits, pins, t0 + triton_commits * 2 * HOUR
+        )
+        torch = write_history(torch_dir, torch_specs)
+        truth.update(
+            {
+                "torch_order": torch,
+                "torch_regression": torch[torch_kinds.index("regression")],
+                "torch_good": torch[1],
+                "torch_bad": torch[-1],
+                "torch_triton_pins": dict(zip(torch, torch_pins, strict=True)),
+                "torch_test": torch_repo.TEST_COMMAND,
+                "torch_pin_file": torch_repo.PIN_FILE,
+            }
+        )
+    return ToyWorld(root=root, llvm=llvm_dir, triton=triton_dir, torch=torch_dir, truth=truth)
