@@ -1,0 +1,159 @@
+"""Git facts for the search (GitPython), read from git's machine-readable output only.
+
+Ranges come from ``git rev-list --topo-order --reverse --parents``, ancestry from
+``git merge-base --is-ancestor``, files from ``git diff-tree -z``, commit metadata from
+``git log -1 --format`` with NUL separators. Nothing here parses git's English.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+from tritonbisect.bisect.search import Candidates
+from tritonbisect.errors import InputError
+
+_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    subject: str
+    author: str
+    email: str
+    date: str  # author date, strict ISO 8601
+
+
+class History:
+    """Read-only view of one repository's history."""
+
+    def __init__(self, repo: Path) -> None:
+        path = Path(repo).expanduser()
+        try:
+            self._repo = git.Repo(path, search_parent_directories=True)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise InputError(f"{path} is not a git repository") from None
+        work = self._repo.working_tree_dir
+        self.root = Path(work if work is not None else self._repo.git_dir).resolve()
+        self._git = self._repo.git
+
+    def __repr__(self) -> str:
+        return f"History({str(self.root)!r})"
+
+    # ---- revisions --------------------------------------------------------------------------
+
+    def resolve(self, rev: str) -> str:
+        """Full sha of the commit `rev` names; InputError when there is none."""
+        rev = str(rev).strip()
+        if not rev or rev.startswith("-"):
+            raise InputError(f"unknown revision '{rev}' in {self.root}")
+        try:
+            out = self._git.rev_parse("--verify", "--quiet", f"{rev}^{{commit}}")
+        except git.GitCommandError:
+            raise InputError(f"unknown revision '{rev}' in {self.root}") from None
+        sha = out.strip()
+        if not _SHA.match(sha):
+            raise InputError(f"unknown revision '{rev}' in {self.root}")
+        return sha
+
+    def is_ancestor(self, a: str, b: str) -> bool:
+        """Whether commit a is an ancestor of (or equal to) commit b."""
+        try:
+            self._git.merge_base("--is-ancestor", a, b)
+        except git.GitCommandError as exc:
+            if exc.status == 1:
+                return False
+            raise InputError(f"cannot compare {a} and {b} in {self.root}") from None
+        return True
+
+    def candidates(self, good: str, bad: str, *, first_parent: bool = False) -> Candidates:
+        """The commits of ``good..bad`` in topological order, oldest first, bad last."""
+        g, b = self.resolve(good), self.resolve(bad)
+        if g == b:
+            raise InputError(f"good and bad are the same commit ({g[:12]}): nothing to bisect")
+        if not self.is_ancestor(g, b):
+            if self.is_ancestor(b, g):
+                raise InputError(
+                    f"good {good} ({g[:12]}) is newer than bad {bad} ({b[:12]}): swap them, "
+                    "or use --regress fixed to find the commit that fixed it"
+                )
+            raise InputError(
+                f"good {good} ({g[:12]}) is not an ancestor of bad {bad} ({b[:12]}); "
+                "pick a good commit on bad's history (e.g. their merge-base), or use "
+                "--regress fixed to find a fix"
+            )
+        args = ["--topo-order", "--reverse", "--parents"]
+        if first_parent:
+            args.append("--first-parent")
+        out = self._git.rev_list(*args, b, f"^{g}")
+        order: list[str] = []
+        all_parents: list[list[str]] = []
+        for line in out.splitlines():
+            fields = line.split()
+            if not fields:
+                continue
+            order.append(fields[0])
+            all_parents.append(fields[1:2] if first_parent else fields[1:])
+        if not order:
+            raise InputError(f"empty range {good}..{bad} in {self.root}")
+        inside = set(order)
+        parents = {
+            c: tuple(p for p in ps if p in inside) for c, ps in zip(order, all_parents, strict=True)
+        }
+        if order[-1] != b:  # cannot happen with --topo-order: bad is the only tip
+            raise InputError(f"unexpected range {good}..{bad} in {self.root}")
+        return Candidates(tuple(order), parents)
+
+    # ---- commits ----------------------------------------------------------------------------
+
+    def parents(self, sha: str) -> tuple[str, ...]:
+        fields = self._git.rev_list("--parents", "-n", "1", sha, "--").split()
+        return tuple(fields[1:])
+
+    def files_touched(self, sha: str) -> list[str]:
+        """Paths changed by the commit, compared with its first parent (all files for a root)."""
+        parents = self.parents(sha)
+        if parents:
+            out = self._git.diff_tree("-r", "-z", "--name-only", "--no-renames", parents[0], sha)
+        else:
+            out = self._git.diff_tree("-r", "-z", "--name-only", "--no-commit-id", "--root", sha)
+        return [p for p in out.split("\0") if p]
+
+    def commit_info(self, sha: str) -> CommitInfo:
+        out = self._git.log(
+            "-1", "--no-show-signature", "--format=%H%x00%s%x00%an%x00%ae%x00%aI", sha, "--"
+        )
+        full, subject, author, email, date = out.strip("\n").split("\0")
+        return CommitInfo(full, subject, author, email, date)
+
+    def file_at(self, sha: str, path: str) -> str | None:
+        """The text of `path` at commit `sha`; None when absent (or not a file) there."""
+        path = path.strip("/")
+        out = self._git.ls_tree("-z", "--full-tree", sha, "--", path)
+        for entry in out.split("\0"):
+            if not entry:
+                continue
+            meta, _, name = entry.partition("\t")
+            mode, kind, obj = meta.split()
+            if name == path and kind == "blob":
+                data = self._git.cat_file(
+                    "blob", obj, stdout_as_string=False, strip_newline_in_stdout=False
+                )
+                return data.decode("utf-8", errors="replace")
+        return None
+
+    def repo_id(self) -> str:
+        """Stable identity of the repository for cache keys: its root commit (sorted first)."""
+        for spec in ("HEAD", "--all"):
+            try:
+                out = self._git.rev_list("--max-parents=0", spec)
+            except git.GitCommandError:
+                continue
+            roots = sorted(out.split())
+            if roots:
+                return roots[0]
+        raise InputError(f"{self.root} has no commits")
