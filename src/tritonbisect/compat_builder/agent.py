@@ -90,11 +90,11 @@ def describe_api_error(exc: BaseException) -> str:
 class AnthropicAgent:
     name = "anthropic"
 
-    def __init__(self, settings: AgentSettings | None = None, *, log=None) -> None:
+    def __init__(self, settings: AgentSettings | None = None, *, api_key: str | None = None, log=None) -> None:
         import anthropic
 
         self.settings = settings or AgentSettings()
-        api_key = os.environ.get("ANTHROPIC_API_KEY")
+        api_key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not api_key:
             raise InputError(
                 "ANTHROPIC_API_KEY is not set: set it, or use --ai claude-cli or --ai none"

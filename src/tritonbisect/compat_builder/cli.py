@@ -1,19 +1,391 @@
-"""Placeholder for the `compat-builder` command (filled by the compat-builder owner)."""
+"""The `compat-builder` command: map, fix, resume, status, verify."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import click
 
+from tritonbisect.commands.options import resolve_workdir
+from tritonbisect.compat_builder import gitops
+from tritonbisect.compat_builder.agent import DEFAULT_MODEL, AgentSettings, AnthropicAgent
+from tritonbisect.compat_builder.csvmap import order_problems, read_map
+from tritonbisect.compat_builder.fixer import Fixer
+from tritonbisect.compat_builder.mapper import Mapper, read_llvm_hash
+from tritonbisect.compat_builder.probe import COMPATIBLE, DEFAULT_SMOKE, SKIP, Prober
+from tritonbisect.compat_builder.state import (
+    DONE,
+    MANUAL,
+    MapState,
+    SessionLock,
+    new_session_id,
+    session_dir,
+    sessions_root,
+)
+from tritonbisect.errors import InputError, TritonBisectError
 
-@click.group()
+AI_CHOICES = ("anthropic", "claude-cli", "none")
+
+
+def _echo(message: str) -> None:
+    click.echo(f"compat-builder: {message}", err=True)
+
+
+@contextlib.contextmanager
+def _api_key_kept_apart() -> Iterator[str | None]:
+    """Take ANTHROPIC_API_KEY out of the environment while we work, so that no build, test or
+    log of ours ever sees it; only the agent gets it."""
+    key = os.environ.pop("ANTHROPIC_API_KEY", None)
+    try:
+        yield key
+    finally:
+        if key is not None:
+            os.environ["ANTHROPIC_API_KEY"] = key
+
+
+def _workdir_option(f):
+    return click.option(
+        "--workdir", type=click.Path(file_okay=False, path_type=Path),
+        help="Where sessions, worktrees and caches live (default: $TRITONBISECT_HOME or the user cache dir).",
+    )(f)
+
+
+def _ai_options(f):
+    options = [
+        click.option("--ai", "ai", type=click.Choice(AI_CHOICES), default=None,
+                     help="Who fixes Triton: the Anthropic API (default), the claude CLI, or nobody (manual)."),
+        click.option("--ai-model", default=None, help=f"Model for --ai anthropic/claude-cli (default {DEFAULT_MODEL})."),
+        click.option("--max-attempts", type=click.IntRange(1, 50), default=None,
+                     help="Fix attempts per incompatible LLVM commit (default 5)."),
+        click.option("--ai-timeout", type=float, default=None,
+                     help="Seconds per API request (anthropic) or per attempt (claude-cli)."),
+        click.option("--ai-backoff", type=float, default=None, hidden=True,
+                     help="Base of the exponential backoff between API retries, in seconds."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _probe_options(f):
+    options = [
+        click.option("--smoke", default=None,
+                     help=f"Smoke command run in Triton's tree with the venv's python (default: {DEFAULT_SMOKE})."),
+        click.option("--build-timeout", type=float, default=None, help="Seconds for one LLVM or Triton build."),
+        click.option("--venv", type=click.Path(file_okay=False, path_type=Path), default=None,
+                     help="Probe in this virtual environment (Triton is replaced there; default: one per session)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+# --- wiring ---------------------------------------------------------------------------------
+def _llvm_repo(triton_repo: Path, llvm_dir: Path | None) -> Path:
+    if llvm_dir is None:
+        guess = triton_repo / "llvm-project"
+        if not guess.is_dir():
+            raise InputError(f"no LLVM repository given: pass --llvm-dir (not found at {guess})")
+        llvm_dir = guess
+    return gitops.toplevel(llvm_dir)
+
+
+def _agent(state: MapState, api_key: str | None, timeout: float | None, backoff: float | None):
+    if state.ai == "none":
+        return None
+    if state.ai == "claude-cli":
+        from tritonbisect.compat_builder.claude_cli import ClaudeCliAgent
+
+        return ClaudeCliAgent(model=state.ai_model or None, timeout=timeout or 1800.0, api_key=api_key)
+    settings = AgentSettings(model=state.ai_model or DEFAULT_MODEL)
+    if timeout:
+        settings.timeout = timeout
+    if backoff is not None:
+        settings.backoff_base = backoff
+        settings.backoff_max = max(backoff * 30, 0.05)
+    return AnthropicAgent(settings, api_key=api_key, log=_echo)
+
+
+def _mapper(state: MapState, workdir: Path, *, api_key: str | None, ai_timeout=None, ai_backoff=None,
+            build_timeout=None, venv=None) -> Mapper:
+    prober = Prober(
+        triton_repo=Path(state.triton_repo), llvm_repo=Path(state.llvm_repo), workdir=workdir,
+        llvm_source=state.dir / "llvm-src", smoke=state.smoke, timeout=build_timeout,
+        venv=str(venv) if venv else None,
+    )
+    hint = f" --workdir {workdir}"
+    fixer = Fixer(state, prober, _agent(state, api_key, ai_timeout, ai_backoff), log=_echo, workdir_hint=hint)
+    return Mapper(state, prober, fixer, log=_echo)
+
+
+def _apply_ai_overrides(state: MapState, ai, ai_model, max_attempts) -> None:
+    if ai is not None:
+        state.ai = ai
+    if ai_model is not None:
+        state.ai_model = ai_model
+    if max_attempts is not None:
+        state.max_attempts = max_attempts
+
+
+def _run(state: MapState, mapper: Mapper) -> str:
+    result = mapper.run()
+    click.echo(result)
+    return result
+
+
+# --- commands -------------------------------------------------------------------------------
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def root() -> None:
-    """Build and maintain the Triton<->LLVM compatibility map."""
+    """Build and maintain the Triton<->LLVM compatibility map (commits.csv)."""
+
+
+@root.command("map")
+@click.option("--bump", required=True, help="The Triton commit that changed cmake/llvm-hash.txt.")
+@click.option("--triton-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              show_default="current folder", help="The Triton repository (its checkout is never touched).")
+@click.option("--llvm-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The llvm-project repository (default: <triton-dir>/llvm-project).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("commits.csv"),
+              show_default=True, help="Where to write the map.")
+@_ai_options
+@_probe_options
+@_workdir_option
+def map_command(bump, triton_dir, llvm_dir, out, ai, ai_model, max_attempts, ai_timeout, ai_backoff,
+                smoke, build_timeout, venv, workdir) -> None:
+    """Map a bump: for every LLVM commit between the old and new hash, a Triton commit that builds."""
+    workdir = resolve_workdir(workdir)
+    triton_repo = gitops.toplevel(triton_dir)
+    llvm_repo = _llvm_repo(triton_repo, llvm_dir)
+    bump = gitops.resolve(triton_repo, bump)
+    parent = gitops.resolve(triton_repo, f"{bump}~1")
+    old_hash, new_hash = read_llvm_hash(triton_repo, parent), read_llvm_hash(triton_repo, bump)
+    if old_hash == new_hash:
+        raise InputError(f"{bump[:12]} does not change cmake/llvm-hash.txt: it is not an LLVM bump")
+    try:
+        old_llvm, new_llvm = gitops.resolve(llvm_repo, old_hash), gitops.resolve(llvm_repo, new_hash)
+    except InputError as exc:
+        raise InputError(f"{exc.message}: fetch the bump's LLVM commits into {llvm_repo}") from None
+    if not gitops.is_ancestor(llvm_repo, old_llvm, new_llvm):
+        raise InputError(f"old LLVM {old_llvm[:12]} is not an ancestor of new LLVM {new_llvm[:12]}")
+    branch = f"compat/{bump[:8]}"
+    if gitops.branch_exists(triton_repo, branch):
+        raise InputError(
+            f"branch {branch} already exists in {triton_repo}: continue its session with "
+            f"`compat-builder resume`, or delete it (git worktree prune; git branch -D {branch})"
+        )
+    sid = new_session_id(bump[:8])
+    sdir = sessions_root(workdir) / sid
+    state = MapState.create(
+        sdir, id=sid, kind="map", triton_repo=str(triton_repo), llvm_repo=str(llvm_repo),
+        worktree=str(sdir / "triton"), branch=branch, ai=ai or "anthropic", ai_model=ai_model or "",
+        max_attempts=max_attempts or 5, smoke=smoke or DEFAULT_SMOKE, out_csv=str(out.absolute()),
+        bump=bump, old_llvm=old_llvm, new_llvm=new_llvm, current_triton=parent, current_good=old_llvm,
+        argv=sys.argv[1:],
+    )
+    _echo(f"session {sid}: LLVM {old_llvm[:12]}..{new_llvm[:12]}, Triton {parent[:12]} on {branch}")
+    with SessionLock(sdir), _api_key_kept_apart() as key:
+        gitops.add_worktree(triton_repo, Path(state.worktree), parent, branch=branch)
+        mapper = _mapper(state, workdir, api_key=key, ai_timeout=ai_timeout, ai_backoff=ai_backoff,
+                         build_timeout=build_timeout, venv=venv)
+        _run(state, mapper)
+
+
+@root.command("fix")
+@click.option("--llvm-commit", required=True, help="The LLVM commit Triton must build against.")
+@click.option("--triton-commit", default=None,
+              help="The Triton commit to fix (default: the head of --branch when it exists, else HEAD).")
+@click.option("--branch", default=None, help="Branch for the fix (default compat/fix-<llvm[:8]>).")
+@click.option("--triton-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              show_default="current folder")
+@click.option("--llvm-dir", type=click.Path(file_okay=False, path_type=Path), default=None)
+@_ai_options
+@_probe_options
+@_workdir_option
+def fix_command(llvm_commit, triton_commit, branch, triton_dir, llvm_dir, ai, ai_model, max_attempts,
+                ai_timeout, ai_backoff, smoke, build_timeout, venv, workdir) -> None:
+    """Make one Triton commit build against one LLVM commit; prints the fix commit."""
+    workdir = resolve_workdir(workdir)
+    triton_repo = gitops.toplevel(triton_dir)
+    llvm_repo = _llvm_repo(triton_repo, llvm_dir)
+    llvm = gitops.resolve(llvm_repo, llvm_commit)
+    branch = branch or f"compat/fix-{llvm[:8]}"
+    exists = gitops.branch_exists(triton_repo, branch)
+    base = gitops.resolve(triton_repo, triton_commit or (branch if exists else "HEAD"))
+    sid = new_session_id(f"fix-{llvm[:8]}")
+    sdir = sessions_root(workdir) / sid
+    state = MapState.create(
+        sdir, id=sid, kind="fix", triton_repo=str(triton_repo), llvm_repo=str(llvm_repo),
+        worktree=str(sdir / "triton"), branch=branch, ai=ai or "anthropic", ai_model=ai_model or "",
+        max_attempts=max_attempts or 5, smoke=smoke or DEFAULT_SMOKE, new_llvm=llvm,
+        current_triton=base, current_good="", argv=sys.argv[1:],
+    )
+    with SessionLock(sdir), _api_key_kept_apart() as key:
+        if exists:
+            gitops.git(triton_repo, "worktree", "prune")
+            gitops.git(triton_repo, "worktree", "add", str(state.worktree), branch)
+            gitops.reset_hard(Path(state.worktree), base)
+        else:
+            gitops.add_worktree(triton_repo, Path(state.worktree), base, branch=branch)
+        _echo(f"session {sid}: Triton {base[:12]} against LLVM {llvm[:12]} on {branch}")
+        _run(state, _mapper(state, workdir, api_key=key, ai_timeout=ai_timeout, ai_backoff=ai_backoff,
+                            build_timeout=build_timeout, venv=venv))
+
+
+@root.command("resume")
+@click.argument("session", required=False)
+@click.option("--fix-commit", default=None, help="Your fix (a commit on the session's compat branch).")
+@_ai_options
+@_probe_options
+@_workdir_option
+def resume_command(session, fix_commit, ai, ai_model, max_attempts, ai_timeout, ai_backoff, smoke,
+                   build_timeout, venv, workdir) -> None:
+    """Continue a session (the newest by default): after an interruption, or with your fix."""
+    workdir = resolve_workdir(workdir)
+    sdir = session_dir(workdir, session)
+    with SessionLock(sdir), _api_key_kept_apart() as key:
+        state = MapState.load(sdir)
+        if state.phase == DONE:
+            click.echo(state.result)
+            _echo(f"session {state.id} is already complete")
+            return
+        _apply_ai_overrides(state, ai, ai_model, max_attempts)
+        if smoke:
+            state.smoke = smoke
+        mapper = _mapper(state, workdir, api_key=key, ai_timeout=ai_timeout, ai_backoff=ai_backoff,
+                         build_timeout=build_timeout, venv=venv)
+        if fix_commit:
+            commit = mapper.accept_manual_fix(fix_commit)
+            _echo(f"fix {commit[:12]} builds against LLVM {state.fixes[-1]['llvm'][:12]}; accepted")
+        elif state.phase == MANUAL and (ai is not None or max_attempts is not None):
+            state.phase = "fixing"  # a new round of attempts was asked for
+            state.save("retry-ai")
+        _run(state, mapper)
+
+
+@root.command("status")
+@click.argument("session", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the whole state as JSON.")
+@_workdir_option
+def status_command(session, as_json, workdir) -> None:
+    """Where a session (the newest by default) stands."""
+    state = MapState.load(session_dir(resolve_workdir(workdir), session))
+    if as_json:
+        click.echo(json.dumps(json.loads((state.dir / "state.json").read_text()), indent=1))
+        return
+    usage = state.usage_total()
+    lines = [
+        f"session   {state.id} ({state.kind}), phase {state.phase}",
+        f"triton    {state.triton_repo}  worktree {state.worktree} (branch {state.branch})",
+        f"llvm      {state.llvm_repo}",
+    ]
+    if state.kind == "map":
+        lines.append(f"range     {state.old_llvm[:12]}..{state.new_llvm[:12]} (bump {state.bump[:12]})")
+    lines += [
+        f"current   Triton {state.current_triton[:12]}, compatible up to LLVM {state.current_good[:12] or '-'}",
+        f"pairs     {len(state.pairs)}    fixes {len(state.fixes)}    probes {len(state.probes)} "
+        f"(LLVM builds {sum(p.get('llvm_built', False) for p in state.probes)}, "
+        f"Triton builds {sum(p.get('triton_built', False) for p in state.probes)})",
+        f"AI        {state.ai} {state.ai_model or ''}: {usage['requests']} requests, "
+        f"{usage['input_tokens']} input / {usage['output_tokens']} output tokens",
+    ]
+    if state.incompatible:
+        lines.append(f"fixing    LLVM {state.incompatible[:12]}: {len(state.attempts)} attempt(s)")
+        for a in state.attempts:
+            lines.append(f"          attempt {a['n']}: {a['status']} {a.get('reason') or a.get('summary') or ''}")
+    if state.result:
+        lines.append(f"result    {state.result}")
+    click.echo("\n".join(lines))
+
+
+@root.command("verify")
+@click.option("--csv", "csv_path", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--llvm-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="llvm-project, to check that rows are in LLVM order (and for --build).")
+@click.option("--triton-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              show_default="current folder", help="The Triton repository holding the map's commits.")
+@click.option("--build", is_flag=True, help="Probe-build every row at both ends of its LLVM range.")
+@_probe_options
+@_workdir_option
+def verify_command(csv_path, llvm_dir, triton_dir, build, smoke, build_timeout, venv, workdir) -> None:
+    """Check a commits.csv: format, SHAs, metadata, LLVM order, Triton commits present; --build re-probes."""
+    cmap = read_map(csv_path)
+    problems: list[str] = []
+    triton_repo = gitops.toplevel(triton_dir)
+    for row in cmap.rows:
+        if not gitops.ok(triton_repo, "cat-file", "-e", f"{row.triton_commit}^{{commit}}"):
+            problems.append(f"{csv_path}:{row.line}: Triton commit {row.triton_commit[:12]} is not in {triton_repo}")
+    for key in ("bump", "final_bad_triton_commit"):
+        if not gitops.ok(triton_repo, "cat-file", "-e", f"{cmap.metadata[key]}^{{commit}}"):
+            problems.append(f"{csv_path}: {key} {cmap.metadata[key][:12]} is not in {triton_repo}")
+    order: list[str] = []
+    llvm_repo = None
+    if llvm_dir is not None or build:
+        llvm_repo = _llvm_repo(triton_repo, llvm_dir)
+        meta = cmap.metadata
+        if not gitops.ok(llvm_repo, "cat-file", "-e", f"{meta['new_llvm']}^{{commit}}"):
+            problems.append(f"{csv_path}: new_llvm {meta['new_llvm'][:12]} is not in {llvm_repo}")
+        else:
+            order = [meta["old_llvm"], *gitops.first_parent_range(llvm_repo, meta["old_llvm"], meta["new_llvm"])]
+            problems += order_problems(cmap, csv_path, order)
+    else:
+        _echo("LLVM order not checked (pass --llvm-dir)")
+    if build and not problems:
+        problems += _verify_builds(cmap, csv_path, order, triton_repo, llvm_repo, resolve_workdir(workdir),
+                                   smoke or DEFAULT_SMOKE, build_timeout, venv)
+    for problem in problems:
+        click.echo(problem)
+    if problems:
+        raise TritonBisectError(f"{csv_path}: {len(problems)} problem(s)", exit_code=1)
+    click.echo(f"{csv_path}: OK ({len(cmap.rows)} rows{', every row builds at both ends' if build else ''})")
+
+
+def _verify_builds(cmap, csv_path, order, triton_repo, llvm_repo, workdir, smoke, timeout, venv) -> list[str]:
+    """Probe each row's Triton commit at the first and last LLVM commit of its range."""
+    import tempfile
+
+    sessions_root(workdir).mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="verify-", dir=sessions_root(workdir)))
+    prober = Prober(triton_repo=triton_repo, llvm_repo=llvm_repo, workdir=workdir,
+                    llvm_source=scratch / "llvm-src", smoke=smoke, timeout=timeout,
+                    venv=str(venv) if venv else None)
+    problems = []
+    previous: int | None = None
+    with _api_key_kept_apart():
+        for row in cmap.rows:
+            end = order.index(row.llvm_commit_last_compatible)
+            first = 0 if previous is None else min(previous + 1, end)
+            for llvm in dict.fromkeys([order[first], order[end]]):
+                result = prober.probe(row.triton_commit, llvm, scratch / f"line{row.line}-{llvm[:12]}")
+                _echo(f"line {row.line}: Triton {row.triton_commit[:12]} x LLVM {llvm[:12]}: {result.verdict}")
+                if result.verdict == SKIP:
+                    _echo(f"line {row.line}: LLVM {llvm[:12]} itself does not build; not checked")
+                elif result.verdict != COMPATIBLE:
+                    problems.append(f"{csv_path}:{row.line}: Triton {row.triton_commit[:12]} does not build "
+                                    f"against LLVM {llvm[:12]}: {result.reason} (log: {result.log})")
+            previous = end
+    return problems
 
 
 def main(argv: list[str] | None = None) -> int:
-    root.main(args=argv, prog_name="compat-builder", standalone_mode=False)
+    """Entry point: every TritonBisectError becomes a message on stderr and its exit code."""
+    try:
+        root.main(args=argv, prog_name="compat-builder", standalone_mode=False)
+    except TritonBisectError as exc:
+        click.echo(f"compat-builder: {'' if exc.exit_code == 10 else 'error: '}{exc.message}", err=True)
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("compat-builder: interrupted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return 2
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
     return 0
 
 

@@ -144,29 +144,40 @@ def llvm_header_diff(llvm_repo: Path, commit: str, includes: set[str]) -> tuple[
 
 
 _ERROR_START = re.compile(r"(?:\berror\b|\bError\b|undefined reference|undefined symbol)[:\s]")
-_COMPILER_LINE = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+)(?::\d+)?:\s*(?P<kind>fatal error|error|note|warning)")
+_COMPILER_LINE = re.compile(
+    r"^(?P<file>[^\s:][^:]*):(?P<line>\d+)(?::\d+)?:\s*(?P<kind>fatal error|error|note|warning)"
+)
 _CONTEXT = re.compile(
     r"(?:\bnote:|\bcandidate|candidates are|required from|In instantiation of|"
-    r"In file included from|^\s+from\s|^\s*\d*\s*\||^\s+\^|^\s{2,}\S)"
+    r"In file included from|^\s+from\s|^\s*\d*\s*\||^\s+\^)"
 )
 
 
-def extract_errors(log_text: str, strip_prefixes: list[str] = (), *, max_chars: int = MAX_ERRORS) -> str:
+def extract_errors(log_text: str, strip_prefixes=(), *, max_chars: int = MAX_ERRORS) -> str:
     """Compiler errors with their context lines (note:, candidate:, the code and caret lines).
 
-    Paths under `strip_prefixes` (the probe's source folder) become worktree-relative.
+    Paths under `strip_prefixes` (the probe's source folder) become worktree-relative. When
+    the log holds compiler diagnostics (file:line: error), only those are kept; otherwise
+    any error line (a linker, an import); with no error line at all, the log's last lines.
     """
     text = log_text
     for prefix in strip_prefixes:
         if prefix:
             text = text.replace(prefix.rstrip("/") + "/", "")
     lines = text.splitlines()
+    compiler = any(
+        (m := _COMPILER_LINE.match(line.strip())) and "error" in m.group("kind") for line in lines
+    )
     blocks: list[str] = []
     seen: set[str] = set()
     i = 0
     while i < len(lines):
         line = lines[i]
-        is_error = bool(_ERROR_START.search(line)) and "warning:" not in line
+        match = _COMPILER_LINE.match(line.strip())
+        if compiler:
+            is_error = bool(match) and "error" in match.group("kind")
+        else:
+            is_error = bool(_ERROR_START.search(line)) and "warning:" not in line
         if not is_error:
             i += 1
             continue
@@ -177,14 +188,14 @@ def extract_errors(log_text: str, strip_prefixes: list[str] = (), *, max_chars: 
             block.insert(0, lines[j])
             j -= 1
         i += 1
-        while i < len(lines) and _CONTEXT.search(lines[i]) and not _ERROR_START.search(lines[i]):
+        while i < len(lines) and _CONTEXT.search(lines[i]) and not _is_error_line(lines[i]):
             block.append(lines[i])
             i += 1
         key = "\n".join(block)
         if key not in seen:
             seen.add(key)
             blocks.append(key)
-    if not blocks:  # no compiler error: the end of the log is the best evidence
+    if not blocks:  # no error line: the end of the log is the best evidence
         return "\n".join(lines[-40:])
     out = ""
     for n, block in enumerate(blocks):
@@ -195,15 +206,35 @@ def extract_errors(log_text: str, strip_prefixes: list[str] = (), *, max_chars: 
     return out
 
 
-def failing_files(errors: str) -> list[str]:
-    """Relative source paths named in compiler error lines."""
-    found: list[str] = []
+def _is_error_line(line: str) -> bool:
+    match = _COMPILER_LINE.match(line.strip())
+    return bool(match) and "error" in match.group("kind")
+
+
+def failing_files(errors: str, worktree: Path | None = None) -> list[str]:
+    """Source paths named in compiler error lines, relative to the worktree root.
+
+    Builds often run in a subfolder (Triton's python/), so a path that is not found from the
+    root is matched against the tracked files that end with it, when exactly one does.
+    """
+    named: list[str] = []
     for line in errors.splitlines():
         match = _COMPILER_LINE.match(line.strip())
-        if match and not match.group("file").startswith("/"):
-            path = match.group("file")
-            if path not in found:
-                found.append(path)
+        if match and not match.group("file").startswith("/") and match.group("file") not in named:
+            named.append(match.group("file"))
+    if worktree is None or not named:
+        return named
+    tracked = gitops.git(worktree, "ls-files").splitlines()
+    found: list[str] = []
+    for path in named:
+        clean = path[2:] if path.startswith("./") else path
+        if clean in tracked:
+            choice = clean
+        else:
+            ends = [t for t in tracked if t.endswith("/" + clean)]
+            choice = ends[0] if len(ends) == 1 else clean
+        if choice not in found:
+            found.append(choice)
     return found
 
 

@@ -62,6 +62,7 @@ class MapState:
     fixes: list[dict[str, Any]] = field(default_factory=list)  # accepted fixes, in order
     probes: list[dict[str, Any]] = field(default_factory=list)  # every probe, in order
     events: list[dict[str, Any]] = field(default_factory=list)
+    argv: list[str] = field(default_factory=list)
     result: str | None = None  # final fix commit (fix sessions) or csv path (map sessions)
     created: str = field(default_factory=now_iso)
     version: int = STATE_VERSION
