@@ -249,3 +249,32 @@ def test_corrupt_session_files_exit_2(tmp_path: Path) -> None:
     res = tb("status", sid, cwd=repo, home=home)
     assert res.returncode == 2
     assert "corrupt" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_first_parent_blames_the_merge(tmp_path: Path) -> None:
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    commits = [C("m0"), C("m1", ("m0",)), C("s1", ("m1",)), C("s2", ("s1",), bad=True)]
+    commits += [C("m2", ("m1",)), C("merge", ("m2", "s2"), bad=True), C("m3", ("merge",), bad=True)]
+    shas = make_history(repo, commits)
+    proc = _run(repo, home, shas["m0"], "main", "--first-parent")
+    assert proc.returncode == 0, proc.stderr
+    assert last_json(proc.stdout)["culprit"] == shas["merge"]
+
+
+def test_confirmation_that_disagrees_gives_low_confidence(tmp_path: Path) -> None:
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    shas = linear(repo, 16, culprit=12)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    # every good commit but the endpoint fails the first time it is tested
+    test = (
+        f'grep -q bad out/state && exit 1; [ "$TRITONBISECT_COMMIT" = {shas[0]} ] && exit 0; '
+        f"m={marks}/$TRITONBISECT_COMMIT; [ -e $m ] && exit 0; touch $m; exit 1"
+    )
+    proc = _run(repo, home, shas[0], "main", test=test)
+    assert proc.returncode == 0, proc.stderr
+    out = last_json(proc.stdout)
+    assert out["status"] == "found"
+    assert out["culprit"] != shas[12]
+    assert out["confidence"] == "low"
+    assert "confirmation disagrees" in out["reason"]

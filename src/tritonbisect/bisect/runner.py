@@ -212,11 +212,12 @@ class GitError(RuntimeError):
     pass
 
 
-def git(args: Sequence[str], *, cwd: Path, check: bool = True) -> str:
+def git(args: Sequence[str], *, cwd: Path, check: bool = True, input: str | None = None) -> str:
     proc = subprocess.run(
         ["git", *args],
         cwd=str(cwd),
         env=clean_env(),
+        input=input,
         capture_output=True,
         text=True,
         check=False,

@@ -428,10 +428,10 @@ def counters_of(records: list[Mapping[str, Any]]) -> dict[str, int]:
         for attempt in [rec, *(rec.get("attempts") or [])]:
             tests += len(attempt.get("tests") or [])
             build = attempt.get("build") or {}
-            if build.get("performed", not build.get("cached", True) and bool(build.get("log"))):
+            if build.get("cached"):
+                cached += 1  # an artifact (or a recorded failure) was reused: nothing compiled
+            elif build.get("performed", bool(build.get("log"))):
                 builds += 1
-            elif build.get("cached") and build.get("log"):
-                cached += 1
         if rec.get("role") == ROLE_SEARCH and rec.get("round"):
             phase = str(rec.get("phase"))
             rounds[phase] = max(rounds.get(phase, 0), int(rec["round"]))
@@ -442,6 +442,18 @@ def counters_of(records: list[Mapping[str, Any]]) -> dict[str, int]:
         "steps": len(records),
         "rounds": sum(rounds.values()),
     }
+
+
+_CANDIDATES: dict[tuple[str, str, str, bool], Any] = {}
+
+
+def candidates_of(history: Any, good: str, bad: str, *, first_parent: bool = False) -> Any:
+    """`history.candidates(...)`, remembered for this process (a command validates the range
+    before it creates the session; the phase then reuses the result)."""
+    key = (str(history.root), good, bad, bool(first_parent))
+    if key not in _CANDIDATES:
+        _CANDIDATES[key] = history.candidates(good, bad, first_parent=first_parent)
+    return _CANDIDATES[key]
 
 
 # --- one phase ---------------------------------------------------------------------------
@@ -486,6 +498,22 @@ class _PhaseRun:
             self._dir_counter += 1
 
     def subject(self, commit: str) -> str:
+        if not self._subjects_loaded:
+            # one git call for every commit of the range, instead of one per step
+            self._subjects_loaded = True
+            try:
+                from tritonbisect.bisect.runner import git
+
+                out = git(
+                    ["log", "--format=%H%x00%s", "--no-walk=unsorted", "--stdin"],
+                    cwd=Path(self.history.root),
+                    input="\n".join([self.spec.good, *self.cands.order]) + "\n",
+                )
+                for line in out.splitlines():
+                    sha, _, subj = line.partition("\0")
+                    self._subjects[sha] = subj
+            except Exception:  # noqa: BLE001 - a subject is decoration only
+                pass
         if commit not in self._subjects:
             try:
                 self._subjects[commit] = self.history.commit_info(commit).subject
@@ -533,10 +561,11 @@ class _PhaseRun:
         spec = self.spec
         self.history = History(spec.repo)
         self._subjects: dict[str, str] = {}
+        self._subjects_loaded = False
         if spec.candidates:
             self.cands = Candidates.linear(spec.candidates)
         else:
-            self.cands = self.history.candidates(spec.good, spec.bad, first_parent=spec.first_parent)
+            self.cands = candidates_of(self.history, spec.good, spec.bad, first_parent=spec.first_parent)
         self.phase.range_size = len(self.cands.order)
         self.recipe = recipe_from_config(spec.recipe_name, spec.recipe_config)
         self.policy = self.settings.policy()
@@ -673,13 +702,14 @@ class _PhaseRun:
                 if rec.get("verdict") in ("good", "bad", "skip") and rec["commit"] in in_set:
                     self.verdicts[rec["commit"]] = rec["verdict"]
         self.verdicts.setdefault(spec.bad, "bad")
+        cached = self._known_cached()
         guard = 0
         while True:
             flying = frozenset(c for (_r, c, _role, _n) in self.in_flight.values())
             free = self.settings.jobs - len(self.in_flight)
             if free > 0:
                 action = search.next_step(
-                    self.cands, self._effective(), workers=free, in_flight=flying, cached=frozenset()
+                    self.cands, self._effective(), workers=free, in_flight=flying, cached=cached
                 )
             else:
                 action = search.Wait()
@@ -737,10 +767,33 @@ class _PhaseRun:
                     self.ui.step_finished(spec.name, rec, self.subject(commit), None)
                     self._abort(f"{commit[:12]}: {result.reason}")
                     return None
+                if self._caches and (rec.get("build") or {}).get("kind") == "pass":
+                    cached = cached | {commit}
                 if role == ROLE_SEARCH and commit in in_set:
                     self.verdicts[commit] = result.verdict
                     finished_round = max(finished_round, round_ or 0)
                 self.ui.step_finished(spec.name, rec, self.subject(commit), self._progress())
+
+    def _known_cached(self) -> frozenset[str]:
+        """Commits whose build is known to be cached, so testing them again costs no build.
+
+        A recipe that caches builds (`recipe.caches_builds`, true for every recipe but the
+        plain "command" one) has an artifact for every commit this phase built successfully;
+        a recipe may also answer for other commits with `recipe.cached_commits(commits)`.
+        """
+        self._caches = bool(getattr(self.recipe, "caches_builds", self.recipe.name != "command"))
+        if not self._caches:
+            return frozenset()
+        out = {
+            r["commit"] for r in self.records if (r.get("build") or {}).get("kind") == "pass"
+        }
+        hook = getattr(self.recipe, "cached_commits", None)
+        if callable(hook):
+            try:
+                out |= set(hook(list(self.cands.order)))
+            except Exception as exc:  # noqa: BLE001 - an optimisation only
+                self.ui.note(f"could not list cached builds: {exc}")
+        return frozenset(out)
 
     # confirmation ------------------------------------------------------------------------
 

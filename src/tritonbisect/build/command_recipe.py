@@ -31,6 +31,7 @@ NAME = "command"
 
 class CommandRecipe:
     name = NAME
+    caches_builds = False  # every step runs the build command again
 
     def __init__(self, build: str | None, test: TestSpec, *, build_timeout: float | None = None) -> None:
         self.build = build or None

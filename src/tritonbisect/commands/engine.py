@@ -124,7 +124,7 @@ def _workdir_flag(session: Any) -> str:
 def run_cmd(repo: Path, good: str, bad: str, build_cmd: str | None, **kwargs: Any) -> None:
     """Bisect REPO between GOOD and BAD with your own build and test commands."""
     from tritonbisect.bisect.history import History
-    from tritonbisect.bisect.session import PhaseSpec, Session
+    from tritonbisect.bisect.session import PhaseSpec, Session, candidates_of
     from tritonbisect.build.command_recipe import CommandRecipe
 
     settings = bisect_settings(**kwargs)
@@ -133,7 +133,7 @@ def run_cmd(repo: Path, good: str, bad: str, build_cmd: str | None, **kwargs: An
     history = History(repo)
     good_sha = history.resolve(good)
     bad_sha = history.resolve(bad)
-    history.candidates(good_sha, bad_sha, first_parent=settings.first_parent)  # validates
+    candidates_of(history, good_sha, bad_sha, first_parent=settings.first_parent)  # validates
     spec = settings.test_spec(repo=Path(history.root), bad=bad_sha, history=history)
     recipe = CommandRecipe(build_cmd, spec)
     phase = PhaseSpec(
