@@ -278,3 +278,43 @@ def test_confirmation_that_disagrees_gives_low_confidence(tmp_path: Path) -> Non
     assert out["culprit"] != shas[12]
     assert out["confidence"] == "low"
     assert "confirmation disagrees" in out["reason"]
+
+
+def test_contradicting_verdicts_are_retested(tmp_path: Path) -> None:
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    shas = linear(repo, 31, culprit=25)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    early = " ".join(shas[1:13])
+    # commits 1..12 fail the first time: with two workers, c10 bad but c20 good contradict
+    test = (
+        f'grep -q bad out/state && exit 1; case " {early} " in *" $TRITONBISECT_COMMIT "*) '
+        f"m={marks}/$TRITONBISECT_COMMIT; [ -e $m ] && exit 0; touch $m; exit 1;; esac; exit 0"
+    )
+    proc = _run(repo, home, shas[0], "main", "--jobs", "2", test=test)
+    assert proc.returncode == 0, proc.stderr
+    out = last_json(proc.stdout)
+    assert out["culprit"] == shas[25]
+    assert out["confidence"] == "high"
+    searched = [r["commit"] for r in journal(home, out["session"]) if r["role"] == "search"]
+    assert len(searched) > len(set(searched)), "the contradicting commit was not re-tested"
+
+
+def test_infrastructure_failure_is_retried_then_aborts_and_resume_continues(tmp_path: Path) -> None:
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    shas = linear(repo, 10, culprit=6)
+    flag = tmp_path / "disk-full"
+    flag.write_text("")
+    build = f"if [ -e {flag} ]; then echo 'OSError: No space left on device' >&2; exit 1; fi; {BUILD}"
+    proc = _run(repo, home, shas[0], "main", build=build)
+    assert proc.returncode == 4, proc.stderr
+    out = last_json(proc.stdout)
+    assert out["status"] == "aborted"
+    assert "No space left on device" in out["reason"]
+    rec = journal(home, out["session"])[0]
+    assert rec["kind"] == "infra" and rec["verdict"] == "abort"
+    assert len(rec["attempts"]) == 1  # retried once
+    flag.unlink()
+    res = tb("resume", out["session"], "--json", cwd=repo, home=home)
+    assert res.returncode == 0, res.stderr
+    assert last_json(res.stdout)["culprit"] == shas[6]

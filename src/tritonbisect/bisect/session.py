@@ -724,10 +724,7 @@ class _PhaseRun:
                     self.in_flight[future] = (request, commit, ROLE_SEARCH, finished_round + 1)
                     submitted += 1
             elif isinstance(action, search.Conflict):
-                self.ui.note(
-                    "verdicts contradict the history; re-testing "
-                    + ", ".join(c[:12] for c in action.commits)
-                )
+                retest = []
                 for commit in action.commits:
                     if commit in flying:
                         continue
@@ -735,12 +732,20 @@ class _PhaseRun:
                         # tested twice and still contradicting: do not trust it
                         if self.overrides.get(commit) != "skip":
                             self.overrides[commit] = "skip"
+                            self.ui.note(f"{commit[:12]} keeps contradicting the history: skipped")
                             submitted += 1
-                    elif submitted < max(free, 0):
-                        request, future = self._submit(commit, ROLE_SEARCH)
-                        self.in_flight[future] = (request, commit, ROLE_SEARCH, finished_round + 1)
-                        search_counts[commit] += 1
-                        submitted += 1
+                    elif len(retest) < max(free, 0):
+                        retest.append(commit)
+                if retest:
+                    self.ui.note(
+                        "verdicts contradict the history (a flaky test?); re-testing "
+                        + ", ".join(c[:12] for c in retest)
+                    )
+                for commit in retest:
+                    request, future = self._submit(commit, ROLE_SEARCH)
+                    self.in_flight[future] = (request, commit, ROLE_SEARCH, finished_round + 1)
+                    search_counts[commit] += 1
+                    submitted += 1
             elif isinstance(action, (search.Found, search.Inconclusive)):
                 self._cancel_in_flight()
                 while self.in_flight:
