@@ -127,3 +127,16 @@ def test_demo_finds_the_planted_regression(tmp_path: Path) -> None:
     assert any(s["kind"] == "crash" for s in steps)
     assert "found the planted regression" in proc.stderr
     assert not (tmp_path / "home").exists()  # the demo keeps everything in a temp dir
+
+
+def test_stray_processes_left_in_a_worktree_are_killed(tmp_path: Path) -> None:
+    import subprocess
+
+    from tritonbisect.bisect.runner import kill_strays
+
+    stray = subprocess.Popen(["sleep", "30"], cwd=tmp_path, start_new_session=True)
+    try:
+        assert stray.pid in kill_strays(tmp_path)
+        assert stray.wait(timeout=5) == -9
+    finally:
+        stray.kill()

@@ -291,7 +291,42 @@ def acquire_worktree(repo: Path, workdir: Path, repo_id: str, *, start: int = 0)
         if not path.exists():
             git(["worktree", "prune"], cwd=repo, check=False)
             git(["worktree", "add", "--detach", "-f", str(path), "HEAD"], cwd=repo)
+        else:
+            kill_strays(path)
         return Worktree(repo, root, index, fd)
+
+
+def kill_strays(path: Path) -> list[int]:
+    """Kill processes still running in a worktree we now hold the lock of.
+
+    They are left over from a tritonbisect that was killed (`kill -9`) mid-step: its test
+    or build went on as an orphan. Linux only (reads /proc); elsewhere nothing is done.
+    """
+    killed: list[int] = []
+    root = str(path.resolve())
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return killed
+    me = os.getpid()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if cwd == root or cwd.startswith(root + os.sep):
+            pid = int(entry.name)
+            try:
+                pgid = os.getpgid(pid)
+                if pgid != os.getpgid(0):
+                    _killpg(pgid, signal.SIGKILL)
+                else:
+                    os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except (ProcessLookupError, PermissionError):
+                continue
+    return killed
 
 
 # --- one step ----------------------------------------------------------------------------
