@@ -1234,11 +1234,12 @@ def _generated_source(i: int) -> str:
         int64_t llvmGenerated@I@(int64_t x) {
           int64_t acc = 0;
           for (int64_t k = 0; k < @N@; ++k)
-            acc += mix@I@(x + k, @I@);
+            acc += mix@I@(x + k, @K@);
           return acc;
         }
         """,
         I=f"{i:04d}",
+        K=i,
         N=i % 7 + 2,
     )
 

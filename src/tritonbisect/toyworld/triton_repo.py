@@ -518,7 +518,7 @@ toy llvm-project pinned in cmake/llvm-hash.txt.
     cmake -G Ninja -S $LLVM/llvm -B $LLVM/build -DCMAKE_INSTALL_PREFIX=$PREFIX \\
       -DLLVM_ENABLE_PROJECTS="mlir;llvm" -DLLVM_TARGETS_TO_BUILD=X86 -DCMAKE_BUILD_TYPE=Release
     ninja -C $LLVM/build install
-    LLVM_SYSPATH=$PREFIX pip wheel --no-build-isolation --no-deps -w dist python
+    LLVM_SYSPATH=$PREFIX pip wheel --no-build-isolation --no-deps -w dist ./python
     pip install dist/triton-*.whl
     python test/test_toy.py
 """
