@@ -318,3 +318,13 @@ def test_infrastructure_failure_is_retried_then_aborts_and_resume_continues(tmp_
     res = tb("resume", out["session"], "--json", cwd=repo, home=home)
     assert res.returncode == 0, res.stderr
     assert last_json(res.stdout)["culprit"] == shas[6]
+
+
+def test_regress_fixed_finds_the_fixing_commit(tmp_path: Path) -> None:
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    shas = linear(repo, 12, culprit=6)
+    # the test fails on old commits and passes from commit 6 on: which commit fixed it?
+    proc = _run(repo, home, shas[0], "main", "--regress", "fixed", test="grep -q bad out/state")
+    assert proc.returncode == 0, proc.stderr
+    out = last_json(proc.stdout)
+    assert out["culprit"] == shas[6] and out["confidence"] == "high"

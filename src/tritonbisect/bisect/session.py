@@ -194,6 +194,15 @@ class SessionResult:
         )
 
 
+def _unique_name(name: str, taken: list[str]) -> str:
+    if name not in taken:
+        return name
+    n = 2
+    while f"{name}-{n}" in taken:
+        n += 1
+    return f"{name}-{n}"
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -249,6 +258,10 @@ class Session:
             except FileExistsError:
                 time.sleep(0.01)
         settings.workdir = workdir
+        names: list[str] = []
+        for spec in phases:
+            spec.name = _unique_name(spec.name, names)
+            names.append(spec.name)
         data = {
             "id": sid,
             "created": _now(),
@@ -313,6 +326,9 @@ class Session:
         return list(self._phases)
 
     def append_phase(self, spec: PhaseSpec) -> None:
+        """Add a phase (it runs after the current one). Phase names are unique in a session:
+        a repeated name gets a suffix ("llvm-2"), since the journal tells phases by name."""
+        spec.name = _unique_name(spec.name, [p.spec.name for p in self._phases])
         self._phases.append(PhaseState(spec))
         if all(p.status in TERMINAL for p in self._phases[:-1]):
             self.current_phase = len(self._phases) - 1
