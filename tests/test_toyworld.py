@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonbisect.toyworld import BREAKS, MAX_API_BREAKS, make_world
+from tritonbisect.toyworld import BREAKS, LLVM_CMAKE_ARGS, MAX_API_BREAKS, make_world
 from tritonbisect.toyworld.gitstream import git_env
 from tritonbisect.toyworld.triton_repo import BASE_VERSION
 
@@ -267,11 +267,7 @@ class Result:
 class Lab:
     """One world and cached builds of it: LLVM per commit, Triton wheels per (commit, LLVM)."""
 
-    LLVM_ARGS = (
-        "-DLLVM_ENABLE_PROJECTS=mlir;llvm",
-        "-DLLVM_TARGETS_TO_BUILD=X86",
-        "-DCMAKE_BUILD_TYPE=Release",
-    )
+    LLVM_ARGS = LLVM_CMAKE_ARGS  # -DLLVM_ENABLE_PROJECTS=mlir;llvm X86 Release
 
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp

@@ -11,6 +11,35 @@ triton (triton_commits commits): pinned at old_llvm; a Triton regression (the ve
     elementwise loop drops the last element), a commit that does not compile fixed by the next
     one, the fix of the regression, the LLVM bump to new_llvm that adapts to every API break,
     fillers. The test fails after the bump because of the LLVM regression.
+
+Truth keys (all shas full 40-hex):
+    params                   the parameters of make_world
+    llvm_order               every llvm-project commit, oldest first
+    old_llvm, new_llvm       the bump's old and new pins
+    llvm_api_breaks          per break, in order: commit, last_compatible (its parent), header,
+                             file (the Triton source to fix), old, new (the exact replacement),
+                             old_symbol, new_symbol, key, subject
+    llvm_last_compatible     [b["last_compatible"] for b in llvm_api_breaks]
+    llvm_regression          the commit from which add folding is off by one
+    llvm_broken              [the commit whose own LLVM build fails]; llvm_broken_fix: the next
+    llvm_cmake_args          the contract's cmake -D arguments (argv form)
+    triton_order             every triton commit, oldest first
+    triton_regression        the commit that drops the last element of the kernel's tail
+    triton_regression_fix    the commit that fixes it
+    triton_regression_range  [good, bad]: a range whose only culprit is triton_regression
+                             (it also holds triton_broken)
+    triton_broken            [the commit that does not compile]; triton_broken_fix: the next
+    bump, bump_parent        the LLVM bump (pins new_llvm, adapts to every break) and its parent
+    good_triton              = triton_regression_fix: passes, pinned at old_llvm
+    bad_triton_llvm          the last triton commit: fails only through the LLVM regression
+    llvm_bump_range          [good_triton, bad_triton_llvm]: its only culprit is the bump
+    triton_llvm_pins         {triton sha: llvm sha in its cmake/llvm-hash.txt}
+    triton_test              "python test/test_toy.py" (run in the triton worktree)
+    triton_version_prefix    "3.6.0+git" (wheel version: prefix + sha[:8])
+  with_torch:
+    torch_order, torch_regression, torch_good, torch_bad, torch_triton_pins
+    ({torch sha: pinned triton sha}), torch_test ("python test/test_toytorch.py"),
+    torch_pin_file (".ci/docker/ci_commit_pins/triton.txt")
 """
 
 from __future__ import annotations
@@ -42,8 +71,9 @@ TORCH_AUTHORS = (
     ("Ivan Eager", "ivan@pytorch.example"),
 )
 
+# The contract's LLVM configuration, in argv form (no shell quoting around "mlir;llvm").
 LLVM_CMAKE_ARGS = (
-    '-DLLVM_ENABLE_PROJECTS="mlir;llvm"',
+    "-DLLVM_ENABLE_PROJECTS=mlir;llvm",
     "-DLLVM_TARGETS_TO_BUILD=X86",
     "-DCMAKE_BUILD_TYPE=Release",
 )
