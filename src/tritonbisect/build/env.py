@@ -45,6 +45,7 @@ class TargetEnv:
         self.python = Path(python)
         self.owned = owned  # made by us (may be deleted/recreated) or the user's own
         self._abi: str | None = None
+        self._has_pip: bool | None = None
 
     def __repr__(self) -> str:
         return f"TargetEnv({str(self.root)!r}, owned={self.owned})"
@@ -77,7 +78,9 @@ class TargetEnv:
                 if system_site_packages:
                     cmd.insert(2, "--system-site-packages")
             else:
-                cmd = [interpreter, "-m", "venv", str(path)]
+                # without ensurepip (seconds per venv): the tool's own pip serves it through
+                # `pip --python` (see pip_command) when the venv has none
+                cmd = [interpreter, "-m", "venv", "--without-pip", str(path)]
                 if system_site_packages:
                     cmd.insert(3, "--system-site-packages")
             proc = subprocess.run(
@@ -204,20 +207,31 @@ class TargetEnv:
 
     # --- installing ------------------------------------------------------------------------
 
+    def has_pip(self) -> bool:
+        if self._has_pip is None:
+            self._has_pip = not self.missing_modules(["pip"])
+        return self._has_pip
+
+    def pip_command(self) -> list[str]:
+        """How to run pip for this env: its own pip, else the tool's pip with --python."""
+        if self.has_pip():
+            return [str(self.python), "-m", "pip"]
+        return [sys.executable, "-m", "pip", "--python", str(self.python)]
+
     def pip(self, args: list[str], *, log: Path | None = None, append: bool = True) -> tuple[int | None, str]:
-        """Run `python -m pip ARGS` in this env; returns (exit code, output tail)."""
+        """Run pip ARGS for this env; returns (exit code, output tail)."""
         env = _clean_env()
         env["PATH"] = prepend_path(env, self.python.parent)
         if log is None:
             with tempfile.NamedTemporaryFile(prefix="tritonbisect-pip-", suffix=".log", delete=False) as f:
                 tmp_log = Path(f.name)
             try:
-                res = run_logged([str(self.python), "-m", "pip", *args], cwd=Path.cwd(), env=env,
+                res = run_logged([*self.pip_command(), *args], cwd=Path.cwd(), env=env,
                                  log=tmp_log, timeout=_TOOL_TIMEOUT)
                 return res.returncode, read_tail(tmp_log, 16 * 1024)
             finally:
                 tmp_log.unlink(missing_ok=True)
-        res = run_logged([str(self.python), "-m", "pip", *args], cwd=Path.cwd(), env=env,
+        res = run_logged([*self.pip_command(), *args], cwd=Path.cwd(), env=env,
                          log=log, timeout=_TOOL_TIMEOUT, append=append)
         return res.returncode, read_tail(log, 16 * 1024)
 
@@ -253,8 +267,12 @@ class TargetEnv:
 
     def install_triton(self, wheel: Path, commit: str, *, log: Path | None = None) -> tuple[bool, str]:
         """Purge every Triton distribution, install the wheel, and check that the installed
-        version carries `+git<sha[:8]>` of the commit under test."""
-        ok, reason = self.uninstall(TRITON_DISTRIBUTIONS, log=log)
+        version carries `+git<sha[:8]>` of the commit under test.
+
+        pytorch-triton(-rocm) are uninstalled first; `triton` itself is replaced by
+        `pip install --force-reinstall` (which uninstalls it first: one pip run less per step).
+        """
+        ok, reason = self.uninstall([d for d in TRITON_DISTRIBUTIONS if d != "triton"], log=log)
         if not ok:
             return False, reason
         ok, reason = self.install_wheel(wheel, log=log)

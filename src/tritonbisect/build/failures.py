@@ -35,8 +35,16 @@ _MISSING = re.compile(
 )
 _DISK = re.compile(r"No space left on device|Disk quota exceeded|ENOSPC")
 _ERROR_LINES = (
-    re.compile(r"^.*\berror:.*$", re.MULTILINE),
-    re.compile(r"^.*(?:CMake Error|undefined reference|\w+Error:|FAILED:).*$", re.MULTILINE),
+    # a compiler's located error first: `file:line[:col]: error: ...` / `fatal error:`
+    re.compile(r"^\s*\S+:\d+(?::\d+)?: (?:fatal )?error:.*$", re.MULTILINE),
+    re.compile(r"^.*(?:CMake Error|undefined reference).*$", re.MULTILINE),
+    # any other error line, but not pip's own wrappers around the real one
+    re.compile(
+        r"^(?!.*(?:subprocess-exited-with-error|metadata-generation-failed|"
+        r"Failed building wheel|Failed to build|failed with exit code|This error originates))"
+        r".*(?:\berror:|\w+Error:|FAILED:).*$",
+        re.MULTILINE,
+    ),
 )
 
 

@@ -23,11 +23,14 @@ Recipe config (JSON, saved in session.json; unknown keys are ignored):
                 <workdir>/venvs, reused across sessions, Triton purged at every install
   build_timeout seconds for one build (default: none)
   cache_dir     artifact cache root (default: <workdir>/cache)
+  llvm_dir      an llvm-project checkout: build the LLVM each Triton commit pins in
+                cmake/llvm-hash.txt from it (cached) and build Triton against it
+                (LLVM_SYSPATH); without it Triton's setup.py finds LLVM itself
+  llvm          LLVMConfig fields (build_type, assertions, targets, compiler, ccache)
 llvm-triton adds:
   triton_dir      the user's Triton repository (a worker-owned worktree is made from it)
   triton_commits  {llvm sha: triton sha} assignment (from the compatibility map)
   triton_commit   the Triton commit for LLVM commits not in triton_commits
-  llvm            LLVMConfig fields (build_type, assertions, targets, compiler, ccache)
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from tritonbisect.bisect.outcome import RESULT_ENV_VAR, Kind, read_result_json
 from tritonbisect.build.cache import ArtifactCache
 from tritonbisect.build.env import EnvError, TargetEnv
 from tritonbisect.build.failures import classify_build_log
-from tritonbisect.build.llvm_recipe import LLVMConfig, build_llvm, llvm_env
+from tritonbisect.build.llvm_recipe import LLVMBuild, LLVMConfig, build_llvm, llvm_env
 from tritonbisect.build.recipes import (
     PrepareResult,
     StepContext,
@@ -121,9 +124,11 @@ def build_triton_wheel(
     timeout: float | None = None,
     runner: Callable | None = None,
     recipe: str = RECIPE,
+    pip: list[str] | None = None,
 ) -> WheelBuild:
     """Build the wheel of the Triton tree at `source` (a worktree at `commit`), or take it
-    from the cache. Cache hit: nothing runs and no log is written (cached=True)."""
+    from the cache. Cache hit: nothing runs and no log is written (cached=True).
+    `pip` is the pip command to use (default: `<python> -m pip`)."""
     import sys
 
     start = time.monotonic()
@@ -169,7 +174,7 @@ def build_triton_wheel(
 
     stage = cache.staging_dir(prefix=f"wheel-{commit[:12]}-")
     try:
-        cmd = [python, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps",
+        cmd = [*(pip or [python, "-m", "pip"]), "wheel", "--no-build-isolation", "--no-deps",
                "--disable-pip-version-check", "-w", str(stage), str(proj)]
         res = (runner or _default_runner())(cmd, cwd=proj, env=env, log=log, timeout=timeout)
         seconds = time.monotonic() - start
@@ -277,6 +282,15 @@ class _EnvPool:
         self._locks.append(fd)  # held while this recipe lives
         return True
 
+    def close(self) -> None:
+        for fd in self._locks:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._locks.clear()
+
+    def __del__(self) -> None:
+        self.close()
+
 
 def ensure_build_requirements(env: TargetEnv, source: Path, log: Path) -> tuple[bool, str]:
     """Install into env what the source needs to build without isolation (once; no-op when
@@ -352,7 +366,12 @@ def _base_env() -> dict[str, str]:
 
 
 class TritonRecipe:
-    """Registered as "triton": the bisected repository is Triton."""
+    """Registered as "triton": the bisected repository is Triton.
+
+    With `llvm_dir` in the config, the LLVM each Triton commit pins (cmake/llvm-hash.txt) is
+    built from that llvm-project checkout (cached by commit + config) and the wheel is built
+    against it; without it, Triton's setup.py gets its LLVM as usual (download into
+    TRITON_HOME, or LLVM_SYSPATH from --env)."""
 
     name = RECIPE
 
@@ -365,6 +384,8 @@ class TritonRecipe:
             ccache=bool(config.get("ccache", True)),
         )
         self.build_timeout = config.get("build_timeout")
+        self.llvm_dir = Path(config["llvm_dir"]) if config.get("llvm_dir") else None
+        self.llvm_config = LLVMConfig.from_dict(config.get("llvm"))
         self._envs = _EnvPool(config.get("venv"), config.get("python"))
         self._repo_ids: dict[str, str] = {}
 
@@ -375,6 +396,10 @@ class TritonRecipe:
 
     def workdir(self, ctx: StepContext) -> Path:
         return Path(ctx.workdir) if ctx.workdir else ctx.worktree.parent
+
+    def worker_tag(self, ctx: StepContext) -> str:
+        """Names this worker's private dirs (its worktree is locked to it by the engine)."""
+        return f"{ctx.worktree.parent.name}-{ctx.worktree.name}"
 
     def cache(self, ctx: StepContext) -> ArtifactCache:
         root = self._config.get("cache_dir")
@@ -389,7 +414,7 @@ class TritonRecipe:
         if key not in self._repo_ids:
             out = subprocess.run(
                 ["git", "-C", str(repo), "rev-list", "--max-parents=0", "HEAD"],
-                capture_output=True, text=True, timeout=120,
+                capture_output=True, text=True, timeout=120, env=_base_env(),
             )
             roots = sorted(out.stdout.split())
             self._repo_ids[key] = roots[0] if roots else str(repo)
@@ -406,8 +431,33 @@ class TritonRecipe:
             repo_id=self.repo_id(source), triton_home=self.workdir(ctx) / "triton-home",
             extra_env=extra_env, extra_key=extra_key, python=env.python,
             python_abi=env.python_abi(), base_env=base, timeout=self.build_timeout,
-            runner=step_runner(ctx),
+            runner=step_runner(ctx), pip=env.pip_command(),
         )
+
+    def build_llvm_at(self, source: Path, llvm_commit: str, ctx: StepContext) -> LLVMBuild:
+        """LLVM at llvm_commit (source: a worktree at it), in this worker's kept build dir."""
+        return build_llvm(
+            source, llvm_commit, cache=self.cache(ctx), config=self.llvm_config,
+            build_dir=self.workdir(ctx) / "llvm-build" / self.worker_tag(ctx),
+            log=ctx.log_dir / "llvm-build.log", repo_id=self.repo_id(source),
+            env={**_base_env(), **ctx.env}, timeout=self.build_timeout, runner=step_runner(ctx),
+        )
+
+    def pinned_llvm(self, tree: Path, ctx: StepContext) -> tuple[str, LLVMBuild]:
+        """Build the LLVM the Triton tree pins, from llvm_dir. Raises GitFailure (INFRA)."""
+        assert self.llvm_dir is not None
+        try:
+            pin = (tree / HASH_FILE).read_text(encoding="utf-8").split()[0]
+        except (OSError, IndexError):
+            raise PinMissing(f"{HASH_FILE} is missing or empty: cannot tell which LLVM to build") from None
+        sha = resolve_commit(self.llvm_dir, pin, what=f"LLVM commit {pin[:12]} (pinned in {HASH_FILE})")
+        llvm_tree = checkout_worktree(
+            self.llvm_dir,
+            self.workdir(ctx) / "worktrees" / f"llvm-{self.repo_id(self.llvm_dir)[:12]}"
+            / f"for-{self.worker_tag(ctx)}",
+            sha,
+        )
+        return sha, self.build_llvm_at(llvm_tree, sha, ctx)
 
     def install(self, env: TargetEnv, wheel: Path, commit: str, ctx: StepContext) -> tuple[bool, str]:
         try:
@@ -415,29 +465,61 @@ class TritonRecipe:
         except EnvError as exc:
             return False, str(exc)
 
+    def build_and_install(self, tree: Path, triton_commit: str, ctx: StepContext, *,
+                          llvm_commit: str | None = None, llvm: LLVMBuild | None = None,
+                          start: float | None = None, log_name: str = "build.log") -> PrepareResult:
+        """Wheel of the Triton tree at triton_commit (against `llvm` when given; else the
+        pinned LLVM when llvm_dir is set), installed into the worker's env and verified."""
+        start = time.monotonic() if start is None else start
+        ctx.log_dir.mkdir(parents=True, exist_ok=True)
+
+        def result(kind: Kind, reason: str, cached: bool, log: Path | None) -> PrepareResult:
+            return PrepareResult(kind, reason, cached=cached, seconds=time.monotonic() - start, log=log)
+
+        try:
+            env = self.target_env(ctx)
+            if llvm is None and self.llvm_dir is not None:
+                llvm_commit, llvm = self.pinned_llvm(tree, ctx)
+        except PinMissing as exc:
+            return result(Kind.BUILD_FAILED, str(exc), False, None)
+        except (EnvError, GitFailure) as exc:
+            return result(Kind.INFRA, str(exc), False, None)
+        extra_env: dict[str, str] = {}
+        extra_key: dict[str, Any] = {}
+        llvm_cached = True
+        if llvm is not None:
+            llvm_cached = llvm.cached
+            if llvm.kind is not Kind.PASS or llvm.prefix is None:
+                return result(llvm.kind, llvm.reason, llvm.cached, llvm.log)
+            extra_env = llvm_env(llvm.prefix)
+            extra_key = {"llvm": llvm_commit, "llvm_config": self.llvm_config.key_config()}
+        install_log = ctx.log_dir / "install.log"
+        ok, reason = ensure_build_requirements(env, tree, install_log)
+        if not ok:
+            return result(Kind.INFRA, f"build requirements: {reason}", False, install_log)
+        wb = self.build_wheel(tree, triton_commit, ctx, env, log=ctx.log_dir / log_name,
+                              extra_env=extra_env, extra_key=extra_key)
+        cached = wb.cached and llvm_cached
+        if wb.kind is not Kind.PASS or wb.wheel is None:
+            if llvm is not None:
+                reason = f"Triton {triton_commit[:12]} against LLVM {str(llvm_commit)[:12]}: {wb.reason}"
+            else:
+                reason = wb.reason
+            return result(wb.kind, reason, cached, wb.log)
+        ok, how = self.install(env, wb.wheel, triton_commit, ctx)
+        if not ok:
+            return result(Kind.INFRA, f"install: {how}", cached, install_log)
+        parts = []
+        if llvm is not None:
+            parts.append(f"LLVM {str(llvm_commit)[:12]} {'cached' if llvm.cached else 'built'}")
+        parts += [wb.reason, how]
+        log = wb.log if not wb.cached else (llvm.log if llvm is not None and not llvm.cached else None)
+        return result(Kind.PASS, "; ".join(parts), cached, log)
+
     # the Recipe protocol
 
     def prepare(self, commit: str, ctx: StepContext) -> PrepareResult:
-        start = time.monotonic()
-        ctx.log_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            env = self.target_env(ctx)
-        except EnvError as exc:
-            return PrepareResult(Kind.INFRA, f"target environment: {exc}", seconds=time.monotonic() - start)
-        ok, reason = ensure_build_requirements(env, ctx.worktree, ctx.log_dir / "install.log")
-        if not ok:
-            return PrepareResult(Kind.INFRA, f"build requirements: {reason}",
-                                 seconds=time.monotonic() - start, log=ctx.log_dir / "install.log")
-        wb = self.build_wheel(ctx.worktree, commit, ctx, env, log=ctx.log_dir / "build.log")
-        if wb.kind is not Kind.PASS or wb.wheel is None:
-            return PrepareResult(wb.kind, wb.reason, cached=wb.cached,
-                                 seconds=time.monotonic() - start, log=wb.log)
-        ok, reason = self.install(env, wb.wheel, commit, ctx)
-        if not ok:
-            return PrepareResult(Kind.INFRA, f"install: {reason}", cached=wb.cached,
-                                 seconds=time.monotonic() - start, log=ctx.log_dir / "install.log")
-        return PrepareResult(Kind.PASS, f"{wb.reason}; {reason}", cached=wb.cached,
-                             seconds=time.monotonic() - start, log=None if wb.cached else wb.log)
+        return self.build_and_install(ctx.worktree, commit, ctx)
 
     def test(self, commit: str, ctx: StepContext, *, record: bool = False) -> TestRun:
         return run_test(self.target_env(ctx), self.test_spec, commit, ctx, record=record,
@@ -457,9 +539,9 @@ class LLVMTritonRecipe(TritonRecipe):
         if not config.get("triton_dir"):
             raise ValueError("llvm-triton recipe needs triton_dir")
         self.triton_dir = Path(config["triton_dir"])
+        self.llvm_dir = None  # the bisected repository is LLVM itself
         self.assignment: dict[str, str] = dict(config.get("triton_commits") or {})
         self.default_triton: str | None = config.get("triton_commit")
-        self.llvm_config = LLVMConfig.from_dict(config.get("llvm"))
         self._triton_for: Callable[[str], str] | None = None
 
     def with_assigner(self, fn: Callable[[str], str]) -> LLVMTritonRecipe:
@@ -475,8 +557,7 @@ class LLVMTritonRecipe(TritonRecipe):
     def triton_worktree(self, ctx: StepContext, triton_commit: str) -> Path:
         """This worker's Triton worktree, checked out at triton_commit (build outputs kept)."""
         root = self.workdir(ctx) / "worktrees" / f"triton-{self.repo_id(self.triton_dir)[:12]}"
-        path = root / f"for-{ctx.worktree.parent.name}-{ctx.worktree.name}"
-        return checkout_worktree(self.triton_dir, path, triton_commit)
+        return checkout_worktree(self.triton_dir, root / f"for-{self.worker_tag(ctx)}", triton_commit)
 
     def prepare(self, commit: str, ctx: StepContext) -> PrepareResult:
         start = time.monotonic()
@@ -484,40 +565,16 @@ class LLVMTritonRecipe(TritonRecipe):
         triton_commit = self.triton_commit_for(commit)
         if not triton_commit:
             return PrepareResult(Kind.INFRA, f"no Triton commit assigned to LLVM {commit[:12]}")
-        workdir = self.workdir(ctx)
-        llvm = build_llvm(
-            ctx.worktree, commit, cache=self.cache(ctx), config=self.llvm_config,
-            build_dir=workdir / "llvm-build" / f"{ctx.worktree.parent.name}-{ctx.worktree.name}",
-            log=ctx.log_dir / "llvm-build.log", repo_id=self.repo_id(ctx.worktree),
-            env={**_base_env(), **ctx.env}, timeout=self.build_timeout, runner=step_runner(ctx),
-        )
-        if llvm.kind is not Kind.PASS or llvm.prefix is None:
+        llvm = self.build_llvm_at(ctx.worktree, commit, ctx)
+        if llvm.kind is not Kind.PASS:
             return PrepareResult(llvm.kind, llvm.reason, cached=llvm.cached,
                                  seconds=time.monotonic() - start, log=llvm.log)
         try:
-            env = self.target_env(ctx)
             tree = self.triton_worktree(ctx, triton_commit)
-        except (EnvError, GitFailure) as exc:
+        except GitFailure as exc:
             return PrepareResult(Kind.INFRA, str(exc), seconds=time.monotonic() - start)
-        ok, reason = ensure_build_requirements(env, tree, ctx.log_dir / "install.log")
-        if not ok:
-            return PrepareResult(Kind.INFRA, f"build requirements: {reason}",
-                                 seconds=time.monotonic() - start, log=ctx.log_dir / "install.log")
-        wb = self.build_wheel(tree, triton_commit, ctx, env, log=ctx.log_dir / "build.log",
-                              extra_env=llvm_env(llvm.prefix),
-                              extra_key={"llvm": commit, "llvm_config": self.llvm_config.key_config()})
-        cached = llvm.cached and wb.cached
-        if wb.kind is not Kind.PASS or wb.wheel is None:
-            reason = f"Triton {triton_commit[:12]} against LLVM {commit[:12]}: {wb.reason}"
-            return PrepareResult(wb.kind, reason, cached=cached, seconds=time.monotonic() - start, log=wb.log)
-        ok, reason = self.install(env, wb.wheel, triton_commit, ctx)
-        if not ok:
-            return PrepareResult(Kind.INFRA, f"install: {reason}", cached=cached,
-                                 seconds=time.monotonic() - start, log=ctx.log_dir / "install.log")
-        what = "LLVM cached" if llvm.cached else "LLVM built"
-        return PrepareResult(Kind.PASS, f"{what}; {wb.reason} (Triton {triton_commit[:12]}); {reason}",
-                             cached=cached, seconds=time.monotonic() - start,
-                             log=wb.log if not wb.cached else (None if llvm.cached else llvm.log))
+        return self.build_and_install(tree, triton_commit, ctx, llvm_commit=commit, llvm=llvm,
+                                      start=start)
 
     def test(self, commit: str, ctx: StepContext, *, record: bool = False) -> TestRun:
         triton_commit = self.triton_commit_for(commit) or ""
@@ -529,7 +586,23 @@ class LLVMTritonRecipe(TritonRecipe):
 
 
 class GitFailure(Exception):
-    pass
+    """A git operation on a helper worktree failed (INFRA)."""
+
+
+class PinMissing(Exception):
+    """The commit does not say which LLVM it needs (BUILD_FAILED: it cannot be built)."""
+
+
+HASH_FILE = "cmake/llvm-hash.txt"
+
+
+def resolve_commit(repo: Path, rev: str, *, what: str) -> str:
+    proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", f"{rev}^{{commit}}"],
+                          capture_output=True, text=True, timeout=120, env=_base_env())
+    sha = proc.stdout.strip()
+    if proc.returncode != 0 or not sha:
+        raise GitFailure(f"{what} not found in {repo}; fetch it first (git -C {repo} fetch origin)")
+    return sha
 
 
 _WT_LOCK = threading.Lock()

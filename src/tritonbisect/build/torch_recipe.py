@@ -1,0 +1,209 @@
+"""PyTorch at a commit → a wheel (cached) → installed with the Triton it pins → tested.
+
+    <python> -m pip wheel --no-build-isolation --no-deps -w <staging> <torch worktree>
+    env: the user's USE_* flags (e.g. USE_CUDA=0), MAX_JOBS, DEBUG=1 with --debug
+
+The Triton commit a PyTorch commit needs is read from `.ci/docker/ci_commit_pins/triton.txt`
+at that commit; its wheel comes from the artifact cache, built once (in a Triton worktree
+this worker owns, made from `triton_dir`) when missing. Without `triton_dir`, the Triton
+already in the target environment is left alone.
+
+Recipe config (registered as "torch"): the "triton" recipe's keys (test, debug, max_jobs,
+python, venv, ...) plus
+  triton_dir   the Triton repository to build pinned commits from (optional)
+  use          {"USE_CUDA": "0", ...}: build flags, part of the wheel's cache key
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tritonbisect.bisect.outcome import Kind
+from tritonbisect.build.cache import ArtifactCache
+from tritonbisect.build.env import EnvError
+from tritonbisect.build.failures import classify_build_log
+from tritonbisect.build.recipes import PrepareResult, StepContext, register_recipe
+from tritonbisect.build.toolchain import compiler_id, which
+from tritonbisect.build.triton_recipe import (
+    GitFailure,
+    TritonRecipe,
+    _base_env,
+    _python_abi,
+    checkout_worktree,
+    ensure_build_requirements,
+    project_dir,
+    resolve_commit,
+    step_runner,
+)
+
+RECIPE = "torch"
+TRITON_PIN = ".ci/docker/ci_commit_pins/triton.txt"
+
+
+def read_triton_pin(worktree: Path) -> str | None:
+    path = Path(worktree) / TRITON_PIN
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return text.split()[0] if text else None
+
+
+def build_torch_wheel(
+    source: Path,
+    commit: str,
+    *,
+    cache: ArtifactCache,
+    log: Path,
+    repo_id: str,
+    use: Mapping[str, str],
+    python: str,
+    python_abi: str | None = None,
+    debug: bool = False,
+    max_jobs: int | None = None,
+    base_env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    runner=None,
+    pip: list[str] | None = None,
+):
+    """The PyTorch wheel of `source` at `commit`, from the cache or built (see module doc).
+    Returns a triton_recipe.WheelBuild."""
+    from tritonbisect.build.triton_recipe import WheelBuild, _default_runner
+
+    start = time.monotonic()
+    env = dict(os.environ if base_env is None else base_env)
+    env.update({k: str(v) for k, v in use.items()})
+    abi = python_abi or _python_abi(python)
+    key = ArtifactCache.key(repo_id, commit, RECIPE, {"use": dict(sorted(use.items())), "debug": debug},
+                            abi, compiler_id(None, env))
+    hit = cache.get(key)
+    if hit is not None:
+        return WheelBuild(Kind.PASS, "torch wheel taken from the cache", hit, True, 0.0, log)
+    failed = cache.failure(key)
+    if failed is not None:
+        return WheelBuild(Kind(failed.kind), f"PyTorch {commit[:12]} failed to build before: {failed.reason}",
+                          None, True, 0.0, failed.log or log)
+    proj = project_dir(source) if not (Path(source) / "setup.py").is_file() else Path(source)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    if proj is None:
+        log.write_text(f"no setup.py in {source}\n", encoding="utf-8")
+        reason = f"no setup.py at {commit[:12]}"
+        cache.record_failure(key, Kind.BUILD_FAILED.value, reason, log, commit=commit, recipe=RECIPE)
+        return WheelBuild(Kind.BUILD_FAILED, reason, None, False, time.monotonic() - start, log)
+    env["PYTHONNOUSERSITE"] = "1"
+    env["PATH"] = f"{Path(python).parent}{os.pathsep}{env.get('PATH', os.defpath)}"
+    if max_jobs:
+        env["MAX_JOBS"] = str(max_jobs)
+    if debug:
+        env["DEBUG"] = "1"
+    if which("ccache", env):
+        env.setdefault("USE_CCACHE", "1")
+    stage = cache.staging_dir(prefix=f"torch-{commit[:12]}-")
+    try:
+        cmd = [*(pip or [python, "-m", "pip"]), "wheel", "--no-build-isolation", "--no-deps",
+               "--disable-pip-version-check", "-w", str(stage), str(proj)]
+        res = (runner or _default_runner())(cmd, cwd=proj, env=env, log=log, timeout=timeout)
+        seconds = time.monotonic() - start
+        if getattr(res, "cancelled", False):
+            return WheelBuild(Kind.INFRA, "cancelled", None, False, seconds, log)
+        cls = classify_build_log(res.returncode, log, timed_out=res.timed_out)
+        wheels = sorted(stage.glob("*.whl"))
+        if cls.kind is Kind.PASS and not wheels:
+            cls = type(cls)(Kind.BUILD_FAILED, "pip wheel produced no wheel")
+        if cls.kind is not Kind.PASS:
+            reason = f"PyTorch build: {cls.reason}"
+            if cls.kind is Kind.BUILD_FAILED:
+                cache.record_failure(key, cls.kind.value, reason, log, commit=commit, recipe=RECIPE)
+            return WheelBuild(cls.kind, reason, None, False, seconds, log)
+        stored = cache.put(key, wheels[0], {"commit": commit, "recipe": RECIPE, "repo": repo_id,
+                                            "python_abi": abi, "use": dict(use)}, move=True)
+        return WheelBuild(Kind.PASS, "PyTorch wheel built", stored, False, time.monotonic() - start, log)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+class TorchRecipe(TritonRecipe):
+    """Registered as "torch": the bisected repository is PyTorch."""
+
+    name = RECIPE
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        super().__init__(config)
+        self.triton_dir = Path(config["triton_dir"]) if config.get("triton_dir") else None
+        self.use: dict[str, str] = {k: str(v) for k, v in (config.get("use") or {}).items()}
+
+    def prepare_triton(self, commit: str, ctx: StepContext) -> PrepareResult | None:
+        """Install the Triton pinned at this PyTorch commit (from the cache; built once when
+        missing, against the LLVM it pins when llvm_dir is set). None without triton_dir."""
+        if self.triton_dir is None:
+            return None
+        pin = read_triton_pin(ctx.worktree)
+        if pin is None:
+            return PrepareResult(Kind.BUILD_FAILED, f"{TRITON_PIN} is missing at {commit[:12]}: "
+                                 "cannot tell which Triton this PyTorch needs")
+        try:
+            triton_sha = resolve_commit(self.triton_dir, pin,
+                                        what=f"Triton commit {pin[:12]} (pinned in {TRITON_PIN})")
+            tree = checkout_worktree(
+                self.triton_dir,
+                self.workdir(ctx) / "worktrees" / f"triton-{self.repo_id(self.triton_dir)[:12]}"
+                / f"for-{self.worker_tag(ctx)}",
+                triton_sha,
+            )
+        except GitFailure as exc:
+            return PrepareResult(Kind.INFRA, str(exc))
+        res = self.build_and_install(tree, triton_sha, ctx, log_name="triton-build.log")
+        if res.kind is not Kind.PASS:
+            # the pinned Triton does not build: this PyTorch commit cannot be tested
+            res.reason = f"pinned Triton {triton_sha[:12]}: {res.reason}"
+        return res
+
+    def prepare(self, commit: str, ctx: StepContext) -> PrepareResult:
+        start = time.monotonic()
+        ctx.log_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            env = self.target_env(ctx)
+        except EnvError as exc:
+            return PrepareResult(Kind.INFRA, f"target environment: {exc}", seconds=time.monotonic() - start)
+        triton = self.prepare_triton(commit, ctx)
+        if triton is not None and triton.kind is not Kind.PASS:
+            triton.seconds = time.monotonic() - start
+            return triton
+        triton_cached = triton is None or triton.cached
+        ok, reason = ensure_build_requirements(env, ctx.worktree, ctx.log_dir / "install.log")
+        if not ok:
+            return PrepareResult(Kind.INFRA, f"build requirements: {reason}",
+                                 seconds=time.monotonic() - start, log=ctx.log_dir / "install.log")
+        base = _base_env()
+        base.update(ctx.env)
+        wb = build_torch_wheel(
+            ctx.worktree, commit, cache=self.cache(ctx), log=ctx.log_dir / "build.log",
+            repo_id=self.repo_id(ctx.worktree), use=self.use, python=str(env.python),
+            python_abi=env.python_abi(), debug=self.triton_config.debug,
+            max_jobs=self.triton_config.max_jobs, base_env=base, timeout=self.build_timeout,
+            runner=step_runner(ctx), pip=env.pip_command(),
+        )
+        cached = wb.cached and triton_cached
+        if wb.kind is not Kind.PASS or wb.wheel is None:
+            return PrepareResult(wb.kind, wb.reason, cached=cached, seconds=time.monotonic() - start, log=wb.log)
+        try:
+            ok, reason = env.install_wheel(wb.wheel, log=ctx.log_dir / "install.log")
+        except EnvError as exc:
+            ok, reason = False, str(exc)
+        if not ok:
+            return PrepareResult(Kind.INFRA, f"install: {reason}", cached=cached,
+                                 seconds=time.monotonic() - start, log=ctx.log_dir / "install.log")
+        return PrepareResult(Kind.PASS, wb.reason, cached=cached, seconds=time.monotonic() - start,
+                             log=None if wb.cached else wb.log)
+
+
+def _torch_factory(config: Mapping[str, Any]) -> TorchRecipe:
+    return TorchRecipe(config)
+
+
+register_recipe(RECIPE, _torch_factory)
