@@ -1,0 +1,55 @@
+"""Multi-phase sessions through the library API (contract C): a workflow appends a phase."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine_repo import BUILD, TEST, linear
+from tritonbisect.bisect.display import NullUI
+from tritonbisect.bisect.report import render_json, render_markdown
+from tritonbisect.bisect.session import PhaseSpec, Session, drive, register_workflow
+from tritonbisect.build.command_recipe import CommandRecipe
+from tritonbisect.build.recipes import TestSpec as Spec
+from tritonbisect.commands.options import bisect_settings
+
+
+def _spec(name: str, repo: Path, good: str, bad: str) -> PhaseSpec:
+    recipe = CommandRecipe(BUILD, Spec(TEST))
+    return PhaseSpec(name, repo, good, bad, recipe.name, recipe.config())
+
+
+def test_workflow_appends_a_phase_and_the_report_has_a_section_per_phase(tmp_path: Path) -> None:
+    outer = linear(tmp_path / "outer", 10, culprit=4)
+    inner = linear(tmp_path / "inner", 20, culprit=13)
+    calls = []
+
+    def descend(session: Session, result) -> bool:
+        calls.append(result.status)
+        if result.phase == "outer" and result.status == "found":
+            session.append_phase(_spec("inner", tmp_path / "inner", inner[0], inner[-1]))
+            return True
+        return False
+
+    register_workflow("test-descent", descend)
+    settings = bisect_settings(workdir=str(tmp_path / "work"), test=TEST)
+    session = Session.create(
+        settings.workdir, settings, [_spec("outer", tmp_path / "outer", outer[0], outer[-1])],
+        workflow="test-descent", argv=["run", "--example"],
+    )
+    result = drive(session, NullUI())
+    assert calls == ["found", "found"]
+    assert result.phase == "inner" and result.culprit == inner[13]
+    phases = Session.open(tmp_path / "work", session.id).phases()
+    assert [(p.spec.name, p.status, p.culprit) for p in phases] == [
+        ("outer", "found", outer[4]),
+        ("inner", "found", inner[13]),
+    ]
+    assert session.counters()["tests"] == len(session.records())
+    md = render_markdown(session)
+    assert "### Phase `outer`: found" in md and "### Phase `inner`: found" in md
+    data = render_json(session)
+    assert [p["culprit"] for p in data["phases"]] == [outer[4], inner[13]]
+    # a finished session runs nothing more
+    before = len(session.records())
+    assert drive(Session.open(tmp_path / "work"), NullUI()).culprit == inner[13]
+    assert len(session.records()) == before
