@@ -593,6 +593,9 @@ class _PhaseRun:
         self.in_flight: dict[Future, tuple[Any, str, str, int | None]] = {}
         self.verdicts: dict[str, str] = {}
         self.overrides: dict[str, str] = {}
+        self.cancelled: set[Future] = set()
+        self._children: dict[str, list[str]] | None = None
+        self._in_set = frozenset(self.cands.order)
         self.ui.phase_started(self.session, self.phase, len(self.cands.order), self.subject)
         if self.records:
             self.ui.note(f"resuming: {len(self.records)} finished steps replayed from the journal")
@@ -721,8 +724,9 @@ class _PhaseRun:
         cached = self._known_cached()
         guard = 0
         while True:
-            flying = frozenset(c for (_r, c, _role, _n) in self.in_flight.values())
-            free = self.settings.jobs - len(self.in_flight)
+            live = {f: v for f, v in self.in_flight.items() if f not in self.cancelled}
+            flying = frozenset(c for (_r, c, _role, _n) in live.values())
+            free = self.settings.jobs - len(live)
             if free > 0:
                 action = search.next_step(
                     self.cands, self._effective(), workers=free, in_flight=flying, cached=cached
@@ -779,9 +783,12 @@ class _PhaseRun:
                 if guard > 2:
                     raise RuntimeError(f"search made no progress ({action!r})")
                 continue
+            learned = False
             for fut, (_req, commit, role, round_) in self._wait_one():
+                was_cancelled = fut in self.cancelled
+                self.cancelled.discard(fut)
                 result = fut.result()
-                if result.cancelled:
+                if result.cancelled or was_cancelled:
                     continue
                 rec = self._journal(result, role, round_)
                 if result.verdict == "abort":
@@ -793,7 +800,58 @@ class _PhaseRun:
                 if role == ROLE_SEARCH and commit in in_set:
                     self.verdicts[commit] = result.verdict
                     finished_round = max(finished_round, round_ or 0)
+                    learned = True
                 self.ui.step_finished(spec.name, rec, self.subject(commit), self._progress())
+            if learned:
+                self._cancel_useless()
+
+    def _implied(self) -> set[str] | None:
+        """Commits whose verdict follows from the verdicts so far: ancestors of a good commit
+        are good, descendants of a bad one bad. None while the verdicts contradict."""
+        if self._children is None:
+            children: dict[str, list[str]] = {}
+            for c in self.cands.order:
+                for p in self.cands.parents.get(c, ()):
+                    children.setdefault(p, []).append(c)
+            self._children = children
+        eff = self._effective()
+
+        def closure(start: list[str], step: Callable[[str], Any]) -> set[str]:
+            seen = set(start)
+            stack = list(start)
+            while stack:
+                for nxt in step(stack.pop()):
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        stack.append(nxt)
+            return seen
+
+        goods = [c for c, v in eff.items() if v == "good" and c in self._in_set]
+        bads = [c for c, v in eff.items() if v == "bad" and c in self._in_set]
+        anc = closure(goods, lambda c: self.cands.parents.get(c, ()))
+        desc = closure(bads, lambda c: self._children.get(c, ()))
+        if anc & desc:
+            return None
+        return anc | desc
+
+    def _cancel_useless(self) -> None:
+        """Stop in-flight steps whose verdict can no longer change anything (e.g. a commit
+        above a newly found bad one): their workers take a useful commit instead."""
+        targets = [
+            (fut, req, commit)
+            for fut, (req, commit, role, _n) in self.in_flight.items()
+            if role == ROLE_SEARCH and fut not in self.cancelled and commit not in self.verdicts
+        ]
+        if not targets:
+            return
+        implied = self._implied()
+        if not implied:
+            return
+        for fut, req, commit in targets:
+            if commit in implied:
+                req.token.cancel()
+                self.cancelled.add(fut)
+                self.ui.note(f"stopped testing {commit[:12]}: its verdict no longer matters")
 
     def _known_cached(self) -> frozenset[str]:
         """Commits whose build is known to be cached, so testing them again costs no build.
