@@ -1,23 +1,13 @@
 """Runs steps: one commit's build, install and test, in a worker's own git worktree.
 
-Each worker owns a worktree `<workdir>/worktrees/<repo_id>/w<i>` (made with
-`git worktree add --detach`) and keeps it, with its ignored build folders, across steps and
-sessions: a step checks the commit out with `git checkout --detach --force` and cleans
-untracked files with `git clean -ffd` (not `-x`, so ignored build dirs survive). The user's
-own checkout is never touched: no checkout, no ref, no `refs/bisect/*`.
-
-Every process runs in its own session (process group). A per-test timeout, a cancelled step
-and Ctrl-C kill the whole group, so compilers and test children do not linger.
+The worktrees are managed by `bisect.worktree`, the processes run through `bisect.process`
+(own process group, killed on timeout, cancellation or Ctrl-C).
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 import queue
-import signal
-import subprocess
 import threading
 import time
 import traceback
@@ -30,303 +20,27 @@ from pathlib import Path
 from typing import Any
 
 from tritonbisect.bisect.outcome import Kind, Policy, Verdict, classify_test
-from tritonbisect.build.recipes import PrepareResult, Recipe, StepContext, TestRun
-
-TAIL_BYTES = 64 * 1024
-KILL_GRACE_S = 3.0
-
-# Variables that would point git at the user's repository instead of the worktree
-# (set e.g. while `git bisect run` or a git hook runs us).
-_GIT_LOCATION_VARS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_PREFIX",
+from tritonbisect.bisect.process import (
+    CancelToken,
+    GitError,
+    track_token,
+    untrack_token,
 )
+
+# re-exported: other modules import these process helpers from here
+from tritonbisect.bisect.process import cancel_all as cancel_all
+from tritonbisect.bisect.process import clean_env as clean_env
+from tritonbisect.bisect.process import git as git
+from tritonbisect.bisect.process import kill_strays as kill_strays
+from tritonbisect.bisect.process import read_tail as read_tail
+from tritonbisect.bisect.process import run_logged as run_logged
+from tritonbisect.bisect.process import tail_lines as tail_lines
+from tritonbisect.bisect.worktree import Worktree, acquire_worktree
+from tritonbisect.build.recipes import PrepareResult, Recipe, StepContext, TestRun
 
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-def clean_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A copy of the environment without variables that redirect git to another repository."""
-    env = dict(os.environ if base is None else base)
-    for name in _GIT_LOCATION_VARS:
-        env.pop(name, None)
-    return env
-
-
-# --- processes ---------------------------------------------------------------------------
-
-
-class CancelToken:
-    """Cancels one step: kills every process group the step has started, now and later."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._groups: set[int] = set()
-        self.cancelled = False
-
-    def _register(self, pgid: int) -> bool:
-        with self._lock:
-            if self.cancelled:
-                return False
-            self._groups.add(pgid)
-            return True
-
-    def _unregister(self, pgid: int) -> None:
-        with self._lock:
-            self._groups.discard(pgid)
-
-    def cancel(self) -> None:
-        with self._lock:
-            self.cancelled = True
-            groups = list(self._groups)
-        for pgid in groups:
-            _killpg(pgid, signal.SIGKILL)
-
-
-_ALL_TOKENS: set[CancelToken] = set()
-_ALL_TOKENS_LOCK = threading.Lock()
-_GLOBAL_TOKEN = CancelToken()
-
-
-def cancel_all() -> None:
-    """Kill every process group started by any step of this process (Ctrl-C)."""
-    with _ALL_TOKENS_LOCK:
-        tokens = list(_ALL_TOKENS)
-    for token in [*tokens, _GLOBAL_TOKEN]:
-        token.cancel()
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-@dataclass
-class ProcessResult:
-    returncode: int | None  # negative: killed by that signal
-    seconds: float
-    timed_out: bool
-    log: Path
-    cancelled: bool = False
-
-
-def run_logged(
-    cmd: str | Sequence[str],
-    *,
-    cwd: Path,
-    env: Mapping[str, str],
-    log: Path,
-    timeout: float | None = None,
-    token: CancelToken | None = None,
-    header: bool = True,
-) -> ProcessResult:
-    """Run `cmd` (a bash command line when a str) with stdout+stderr into `log`.
-
-    The process leads its own process group. On timeout the group gets SIGTERM, then SIGKILL
-    after a short grace; when the leader exits, stragglers left in its group are killed too.
-    """
-    token = token or _GLOBAL_TOKEN
-    log.parent.mkdir(parents=True, exist_ok=True)
-    shell = isinstance(cmd, str)
-    start = time.monotonic()
-    with open(log, "wb") as out:
-        if header:
-            shown = cmd if shell else " ".join(str(c) for c in cmd)
-            out.write(f"$ {shown}\n# cwd: {cwd}\n".encode())
-            out.flush()
-        if token.cancelled:
-            return ProcessResult(None, 0.0, False, log, cancelled=True)
-        try:
-            proc = subprocess.Popen(
-                ["/bin/bash", "-c", cmd] if shell else [str(c) for c in cmd],
-                cwd=str(cwd),
-                env=dict(env),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        except FileNotFoundError as exc:
-            out.write(f"{exc.filename}: command not found\n".encode())
-            return ProcessResult(127, time.monotonic() - start, False, log)
-        except PermissionError as exc:
-            out.write(f"{exc.filename}: permission denied\n".encode())
-            return ProcessResult(126, time.monotonic() - start, False, log)
-        pgid = proc.pid
-        if not token._register(pgid):
-            _killpg(pgid, signal.SIGKILL)
-        timed_out = False
-        try:
-            try:
-                rc = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _killpg(pgid, signal.SIGTERM)
-                try:
-                    rc = proc.wait(timeout=KILL_GRACE_S)
-                except subprocess.TimeoutExpired:
-                    _killpg(pgid, signal.SIGKILL)
-                    rc = proc.wait()
-                out.write(f"\n# tritonbisect: killed after the {timeout:g} s timeout\n".encode())
-            except BaseException:
-                _killpg(pgid, signal.SIGKILL)
-                proc.wait()
-                raise
-        finally:
-            # nothing started by this command may outlive it
-            _killpg(pgid, signal.SIGKILL)
-            token._unregister(pgid)
-    return ProcessResult(rc, time.monotonic() - start, timed_out, log, cancelled=token.cancelled)
-
-
-def read_tail(path: Path | None, limit: int = TAIL_BYTES) -> str:
-    """The last `limit` bytes of a log, decoded leniently ("" when absent)."""
-    if path is None:
-        return ""
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - limit))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def tail_lines(path: Path | None, lines: int = 20) -> str:
-    text = read_tail(path, 16 * 1024)
-    return "\n".join(text.rstrip("\n").splitlines()[-lines:])
-
-
-# --- git worktrees -----------------------------------------------------------------------
-
-
-class GitError(RuntimeError):
-    pass
-
-
-def git(args: Sequence[str], *, cwd: Path, check: bool = True, input: str | None = None) -> str:
-    proc = subprocess.run(
-        ["git", *args],
-        cwd=str(cwd),
-        env=clean_env(),
-        input=input,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if check and proc.returncode != 0:
-        msg = (proc.stderr or proc.stdout).strip().splitlines()
-        raise GitError(f"git {' '.join(args[:3])} failed: {msg[-1] if msg else proc.returncode}")
-    return proc.stdout
-
-
-def _common_dir(path: Path) -> Path | None:
-    try:
-        out = git(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=path).strip()
-    except (GitError, OSError):
-        return None
-    return Path(out).resolve() if out else None
-
-
-class Worktree:
-    """A worker's own checkout, locked for the lifetime of the worker."""
-
-    def __init__(self, repo: Path, root: Path, index: int, lock_fd: int) -> None:
-        self.repo = repo
-        self.path = root / f"w{index}"
-        self.index = index
-        self._lock_fd = lock_fd
-
-    def checkout(self, commit: str) -> None:
-        git(["checkout", "--detach", "--force", "-q", commit], cwd=self.path)
-        git(["clean", "-ffdq"], cwd=self.path)
-
-    def release(self) -> None:
-        if self._lock_fd >= 0:
-            with contextlib.suppress(OSError):
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-                os.close(self._lock_fd)
-            self._lock_fd = -1
-
-
-def acquire_worktree(repo: Path, workdir: Path, repo_id: str, *, start: int = 0) -> Worktree:
-    """Lock the first free worktree slot of this repository (creating the worktree if needed).
-
-    A slot whose folder is a worktree of another clone with the same identity is left alone.
-    """
-    root = workdir / "worktrees" / repo_id
-    root.mkdir(parents=True, exist_ok=True)
-    repo_common = _common_dir(repo)
-    index = start
-    while True:
-        lock_path = root / f"w{index}.lock"
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            index += 1
-            continue
-        path = root / f"w{index}"
-        if path.exists():
-            common = _common_dir(path) if (path / ".git").exists() else None
-            if common is not None and repo_common is not None and common != repo_common:
-                # a worktree of another clone: not ours to reuse
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
-                index += 1
-                continue
-            if common is None:
-                import shutil
-
-                shutil.rmtree(path, ignore_errors=True)
-        if not path.exists():
-            git(["worktree", "prune"], cwd=repo, check=False)
-            git(["worktree", "add", "--detach", "-f", str(path), "HEAD"], cwd=repo)
-        else:
-            kill_strays(path)
-        return Worktree(repo, root, index, fd)
-
-
-def kill_strays(path: Path) -> list[int]:
-    """Kill processes still running in a worktree we now hold the lock of.
-
-    They are left over from a tritonbisect that was killed (`kill -9`) mid-step: its test
-    or build went on as an orphan. Linux only (reads /proc); elsewhere nothing is done.
-    """
-    killed: list[int] = []
-    root = str(path.resolve())
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return killed
-    me = os.getpid()
-    for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            cwd = os.readlink(entry / "cwd")
-        except OSError:
-            continue
-        if cwd == root or cwd.startswith(root + os.sep):
-            pid = int(entry.name)
-            try:
-                pgid = os.getpgid(pid)
-                if pgid != os.getpgid(0):
-                    _killpg(pgid, signal.SIGKILL)
-                else:
-                    os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-            except (ProcessLookupError, PermissionError):
-                continue
-    return killed
 
 
 # --- one step ----------------------------------------------------------------------------
@@ -586,8 +300,7 @@ class WorkerPool:
             return wt
 
     def submit(self, request: StepRequest) -> Future[StepResult]:
-        with _ALL_TOKENS_LOCK:
-            _ALL_TOKENS.add(request.token)
+        track_token(request.token)
         return self._executor.submit(self._run, request)
 
     def _run(self, request: StepRequest) -> StepResult:
@@ -596,8 +309,7 @@ class WorkerPool:
             return execute_with_retry(lambda d: self._attempt(request, slot, d), request.log_dir)
         finally:
             self._free.put(slot)
-            with _ALL_TOKENS_LOCK:
-                _ALL_TOKENS.discard(request.token)
+            untrack_token(request.token)
 
     def _attempt(self, request: StepRequest, slot: int, log_dir: Path) -> StepResult:
         log_dir.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,348 @@
+"""One phase of a session, run to its end: endpoint checks, the search, culprit confirmation.
+
+Every finished step is appended to the journal before anything else is decided from it, so a
+resumed phase replays the journal and goes on without re-running finished steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tritonbisect.bisect.journal import ROLE_CONFIRM, ROLE_ENDPOINT
+from tritonbisect.bisect.phase_search import SearchLoop
+from tritonbisect.bisect.phases import (
+    STATUS_ABORTED,
+    STATUS_FOUND,
+    STATUS_INCONCLUSIVE,
+    STATUS_INVALID,
+    PhaseState,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.bisect.session import Session
+
+_CANDIDATES: dict[tuple[str, str, str, bool], Any] = {}
+
+
+def candidates_of(history: Any, good: str, bad: str, *, first_parent: bool = False) -> Any:
+    """`history.candidates(...)`, remembered for this process (a command validates the range
+    before it creates the session; the phase then reuses the result)."""
+    key = (str(history.root), good, bad, bool(first_parent))
+    if key not in _CANDIDATES:
+        _CANDIDATES[key] = history.candidates(good, bad, first_parent=first_parent)
+    return _CANDIDATES[key]
+
+
+@dataclass
+class Progress:
+    remaining: int  # culprits still possible
+    steps_left: int  # estimated rounds of tests left
+    done: int  # steps finished in this phase
+    in_flight: int
+
+
+class PhaseRun(SearchLoop):
+    def __init__(self, session: Session, phase: PhaseState, ui: Any) -> None:
+        self.session = session
+        self.phase = phase
+        self.spec = phase.spec
+        self.ui = ui
+        self.settings = session.settings
+
+    # helpers ---------------------------------------------------------------------------
+
+    def _journal(self, result: Any, role: str, round_: int | None) -> dict[str, Any]:
+        rec = {"seq": self._next_seq(), "phase": self.spec.name, "role": role, "round": round_}
+        rec.update(result.to_record())
+        self.session.journal.append(rec)
+        self.records.append(rec)
+        return rec
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _step_dir(self, commit: str, role: str) -> Path:
+        self._dir_counter += 1
+        base = self.session.dir / "steps"
+        while True:
+            path = base / f"{self._dir_counter:04d}-{self.spec.name}-{role}-{commit[:12]}"
+            if not path.exists():
+                return path
+            self._dir_counter += 1
+
+    def subject(self, commit: str) -> str:
+        if not self._subjects_loaded:
+            # one git call for every commit of the range, instead of one per step
+            self._subjects_loaded = True
+            try:
+                from tritonbisect.bisect.process import git
+
+                out = git(
+                    ["log", "--format=%H%x00%s", "--no-walk=unsorted", "--stdin"],
+                    cwd=Path(self.history.root),
+                    input="\n".join([self.spec.good, *self.cands.order]) + "\n",
+                )
+                for line in out.splitlines():
+                    sha, _, subj = line.partition("\0")
+                    self._subjects[sha] = subj
+            except Exception:  # noqa: BLE001 - a subject is decoration only
+                pass
+        if commit not in self._subjects:
+            try:
+                self._subjects[commit] = self.history.commit_info(commit).subject
+            except Exception:  # noqa: BLE001 - a subject is decoration only
+                self._subjects[commit] = ""
+        return self._subjects[commit]
+
+    def _submit(self, commit: str, role: str, *, record: bool = False):
+        from tritonbisect.bisect.runner import StepRequest
+
+        request = StepRequest(commit=commit, log_dir=self._step_dir(commit, role), record=record)
+        future = self.pool.submit(request)
+        self.ui.step_started(self.spec.name, commit, role, self.subject(commit))
+        return request, future
+
+    def _progress(self) -> Progress:
+        from tritonbisect.bisect import search
+
+        try:
+            rem = search.remaining(self.cands, self._effective())
+        except Exception:  # noqa: BLE001
+            rem = ()
+        n = len(rem)
+        return Progress(
+            remaining=n,
+            steps_left=search.steps_left(n, self.settings.jobs) if n else 0,
+            done=len(self.records),
+            in_flight=len(self.in_flight),
+        )
+
+    def _effective(self) -> dict[str, str]:
+        eff = dict(self.verdicts)
+        eff.update(self.overrides)
+        return eff
+
+    # the phase -------------------------------------------------------------------------
+
+    def run(self) -> None:
+        from tritonbisect.bisect.history import History
+        from tritonbisect.bisect.runner import WorkerPool
+        from tritonbisect.bisect.search import Candidates
+        from tritonbisect.build.recipes import recipe_from_config
+
+        spec = self.spec
+        self.history = History(spec.repo)
+        self._subjects: dict[str, str] = {}
+        self._subjects_loaded = False
+        if spec.candidates:
+            self.cands = Candidates.linear(spec.candidates)
+        else:
+            self.cands = candidates_of(self.history, spec.good, spec.bad, first_parent=spec.first_parent)
+        self.phase.range_size = len(self.cands.order)
+        self.recipe = recipe_from_config(spec.recipe_name, spec.recipe_config)
+        self.policy = self.settings.policy()
+        self.records = self.session.records(spec.name)
+        all_records = self.session.journal.records()
+        self._seq = max((int(r.get("seq", 0)) for r in all_records), default=0)
+        steps = self.session.dir / "steps"
+        self._dir_counter = len(list(steps.iterdir())) if steps.is_dir() else 0
+        self.in_flight: dict[Future, tuple[Any, str, str, int | None]] = {}
+        self.verdicts: dict[str, str] = {}
+        self.overrides: dict[str, str] = {}
+        self.cancelled: set[Future] = set()
+        self._children: dict[str, list[str]] | None = None
+        self._in_set = frozenset(self.cands.order)
+        self.ui.phase_started(self.session, self.phase, len(self.cands.order), self.subject)
+        if self.records:
+            self.ui.note(f"resuming: {len(self.records)} finished steps replayed from the journal")
+        self.pool = WorkerPool(
+            spec.repo,
+            self.settings.workdir,
+            self.history.repo_id(),
+            self.settings.jobs,
+            self.recipe,
+            self.policy,
+            repeat=self.settings.repeat,
+            env=self.settings.env,
+            timeout=self.settings.timeout,
+        )
+        try:
+            if not self._endpoints():
+                return
+            action = self._search()
+            if action is None:
+                return
+            self._finish(action)
+        except BaseException:
+            self._cancel_in_flight()
+            raise
+        finally:
+            self.pool.close()
+
+    def _cancel_in_flight(self) -> None:
+        for request, *_ in self.in_flight.values():
+            request.token.cancel()
+
+    def _wait_one(self) -> list[tuple[Future, tuple[Any, str, str, int | None]]]:
+        """Wait until at least one in-flight step finishes; return the finished ones."""
+        while True:
+            done, _ = wait(list(self.in_flight), timeout=0.5, return_when=FIRST_COMPLETED)
+            if done:
+                out = []
+                for fut in done:
+                    out.append((fut, self.in_flight.pop(fut)))
+                return out
+
+    def _abort(self, reason: str) -> None:
+        self._cancel_in_flight()
+        while self.in_flight:
+            self._wait_one()
+        self.phase.status = STATUS_ABORTED
+        self.phase.reason = reason
+        self.session.save()
+        self.ui.phase_finished(self.session, self.phase)
+
+    # endpoints ---------------------------------------------------------------------------
+
+    def _endpoint_records(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for rec in self.records:
+            if rec.get("role") == ROLE_ENDPOINT and rec.get("verdict") in ("good", "bad", "skip"):
+                out[rec["commit"]] = rec
+        return out
+
+    def _endpoints(self) -> bool:
+        from tritonbisect.build.command_recipe import test_spec_of
+
+        spec = self.spec
+        done = self._endpoint_records()
+        test_spec = test_spec_of(self.recipe)
+        needs_record = bool(test_spec and test_spec.record_command)
+        order = [c for c in (spec.good, spec.bad) if c not in done]
+        if order:
+            self.ui.note("checking the endpoints: the good commit must pass, the bad one must fail")
+        if needs_record and spec.good in order:
+            # the good endpoint records the reference the bad endpoint is compared against
+            request, future = self._submit(spec.good, ROLE_ENDPOINT, record=True)
+            self.in_flight[future] = (request, spec.good, ROLE_ENDPOINT, 0)
+            if not self._collect_endpoints():
+                return False
+            order = [c for c in order if c != spec.good]
+        for commit in order:
+            request, future = self._submit(commit, ROLE_ENDPOINT, record=needs_record and commit == spec.good)
+            self.in_flight[future] = (request, commit, ROLE_ENDPOINT, 0)
+        if not self._collect_endpoints():
+            return False
+        done = self._endpoint_records()
+        good, bad = done.get(spec.good), done.get(spec.bad)
+        problems = []
+        if good is None or good["verdict"] != "good":
+            problems.append(f"the good commit {spec.good[:12]} is not good ({_describe(good)})")
+        if bad is None or bad["verdict"] != "bad":
+            problems.append(f"the bad commit {spec.bad[:12]} is not bad ({_describe(bad)})")
+        if problems:
+            self.phase.status = STATUS_INVALID
+            self.phase.reason = "; ".join(problems)
+            self.session.save()
+            self.ui.endpoints_invalid(self.session, self.phase, good, bad)
+            self.ui.phase_finished(self.session, self.phase)
+            return False
+        return True
+
+    def _collect_endpoints(self) -> bool:
+        while self.in_flight:
+            for fut, (_req, _commit, role, round_) in self._wait_one():
+                result = fut.result()
+                rec = self._journal(result, role, round_)
+                self.ui.step_finished(self.spec.name, rec, self.subject(rec["commit"]), None)
+                if result.verdict == "abort":
+                    self._abort(f"endpoint {result.commit[:12]}: {result.reason}")
+                    return False
+        return True
+
+    # confirmation ------------------------------------------------------------------------
+
+    def _parent_of(self, culprit: str) -> str:
+        parents = tuple(self.cands.parents.get(culprit, ()))
+        if parents:
+            goods = [p for p in parents if self._effective().get(p) == "good"]
+            return (goods or list(parents))[0]
+        if self.spec.candidates:
+            return self.spec.good
+        try:
+            return self.history.resolve(f"{culprit}^1")
+        except Exception:  # noqa: BLE001
+            return self.spec.good
+
+    def _finish(self, action: Any) -> None:
+        from tritonbisect.bisect import search
+
+        phase = self.phase
+        if isinstance(action, search.Inconclusive):
+            phase.status = STATUS_INCONCLUSIVE
+            phase.candidates = list(action.candidates)
+            phase.culprit = None
+            phase.reason = (
+                f"{len(action.candidates)} candidates remain; they could not be tested "
+                "(e.g. they do not build)"
+            )
+            self.session.save()
+            self.ui.phase_finished(self.session, phase)
+            return
+        culprit = action.culprit
+        parent = self._parent_of(culprit)
+        phase.culprit = culprit
+        phase.candidates = [culprit]
+        self.session.save()
+        confirm: dict[str, dict[str, Any]] = {}
+        for rec in self.records:
+            if rec.get("role") == ROLE_CONFIRM and rec.get("verdict") in ("good", "bad", "skip"):
+                confirm[rec["commit"]] = rec
+        todo = [c for c in dict.fromkeys((culprit, parent)) if c not in confirm]
+        if todo:
+            self.ui.note(f"confirming: re-testing {culprit[:12]} and its parent {parent[:12]}")
+        for commit in todo:
+            request, future = self._submit(commit, ROLE_CONFIRM)
+            self.in_flight[future] = (request, commit, ROLE_CONFIRM, None)
+        while self.in_flight:
+            for fut, (_req, commit, role, round_) in self._wait_one():
+                result = fut.result()
+                rec = self._journal(result, role, round_)
+                self.ui.step_finished(self.spec.name, rec, self.subject(commit), None)
+                if result.verdict == "abort":
+                    self._abort(f"confirmation of {commit[:12]}: {result.reason}")
+                    return
+                confirm[commit] = rec
+        c_ok = confirm[culprit]["verdict"] == "bad"
+        p_ok = confirm[parent]["verdict"] == "good"
+        phase.status = STATUS_FOUND
+        if c_ok and p_ok:
+            phase.confidence = "high"
+            phase.reason = (
+                f"confirmed: {culprit[:12]} is bad again and its parent {parent[:12]} good again"
+            )
+        else:
+            phase.confidence = "low"
+            parts = []
+            if not c_ok:
+                parts.append(f"{culprit[:12]} re-tested {confirm[culprit]['verdict']} ({confirm[culprit]['kind']})")
+            if not p_ok:
+                parts.append(f"parent {parent[:12]} re-tested {confirm[parent]['verdict']} ({confirm[parent]['kind']})")
+            phase.reason = (
+                "low confidence: the confirmation disagrees with the search: "
+                + "; ".join(parts)
+                + " (flaky test? try --repeat 3)"
+            )
+        self.session.save()
+        self.ui.phase_finished(self.session, phase)
+
+
+def _describe(rec: Mapping[str, Any] | None) -> str:
+    if rec is None:
+        return "not tested"
+    return f"{rec.get('kind')}: {rec.get('reason')}"
