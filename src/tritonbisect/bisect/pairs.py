@@ -24,7 +24,7 @@ from tritonbisect.bisect.llvm import (
     open_llvm_repo,
     resolve_llvm,
 )
-from tritonbisect.bisect.session import PhaseSpec
+from tritonbisect.bisect.session import PhaseSpec, register_workflow
 from tritonbisect.bisect.triton import TritonBuildOptions
 from tritonbisect.errors import InputError
 
@@ -127,3 +127,32 @@ class PairsBisector:
             ),
             candidates=[p.llvm for p in self.pairs],
         )
+
+
+def report_first_bad_pair(session, result) -> bool:
+    """Workflow continuation of `tritonbisect pairs`: name the first bad pair and the LLVM
+    range it brackets. Appends no phase."""
+    import click
+
+    phases = session.phases()
+    if not phases or phases[-1].status != "found" or not phases[-1].culprit:
+        return False
+    phase = phases[-1]
+    assigned = phase.spec.recipe_config.get("triton_commits") or {}
+    order = [phase.spec.good, *(phase.spec.candidates or [])]
+    culprit = phase.culprit
+    if culprit not in order:
+        return False
+    previous = order[order.index(culprit) - 1]
+    click.echo(
+        f"first bad pair: triton {assigned.get(culprit, '?')[:12]} + llvm {culprit[:12]}; "
+        f"last good pair: triton {assigned.get(previous, '?')[:12]} + llvm {previous[:12]}; "
+        f"the LLVM regression is in {previous[:12]}..{culprit[:12]} "
+        f"(narrow it with: tritonbisect llvm --good-llvm {previous[:12]} --bad-llvm {culprit[:12]} ...)",
+        err=True,
+    )
+    return False
+
+
+WORKFLOW = "pairs"
+register_workflow(WORKFLOW, report_first_bad_pair)

@@ -13,7 +13,10 @@ from typing import Any
 
 import click
 
-import tritonbisect.bisect.triton  # noqa: F401  (registers the "triton-pinned-llvm" recipe for resume)
+# registered at start-up so that `resume` finds them: the "triton-pinned-llvm" recipe, and
+# the "triton-llvm" (descent) and "pairs" workflows
+import tritonbisect.bisect.pairs  # noqa: F401
+import tritonbisect.bisect.workflow  # noqa: F401
 from tritonbisect.commands.options import bisect_settings, common_bisect_options
 from tritonbisect.errors import InputError
 
@@ -73,10 +76,21 @@ def _llvm_config(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _test(settings, history, commit: str) -> dict:
-    """--test / --repro as the TestSpec dict of the recipes; the script is checked at `commit`."""
+    """--test / --repro as the TestSpec dict of the recipes; the script is checked at `commit`.
+
+    A relative script path is looked up from the current directory, then from the root of
+    the repository the test runs in (`--triton-dir DIR --test test/t.py` from elsewhere).
+    """
     if not settings.wants_test:
         raise InputError("give the test to run: --test CMD (or --repro TRACE --kernel K)")
-    return settings.test_spec(repo=Path(history.root), bad=commit, history=history).to_dict()
+    root = Path(history.root)
+    try:
+        spec = settings.test_spec(repo=root, bad=commit, history=history)
+    except InputError:
+        if Path.cwd().resolve() == root.resolve() or settings.repro:
+            raise
+        spec = settings.test_spec(repo=root, bad=commit, history=history, cwd=root)
+    return spec.to_dict()
 
 
 def _start(settings, phases, *, workflow: str | None = None, before_run=None):
@@ -177,7 +191,7 @@ def llvm_cmd(triton_dir: Path, llvm_dir: Path, good_llvm: str, bad_llvm: str, co
 def pairs_cmd(compat_map: Path, triton_dir: Path, llvm_dir: Path, good_llvm: str | None,
               bad_llvm: str | None, **kwargs: Any) -> None:
     """Binary search over the map's (Triton, LLVM) pairs: the first bad pair."""
-    from tritonbisect.bisect.pairs import PairsBisector, max_pairs_tested
+    from tritonbisect.bisect.pairs import WORKFLOW, PairsBisector, max_pairs_tested
 
     settings = bisect_settings(**kwargs)
     bisector = PairsBisector(
@@ -190,7 +204,7 @@ def pairs_cmd(compat_map: Path, triton_dir: Path, llvm_dir: Path, good_llvm: str
         f"at most {max_pairs_tested(len(bisector.pairs))} to test",
         err=True,
     )
-    _start(settings, [bisector.phase()])
+    _start(settings, [bisector.phase()], workflow=WORKFLOW)
 
 
 # --- torch -------------------------------------------------------------------------------

@@ -1,0 +1,165 @@
+"""The domain bisectors end to end on the toy world: real LLVM and Triton builds with gcc.
+
+One world and one workdir (so one artifact cache) for the module: later tests re-use what
+earlier ones built, as a user's second session would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bisectors_world import run_cli, run_json, write_toy_map
+from tritonbisect.bisect.history import History
+from tritonbisect.bisect.llvm import llvm_order
+from tritonbisect.bisect.pairs import max_pairs_tested
+from tritonbisect.toyworld.world import make_world
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    return make_world(
+        tmp_path_factory.mktemp("world"), llvm_commits=20, triton_commits=20, with_torch=True
+    )
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    return tmp_path_factory.mktemp("home")
+
+
+def _triton(world, home, good: str, bad: str, *extra: str, test: str | None = None) -> list[str]:
+    return [
+        "triton", "--triton-dir", str(world.triton), "--llvm-dir", str(world.llvm),
+        "--good", good, "--bad", bad, "--test", test or world.truth["triton_test"],
+        "--workdir", str(home), *extra,
+    ]
+
+
+def _journal(result: dict) -> list[dict]:
+    path = Path(result["session_dir"]) / "journal.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _around(order: list[str], commit: str, before: int = 2, after: int = 2) -> tuple[str, str]:
+    """A short range around `commit` (fewer steps: each one is a real build)."""
+    i = order.index(commit)
+    return order[i - before], order[min(i + after, len(order) - 1)]
+
+
+def test_pairs_search_tests_at_most_log2_pairs(world, home, tmp_path, capsys):
+    # First in the module: with nothing cached the search is a plain binary search (later, a
+    # cached pair near the midpoint may be preferred to an uncached one: cheaper, not fewer).
+    t = world.truth
+    order = llvm_order(History(world.llvm), t["old_llvm"], t["new_llvm"])
+    inside = order[1 : order.index(t["llvm_last_compatible"][0]) + 1]
+    rows = [(t["bump_parent"], c) for c in inside if c not in t["llvm_broken"]]
+    cmap = write_toy_map(world, tmp_path / "commits.csv", rows)
+    code, res, err = run_json(
+        ["pairs", "--compat-map", str(cmap), "--triton-dir", str(world.triton),
+         "--llvm-dir", str(world.llvm), "--test", t["triton_test"], "--workdir", str(home)],
+        capsys,
+    )
+    assert code == 0, err[-3000:]
+    candidates = [ll for _, ll in rows] + [t["new_llvm"]]
+    regression_at = order.index(t["llvm_regression"])
+    first_bad = next(c for c in candidates if order.index(c) >= regression_at)
+    assert res["culprit"] == first_bad
+    assert f"first bad pair: triton {t['bump_parent'][:12]} + llvm {first_bad[:12]}" in err
+    tested = {r["commit"] for r in _journal(res) if r["role"] in ("endpoint", "search")}
+    tested.discard(t["old_llvm"])
+    assert len(tested) <= max_pairs_tested(len(candidates)) < len(candidates)
+
+
+def test_llvm_regression_is_found_as_the_bump_then_descended_into(world, home, tmp_path, capsys):
+    t = world.truth
+    good, bad = _around(t["triton_order"], t["bump"])
+    cmap = write_toy_map(world, tmp_path / "commits.csv")
+    code, res, err = run_json(
+        _triton(world, home, good, bad, "--compat-map", str(cmap)), capsys
+    )
+    assert code == 0, err[-3000:]
+    phases = {p["name"]: p for p in res["phases"]}
+    assert phases["triton"]["culprit"] == t["bump"]
+    assert phases["llvm"]["culprit"] == t["llvm_regression"]
+    assert res["culprit"] == t["llvm_regression"]
+    assert "is an LLVM bump" in err and "descending into llvm-project" in err
+    journal = _journal(res)
+    # with the map, the API break is built with the bump: it is tested, not skipped
+    assert not any(r["verdict"] == "skip" and r["commit"] == t["llvm_api_breaks"][0]["commit"]
+                   for r in journal)
+    # the descent's endpoints are the Triton phase's culprit and its parent: no new build
+    assert all(not r["build"]["performed"] for r in journal
+               if r["phase"] == "llvm" and r["role"] == "endpoint")
+    # the report shows both culprits
+    code, md, _ = run_cli(["report", res["session"], "--workdir", str(home)], capsys)
+    assert code == 0 and t["bump"][:12] in md and t["llvm_regression"][:12] in md
+
+
+def _regression_argv(world, home):
+    t = world.truth
+    return _triton(world, home, *_around(t["triton_order"], t["triton_regression"]))
+
+
+def test_triton_regression_is_found(world, home, capsys):
+    t = world.truth
+    code, res, _ = run_json(_regression_argv(world, home), capsys)
+    assert code == 0
+    assert res["culprit"] == t["triton_regression"]
+    assert [p["name"] for p in res["phases"]] == ["triton"]  # not a bump: no descent
+
+
+def test_second_identical_run_builds_nothing(world, home, capsys):
+    t = world.truth
+    code, res, _ = run_json(_regression_argv(world, home), capsys)
+    assert code == 0
+    assert res["culprit"] == t["triton_regression"]
+    assert res["builds"] == 0 and res["cached_builds"] > 0
+    assert all(not r["build"]["performed"] for r in _journal(res))
+
+
+def test_infra_failure_aborts_with_its_reason(world, home, capsys):
+    t = world.truth
+    test = "echo 'write: No space left on device' >&2; exit 1"
+    good, bad = _around(t["triton_order"], t["triton_regression"])
+    code, res, _ = run_json(_triton(world, home, good, bad, test=test), capsys)
+    assert code == 4
+    assert res["status"] == "aborted" and "No space left on device" in res["reason"]
+
+
+def _llvm_prefix(world, home, tmp_path) -> Path:
+    """The toy LLVM at old_llvm, from the shared cache (built once if missing)."""
+    from tritonbisect.build.cache import ArtifactCache
+    from tritonbisect.build.llvm_recipe import LLVMConfig, build_llvm
+
+    sha = world.truth["old_llvm"]
+    src = tmp_path / "llvm-src"
+    subprocess.run(["git", "-C", str(world.llvm), "worktree", "add", "-q", "--detach", str(src), sha],
+                   check=True)
+    root = subprocess.run(["git", "-C", str(world.llvm), "rev-list", "--max-parents=0", "HEAD"],
+                          capture_output=True, text=True, check=True).stdout.split()[0]
+    built = build_llvm(src, sha, cache=ArtifactCache(home / "cache"), config=LLVMConfig(),
+                       build_dir=tmp_path / "llvm-build", log=tmp_path / "llvm.log", repo_id=root,
+                       env=dict(os.environ))
+    assert built.prefix is not None, built.reason
+    return built.prefix
+
+
+def test_torch_regression_is_found(world, home, tmp_path, capsys):
+    t = world.truth
+    prefix = _llvm_prefix(world, home, tmp_path)
+    good, bad = _around(t["torch_order"], t["torch_regression"])
+    code, res, err = run_json(
+        ["torch", "--torch-dir", str(world.torch), "--good", good, "--bad", bad,
+         "--triton-dir", str(world.triton), "--test", t["torch_test"],
+         "--env", f"LLVM_SYSPATH={prefix}", "--workdir", str(home)],
+        capsys,
+    )
+    assert code == 0, err[-3000:]
+    assert res["culprit"] == t["torch_regression"]
