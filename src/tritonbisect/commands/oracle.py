@@ -1,7 +1,105 @@
-"""Placeholder: filled by the owner of this area."""
+"""Reproducer-oracle commands: `info`, `repro`, `trace`.
+
+    tritonbisect info TRACE [--kernel K] [--json]
+    tritonbisect repro TRACE --kernel K [--launch-id I | --line N] --out DIR
+    tritonbisect trace --out DIR [--kernel PATTERN]... -- python app.py ...
+
+Input problems (missing or corrupt trace, unknown kernel, launch id out of range, a launch
+that cannot be reproduced) are one line on stderr and exit 2.
+"""
 
 from __future__ import annotations
 
+import json
+import shlex
+from pathlib import Path
+
 import click
 
-COMMANDS: list[click.Command] = []
+from tritonbisect.errors import InputError
+
+
+@click.command("info")
+@click.argument("trace", type=click.Path(path_type=Path))
+@click.option("--kernel", metavar="K", help="Show this kernel's launches one by one.")
+@click.option("--json", "json_out", is_flag=True, help="Machine-readable output.")
+def info(trace: Path, kernel: str | None, json_out: bool) -> None:
+    """Kernels, launches (id, grid, arguments), compile parameters, Triton version and target
+    of a tritonparse trace (a file, or a folder of files)."""
+    from tritonbisect.tritonparse.info import info_dict, render_info
+    from tritonbisect.tritonparse.reader import load_trace
+
+    tr = load_trace(trace)
+    if json_out:
+        click.echo(json.dumps(info_dict(tr, kernel), indent=1))
+    else:
+        click.echo(render_info(tr, kernel))
+
+
+@click.command("repro")
+@click.argument("trace", type=click.Path(path_type=Path))
+@click.option("--kernel", metavar="K", help="The kernel to reproduce (may be left out when the trace has one).")
+@click.option("--launch-id", type=int, metavar="I",
+              help="Which launch of the kernel, as numbered by `info` (default: the last launch that is "
+                   "not an autotuner benchmark).")
+@click.option("--line", type=int, metavar="N", help="The launch on line N of the trace file instead.")
+@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Folder to write the oracle into.")
+@click.option("--timeout", type=float, default=None, metavar="S", help="The oracle's own timeout in seconds (default 600).")
+def repro(trace: Path, kernel: str | None, launch_id: int | None, line: int | None, out_dir: Path,
+          timeout: float | None) -> None:
+    """Write a standalone reproducer oracle (repro.py, context.json, blobs/) for one launch."""
+    from tritonbisect.tritonparse.bisect_test import oracle_commands
+    from tritonbisect.tritonparse.generate import generate_oracle
+    from tritonbisect.tritonparse.reader import load_trace
+
+    tr = load_trace(trace)
+    if kernel is None:
+        names = tr.kernels()
+        if len(names) != 1:
+            raise InputError(f"give --kernel: trace {trace} has kernels {', '.join(names) or 'none'}")
+        kernel = names[0]
+    oracle = generate_oracle(tr, kernel, out_dir, launch_id=launch_id, line=line, timeout=timeout)
+    click.echo(oracle.summary())
+    for warning in oracle.warnings:
+        click.echo(f"  note: {warning}")
+    if tr.skipped:
+        skipped = ", ".join(f"{k} x{v}" for k, v in sorted(tr.skipped.items()))
+        click.echo(f"  note: skipped unknown trace events: {skipped}")
+    spec = oracle_commands(out_dir)
+    click.echo(f"  record at a good Triton:  {spec.record_command}")
+    click.echo(f"  compare anywhere else:    {spec.command}")
+
+
+@click.command("trace", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Folder for the trace.")
+@click.option("--kernel", "kernels", multiple=True, metavar="PATTERN",
+              help="Trace only kernels matching this fnmatch pattern (repeatable).")
+@click.option("--max-blob-launches", type=int, default=16, show_default=True,
+              help="Save tensor data for at most this many launches per kernel (0: statistics only).")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def trace(out_dir: Path, kernels: tuple[str, ...], max_blob_launches: int, command: tuple[str, ...]) -> None:
+    """Run a program with tracing in tritonparse's format, recording each launch's tensors
+    before and (after a device sync) after the kernel ran: `tritonbisect trace --out DIR -- python app.py`."""
+    from tritonbisect.tritonparse.reader import load_trace
+    from tritonbisect.tritonparse.trace_cmd import run_traced
+
+    run = run_traced(list(command), out_dir, kernels=kernels, max_blob_launches=max_blob_launches)
+    if not run.files:
+        click.echo(
+            f"tritonbisect trace: no trace written to {out_dir}: the program launched no Triton kernel "
+            "(or ran python with -I/-S, which ignores PYTHONPATH)",
+            err=True,
+        )
+    else:
+        tr = load_trace(out_dir)
+        with_after = sum(1 for launch in tr.launches if launch.after)
+        names = ", ".join(tr.kernels())
+        click.echo(
+            f"trace written to {out_dir}: {len(tr.compilations)} compilations, {len(tr.launches)} launches "
+            f"({with_after} with outputs after the launch) of {names}"
+        )
+        click.echo(f"  next: tritonbisect info {shlex.quote(str(out_dir))}")
+    raise click.exceptions.Exit(run.returncode)
+
+
+COMMANDS: list[click.Command] = [info, repro, trace]
