@@ -152,10 +152,13 @@ def root() -> None:
               help="The llvm-project repository (default: <triton-dir>/llvm-project).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("commits.csv"),
               show_default=True, help="Where to write the map.")
+@click.option("--strategy", type=click.Choice(["continue", "restart"]), default="continue", hidden=True,
+              help="After a fix, search on from the fixed commit (continue) or re-bisect the whole "
+              "range (restart: the benchmark's baseline).")
 @_ai_options
 @_probe_options
 @_workdir_option
-def map_command(bump, triton_dir, llvm_dir, out, ai, ai_model, max_attempts, ai_timeout, ai_backoff,
+def map_command(bump, triton_dir, llvm_dir, out, strategy, ai, ai_model, max_attempts, ai_timeout, ai_backoff,
                 smoke, build_timeout, venv, workdir) -> None:
     """Map a bump: for every LLVM commit between the old and new hash, a Triton commit that builds."""
     workdir = resolve_workdir(workdir)
@@ -185,7 +188,7 @@ def map_command(bump, triton_dir, llvm_dir, out, ai, ai_model, max_attempts, ai_
         worktree=str(sdir / "triton"), branch=branch, ai=ai or "anthropic", ai_model=ai_model or "",
         max_attempts=max_attempts or 5, smoke=smoke or DEFAULT_SMOKE, out_csv=str(out.absolute()),
         bump=bump, old_llvm=old_llvm, new_llvm=new_llvm, current_triton=parent, current_good=old_llvm,
-        argv=sys.argv[1:],
+        strategy=strategy, argv=sys.argv[1:],
     )
     _echo(f"session {sid}: LLVM {old_llvm[:12]}..{new_llvm[:12]}, Triton {parent[:12]} on {branch}")
     with SessionLock(sdir), _api_key_kept_apart() as key:

@@ -115,7 +115,7 @@ class Mapper:
             order = self._order(st.old_llvm, st.new_llvm)
             pos = order.index(llvm) if llvm in order else -1
             for triton, last in st.pairs:
-                if last == st.old_llvm or (last in order and pos <= order.index(last)):
+                if last in order and pos <= order.index(last):
                     return triton
         return st.current_triton
 

@@ -220,7 +220,8 @@ def failing_files(errors: str, worktree: Path | None = None) -> list[str]:
     named: list[str] = []
     for line in errors.splitlines():
         match = _COMPILER_LINE.match(line.strip())
-        if match and not match.group("file").startswith("/") and match.group("file") not in named:
+        if (match and "error" in match.group("kind") and not match.group("file").startswith("/")
+                and match.group("file") not in named):
             named.append(match.group("file"))
     if worktree is None or not named:
         return named
