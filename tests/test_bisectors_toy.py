@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -102,9 +103,40 @@ def test_llvm_regression_is_found_as_the_bump_then_descended_into(world, home, t
     assert code == 0 and t["bump"][:12] in md and t["llvm_regression"][:12] in md
 
 
+def test_resume_continues_the_llvm_phase(world, home, capsys):
+    """As if killed in the middle of the descent: resume goes on with the LLVM phase, re-using
+    the steps already journaled."""
+    t = world.truth
+    done = sorted((home / "sessions").iterdir())
+    src = next(d for d in reversed(done)
+               if [p["name"] for p in json.loads((d / "session.json").read_text())["phases"]]
+               == ["triton", "llvm"])
+    dst = src.parent / f"{src.name}-killed"
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*.lock", "lock"))
+    data = json.loads((dst / "session.json").read_text())
+    data["id"] = dst.name
+    data["phases"][1].update(status="running", culprit=None, candidates=[], confidence=None)
+    data["current_phase"] = 1
+    (dst / "session.json").write_text(json.dumps(data))
+    lines = (dst / "journal.jsonl").read_text().splitlines()
+    keep = [ln for ln in lines if json.loads(ln)["phase"] == "triton"]
+    keep += [ln for ln in lines if json.loads(ln)["phase"] == "llvm"][:3]
+    (dst / "journal.jsonl").write_text("\n".join(keep) + "\n")
+    code, res, err = run_json(["resume", dst.name, "--workdir", str(home)], capsys)
+    assert code == 0, err[-3000:]
+    assert [p["culprit"] for p in res["phases"]] == [t["bump"], t["llvm_regression"]]
+    records = _journal(res)
+    assert sum(r["phase"] == "llvm" and r["role"] == "endpoint" for r in records) == 2
+    new = records[len(keep):]
+    assert new and all(r["phase"] == "llvm" for r in new)
+    assert not any(r["build"]["performed"] for r in new)  # all in the cache
+
+
 def _regression_argv(world, home):
     t = world.truth
-    return _triton(world, home, *_around(t["triton_order"], t["triton_regression"]))
+    good, bad = _around(t["triton_order"], t["triton_regression"])
+    # the common options reach the domain bisectors too
+    return _triton(world, home, good, bad, "--repeat", "2", "--timeout", "300", "--env", "TOY=1")
 
 
 def test_triton_regression_is_found(world, home, capsys):
@@ -113,6 +145,7 @@ def test_triton_regression_is_found(world, home, capsys):
     assert code == 0
     assert res["culprit"] == t["triton_regression"]
     assert [p["name"] for p in res["phases"]] == ["triton"]  # not a bump: no descent
+    assert all(len(r["tests"]) == 2 for r in _journal(res) if r["kind"] in ("pass", "fail"))
 
 
 def test_second_identical_run_builds_nothing(world, home, capsys):
@@ -158,7 +191,7 @@ def test_torch_regression_is_found(world, home, tmp_path, capsys):
     code, res, err = run_json(
         ["torch", "--torch-dir", str(world.torch), "--good", good, "--bad", bad,
          "--triton-dir", str(world.triton), "--test", t["torch_test"],
-         "--env", f"LLVM_SYSPATH={prefix}", "--workdir", str(home)],
+         "--env", f"LLVM_SYSPATH={prefix}", "--jobs", "2", "--workdir", str(home)],
         capsys,
     )
     assert code == 0, err[-3000:]
