@@ -100,7 +100,7 @@ def test_descent_needs_llvm_dir(world, tmp_path, capsys):
     code, _, err = run_cli([*_triton(world), "--workdir", str(tmp_path)], capsys)
     assert code == 2
     line = error_line(err)
-    assert "--llvm-dir is required" in line and "--no-descend-llvm" in line and HASH_FILE in line
+    assert "--llvm-dir DIR (an llvm-project checkout) is required" in line and "--no-descend-llvm" in line and HASH_FILE in line
 
 
 def test_llvm_dir_not_a_repo(world, tmp_path, capsys):

@@ -23,7 +23,7 @@ LLVM_RECIPE = "llvm-triton"
 def open_llvm_repo(llvm_dir: Path | None, *, why: str = "") -> History:
     """History of llvm-project; one-line InputError when it is not given or not a repo."""
     if llvm_dir is None:
-        raise InputError(f"--llvm-dir is required{why}: the llvm-project checkout to bisect")
+        raise InputError(f"--llvm-dir DIR (an llvm-project checkout) is required{why}")
     path = Path(llvm_dir)
     if not path.is_dir():
         raise InputError(f"--llvm-dir {path}: no such directory")

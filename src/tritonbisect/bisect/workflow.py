@@ -80,8 +80,8 @@ def preflight(bisector: TritonBisector, plan: DescentPlan) -> list[str]:
     llvm = open_llvm_repo(
         Path(plan.llvm_dir) if plan.llvm_dir else None,
         why=(
-            f" to descend into LLVM: {len(bumps)} commit(s) in the range change {HASH_FILE}"
-            " (or pass --no-descend-llvm)"
+            f" to descend into LLVM: {len(bumps)} commit(s) in the range change {HASH_FILE};"
+            " or pass --no-descend-llvm"
         ),
     )
     for sha in bumps:
