@@ -65,6 +65,9 @@ class TargetEnv:
         else `python -m venv`. `python` picks the interpreter (default: the tool's)."""
         path = Path(path).absolute()
         py = path / "bin" / "python"
+        if (path / "pyvenv.cfg").exists() and not py.exists():
+            # a venv of ours whose interpreter is gone (python upgraded): make it again
+            shutil.rmtree(path, ignore_errors=True)
         if not (py.exists() and (path / "pyvenv.cfg").exists()):
             if path.exists() and any(path.iterdir()):
                 raise EnvError(f"{path} exists and is not a virtual environment")
