@@ -159,7 +159,7 @@ def render(rows: list[dict], real: dict) -> str:
         "",
         f"Toy world (real builds): a map of {real['pairs']} pairs, the first bad one is pair "
         f"{real['first_bad']}. `tritonbisect pairs` tested **{real['tested']}** pairs "
-        f"(bound {real['bound']}; {real['builds']} builds, {real['seconds']} s wall, culprit "
+        f"(bound {real['bound']}; {real['builds']} builds with the good endpoint's, {real['seconds']} s wall, culprit "
         f"{'correct' if real['culprit_ok'] else 'WRONG'}); a linear walk would test "
         f"{real['linear']} pairs (about {real['linear']} x {real['mean_build_s']} s of builds), "
         f"and {real['pairs']} when the regression is in the last pair.",

@@ -103,11 +103,6 @@ class PairsBisector:
         self.good_pair = Pair(self.triton.resolve(self.good_pair.triton), self.good_pair.llvm)
         self.pairs = [Pair(self.triton.resolve(p.triton), p.llvm, p.line) for p in self.pairs]
 
-    def pair_for(self, llvm_commit: str) -> Pair | None:
-        if llvm_commit == self.good_pair.llvm:
-            return self.good_pair
-        return next((p for p in self.pairs if p.llvm == llvm_commit), None)
-
     def phase(self) -> PhaseSpec:
         assignment = {self.good_pair.llvm: self.good_pair.triton}
         assignment.update({p.llvm: p.triton for p in self.pairs})
