@@ -245,6 +245,10 @@ def test_verify_names_the_bad_line(world, workdir, reference_map, tmp_path, caps
     rc = cli("verify", "--csv", bad, "--triton-dir", world.triton, "--llvm-dir", world.llvm)
     assert rc == 1
     assert f"{bad}:{len(lines) - 1}: rows out of LLVM order" in capsys.readouterr().out
+    lines[-1] = lines[-1][:-1] + "g"
+    bad.write_text("\n".join(lines) + "\n")
+    assert cli("verify", "--csv", bad) == 2
+    assert f"{bad}:{len(lines)}: llvm_commit_last_compatible must be a 40-hex" in capsys.readouterr().err
 
 
 def test_first_fix_fails_then_second_succeeds(world, workdir, venv, api, capsys):
@@ -340,6 +344,10 @@ def test_ai_none_goes_straight_to_manual(world, workdir, venv, capsys):
     state = MapState.load(session_dir(workdir, None))
     assert state.phase == "manual" and state.attempts == []
     assert Path(state.incompatible_log).is_file()
+    assert cli("status", "--workdir", workdir) == 0
+    out = capsys.readouterr().out
+    assert f"session   {state.id} (fix), phase manual" in out
+    assert f"fixing    LLVM {world.truth['llvm_api_breaks'][0]['commit'][:12]}: 0 attempt(s)" in out
 
 
 def test_kill_9_mid_map_then_resume_gives_the_same_csv(world, workdir, venv, reference_map, tmp_path, api):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tritonbisect.bisect.history import History
 from tritonbisect.compat_builder import gitops, prompts
 from tritonbisect.compat_builder.agent import AgentError
 from tritonbisect.compat_builder.claude_cli import ClaudeCliAgent
@@ -75,10 +76,10 @@ def test_llvm_diff_is_restricted_to_headers_triton_includes(tmp_path):
     triton = _repo(tmp_path / "triton", {"lib/a.cpp": '#include "mlir/IR/Builders.h"\n#include <vector>\n'})
     assert prompts.triton_includes(triton) == {"mlir/IR/Builders.h", "vector"}
     head = gitops.head(llvm)
-    diff, note = prompts.llvm_header_diff(llvm, head, prompts.triton_includes(triton))
+    diff, note = prompts.llvm_header_diff(History(llvm), head, prompts.triton_includes(triton))
     assert "+int b();" in diff and "Other.h" not in diff and "x.cpp" not in diff
     assert "1 header(s)" in note
-    diff, note = prompts.llvm_header_diff(llvm, head, set())  # none included: every changed header
+    diff, note = prompts.llvm_header_diff(History(llvm), head, set())  # none included: every changed header
     assert "Other.h" in diff and "Builders.h" in diff and "x.cpp" not in diff
 
 

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import click
 
+from tritonbisect.bisect.history import History
 from tritonbisect.commands.options import resolve_workdir
 from tritonbisect.compat_builder import gitops
 from tritonbisect.compat_builder.agent import DEFAULT_MODEL, AgentSettings, AnthropicAgent
 from tritonbisect.compat_builder.csvmap import order_problems, read_map
 from tritonbisect.compat_builder.fixer import Fixer
-from tritonbisect.compat_builder.mapper import Mapper, read_llvm_hash
+from tritonbisect.compat_builder.mapper import Mapper, llvm_range, read_llvm_hash
 from tritonbisect.compat_builder.probe import COMPATIBLE, DEFAULT_SMOKE, SKIP, Prober
 from tritonbisect.compat_builder.state import (
     DONE,
@@ -92,7 +93,7 @@ def _llvm_repo(triton_repo: Path, llvm_dir: Path | None) -> Path:
         if not guess.is_dir():
             raise InputError(f"no LLVM repository given: pass --llvm-dir (not found at {guess})")
         llvm_dir = guess
-    return gitops.toplevel(llvm_dir)
+    return History(llvm_dir).root
 
 
 def _agent(state: MapState, api_key: str | None, timeout: float | None, backoff: float | None):
@@ -162,18 +163,20 @@ def map_command(bump, triton_dir, llvm_dir, out, strategy, ai, ai_model, max_att
                 smoke, build_timeout, venv, workdir) -> None:
     """Map a bump: for every LLVM commit between the old and new hash, a Triton commit that builds."""
     workdir = resolve_workdir(workdir)
-    triton_repo = gitops.toplevel(triton_dir)
+    triton = History(triton_dir)
+    triton_repo = triton.root
     llvm_repo = _llvm_repo(triton_repo, llvm_dir)
-    bump = gitops.resolve(triton_repo, bump)
-    parent = gitops.resolve(triton_repo, f"{bump}~1")
-    old_hash, new_hash = read_llvm_hash(triton_repo, parent), read_llvm_hash(triton_repo, bump)
+    llvm = History(llvm_repo)
+    bump = triton.resolve(bump)
+    parent = triton.resolve(f"{bump}~1")
+    old_hash, new_hash = read_llvm_hash(triton, parent), read_llvm_hash(triton, bump)
     if old_hash == new_hash:
         raise InputError(f"{bump[:12]} does not change cmake/llvm-hash.txt: it is not an LLVM bump")
     try:
-        old_llvm, new_llvm = gitops.resolve(llvm_repo, old_hash), gitops.resolve(llvm_repo, new_hash)
+        old_llvm, new_llvm = llvm.resolve(old_hash), llvm.resolve(new_hash)
     except InputError as exc:
         raise InputError(f"{exc.message}: fetch the bump's LLVM commits into {llvm_repo}") from None
-    if not gitops.is_ancestor(llvm_repo, old_llvm, new_llvm):
+    if not llvm.is_ancestor(old_llvm, new_llvm):
         raise InputError(f"old LLVM {old_llvm[:12]} is not an ancestor of new LLVM {new_llvm[:12]}")
     branch = f"compat/{bump[:8]}"
     if gitops.branch_exists(triton_repo, branch):
@@ -213,12 +216,13 @@ def fix_command(llvm_commit, triton_commit, branch, triton_dir, llvm_dir, ai, ai
                 ai_timeout, ai_backoff, smoke, build_timeout, venv, workdir) -> None:
     """Make one Triton commit build against one LLVM commit; prints the fix commit."""
     workdir = resolve_workdir(workdir)
-    triton_repo = gitops.toplevel(triton_dir)
+    triton = History(triton_dir)
+    triton_repo = triton.root
     llvm_repo = _llvm_repo(triton_repo, llvm_dir)
-    llvm = gitops.resolve(llvm_repo, llvm_commit)
+    llvm = History(llvm_repo).resolve(llvm_commit)
     branch = branch or f"compat/fix-{llvm[:8]}"
     exists = gitops.branch_exists(triton_repo, branch)
-    base = gitops.resolve(triton_repo, triton_commit or (branch if exists else "HEAD"))
+    base = triton.resolve(triton_commit or (branch if exists else "HEAD"))
     sid = new_session_id(f"fix-{llvm[:8]}")
     sdir = sessions_root(workdir) / sid
     state = MapState.create(
@@ -309,8 +313,8 @@ def status_command(session, as_json, workdir) -> None:
 @click.option("--csv", "csv_path", required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--llvm-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="llvm-project, to check that rows are in LLVM order (and for --build).")
-@click.option("--triton-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
-              show_default="current folder", help="The Triton repository holding the map's commits.")
+@click.option("--triton-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The Triton repository holding the map's commits (default: the current folder, if it is one).")
 @click.option("--build", is_flag=True, help="Probe-build every row at both ends of its LLVM range.")
 @_probe_options
 @_workdir_option
@@ -318,22 +322,27 @@ def verify_command(csv_path, llvm_dir, triton_dir, build, smoke, build_timeout, 
     """Check a commits.csv: format, SHAs, metadata, LLVM order, Triton commits present; --build re-probes."""
     cmap = read_map(csv_path)
     problems: list[str] = []
-    triton_repo = gitops.toplevel(triton_dir)
-    for row in cmap.rows:
-        if not gitops.ok(triton_repo, "cat-file", "-e", f"{row.triton_commit}^{{commit}}"):
-            problems.append(f"{csv_path}:{row.line}: Triton commit {row.triton_commit[:12]} is not in {triton_repo}")
-    for key in ("bump", "final_bad_triton_commit"):
-        if not gitops.ok(triton_repo, "cat-file", "-e", f"{cmap.metadata[key]}^{{commit}}"):
-            problems.append(f"{csv_path}: {key} {cmap.metadata[key][:12]} is not in {triton_repo}")
+    if triton_dir is None and (build or gitops.ok(Path("."), "rev-parse", "--git-dir")):
+        triton_dir = Path(".")
+    triton_repo = History(triton_dir).root if triton_dir is not None else None
+    if triton_repo is None:
+        _echo("Triton commits not checked (run it in the Triton repository or pass --triton-dir)")
+    else:
+        for row in cmap.rows:
+            if not gitops.ok(triton_repo, "cat-file", "-e", f"{row.triton_commit}^{{commit}}"):
+                problems.append(f"{csv_path}:{row.line}: Triton commit {row.triton_commit[:12]} is not in {triton_repo}")
+        for key in ("bump", "final_bad_triton_commit"):
+            if not gitops.ok(triton_repo, "cat-file", "-e", f"{cmap.metadata[key]}^{{commit}}"):
+                problems.append(f"{csv_path}: {key} {cmap.metadata[key][:12]} is not in {triton_repo}")
     order: list[str] = []
     llvm_repo = None
     if llvm_dir is not None or build:
-        llvm_repo = _llvm_repo(triton_repo, llvm_dir)
+        llvm_repo = History(llvm_dir).root if llvm_dir is not None else _llvm_repo(triton_repo, None)
         meta = cmap.metadata
         if not gitops.ok(llvm_repo, "cat-file", "-e", f"{meta['new_llvm']}^{{commit}}"):
             problems.append(f"{csv_path}: new_llvm {meta['new_llvm'][:12]} is not in {llvm_repo}")
         else:
-            order = [meta["old_llvm"], *gitops.first_parent_range(llvm_repo, meta["old_llvm"], meta["new_llvm"])]
+            order = [meta["old_llvm"], *llvm_range(History(llvm_repo), meta["old_llvm"], meta["new_llvm"])]
             problems += order_problems(cmap, csv_path, order)
     else:
         _echo("LLVM order not checked (pass --llvm-dir)")

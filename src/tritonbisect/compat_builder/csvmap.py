@@ -20,14 +20,12 @@ old_llvm for row 1) up to and including its own; LLVM commits after the last row
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tritonbisect.bisect.journal import atomic_write_text
 from tritonbisect.errors import InputError
 
 SCHEMA_VERSION = 1
@@ -169,21 +167,6 @@ def render_map(cmap: CompatMap) -> str:
 def write_map(path: Path, cmap: CompatMap) -> None:
     """Write atomically: temp file in the same folder, fsync, rename."""
     atomic_write_text(Path(path), render_map(cmap))
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def order_problems(cmap: CompatMap, path: Path, llvm_order: Sequence[str]) -> list[str]:

@@ -15,6 +15,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from tritonbisect.bisect.history import History
 from tritonbisect.compat_builder import gitops, prompts
 from tritonbisect.compat_builder.agent import AgentError
 from tritonbisect.compat_builder.probe import COMPATIBLE, SKIP, Prober
@@ -161,14 +162,14 @@ class Fixer:
         log_text = Path(log_path).read_text(encoding="utf-8", errors="replace") if log_path and Path(log_path).is_file() else ""
         trees = [p["source"] for p in st.probes if p.get("source")]
         errors = prompts.extract_errors(log_text, [*trees[-1:], str(self.worktree)])
-        diff, note = prompts.llvm_header_diff(llvm_repo, st.incompatible, prompts.triton_includes(self.worktree))
+        diff, note = prompts.llvm_header_diff(History(llvm_repo), st.incompatible, prompts.triton_includes(self.worktree))
         ref, ref_note = prompts.reference_fix(triton_repo, st.bump, prompts.failing_files(errors, self.worktree))
         previous_diff = None
         if previous is not None:
             previous_diff = Path(previous["diff"]).read_text(encoding="utf-8") if previous.get("diff") else ""
         return prompts.FixContext(
             llvm_commit=st.incompatible,
-            llvm_subject=gitops.subject(llvm_repo, st.incompatible),
+            llvm_subject=History(llvm_repo).commit_info(st.incompatible).subject,
             llvm_diff=diff,
             llvm_diff_note=note,
             triton_commit=base,

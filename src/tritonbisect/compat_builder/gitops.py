@@ -1,4 +1,6 @@
-"""The git operations compat-builder needs: worktrees, diffs and the builder's commits."""
+"""Git operations that change things (worktrees, the builder's commits) and diffs.
+
+Reading history (revisions, ancestry, files at a commit, ranges) is bisect.history.History."""
 
 from __future__ import annotations
 
@@ -32,53 +34,6 @@ def ok(cwd: Path, *args: str) -> bool:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True).returncode == 0
 
 
-def toplevel(path: Path) -> Path:
-    if not Path(path).is_dir():
-        raise InputError(f"{path}: no such folder")
-    proc = subprocess.run(
-        ["git", "rev-parse", "--show-toplevel"], cwd=path, capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        raise InputError(f"{path} is not a git repository")
-    return Path(proc.stdout.strip())
-
-
-def resolve(repo: Path, rev: str) -> str:
-    proc = subprocess.run(
-        ["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
-        cwd=repo, capture_output=True, text=True,
-    )
-    if proc.returncode != 0:
-        raise InputError(f"unknown revision {rev!r} in {repo}")
-    return proc.stdout.strip()
-
-
-def is_ancestor(repo: Path, a: str, b: str) -> bool:
-    return ok(repo, "merge-base", "--is-ancestor", a, b)
-
-
-def first_parent_range(repo: Path, good: str, bad: str) -> list[str]:
-    """Commits in (good, bad] along the first-parent line, oldest first."""
-    out = git(repo, "rev-list", "--first-parent", "--reverse", f"{good}..{bad}")
-    return out.split()
-
-
-def file_at(repo: Path, commit: str, path: str) -> str | None:
-    proc = subprocess.run(
-        ["git", "show", f"{commit}:{path}"], cwd=repo, capture_output=True, text=True, errors="replace"
-    )
-    return proc.stdout if proc.returncode == 0 else None
-
-
-def subject(repo: Path, commit: str) -> str:
-    return git(repo, "log", "-1", "--format=%s", commit).strip()
-
-
-def changed_files(repo: Path, commit: str) -> list[str]:
-    out = git(repo, "diff-tree", "--no-commit-id", "--name-only", "-r", "--root", commit)
-    return [line for line in out.splitlines() if line]
-
-
 def diff(repo: Path, a: str, b: str, paths: list[str] | None = None) -> str:
     args = ["diff", "--no-color", "--no-ext-diff", a, b]
     if paths is not None:
@@ -97,12 +52,6 @@ def add_worktree(repo: Path, path: Path, commit: str, *, branch: str | None = No
         git(repo, "worktree", "add", "-b", branch, str(path), commit)
     else:
         git(repo, "worktree", "add", "--detach", str(path), commit)
-
-
-def checkout_detached(worktree: Path, commit: str) -> None:
-    """Point a worktree at `commit`, dropping any local change (only our own worktrees)."""
-    git(worktree, "checkout", "--quiet", "--force", "--detach", commit)
-    git(worktree, "clean", "-fdxq")
 
 
 def reset_hard(worktree: Path, commit: str) -> None:

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tritonbisect import __version__
+from tritonbisect.bisect.history import History
 from tritonbisect.bisect.search import (
     Candidates,
     Conflict,
@@ -56,6 +57,7 @@ class Mapper:
         self.fixer = fixer
         self.log = log
         self._order_cache: dict[tuple[str, str], list[str]] = {}
+        self._llvm = History(Path(state.llvm_repo))
 
     # --- driving ----------------------------------------------------------------------
     def run(self) -> str:
@@ -97,7 +99,7 @@ class Mapper:
     def _order(self, good: str, bad: str) -> list[str]:
         key = (good, bad)
         if key not in self._order_cache:
-            self._order_cache[key] = gitops.first_parent_range(Path(self.state.llvm_repo), good, bad)
+            self._order_cache[key] = llvm_range(self._llvm, good, bad)
         return self._order_cache[key]
 
     def _search_start(self) -> str:
@@ -252,8 +254,9 @@ class Mapper:
         if st.phase not in (MANUAL, FIXING) or not st.incompatible:
             raise InputError(f"session {st.id} is not waiting for a fix (phase: {st.phase})")
         worktree = Path(st.worktree)
-        commit = gitops.resolve(worktree, commit_rev)
-        if not gitops.is_ancestor(worktree, st.current_triton, commit):
+        history = History(worktree)
+        commit = history.resolve(commit_rev)
+        if not history.is_ancestor(st.current_triton, commit):
             raise InputError(
                 f"{commit[:12]} does not descend from {st.current_triton[:12]}, the head of "
                 f"{st.branch} being fixed; commit the fix on that branch (in {st.worktree})"
@@ -272,8 +275,15 @@ class Mapper:
         return commit
 
 
-def read_llvm_hash(repo: Path, commit: str) -> str:
-    text = gitops.file_at(repo, commit, LLVM_HASH_FILE)
+def llvm_range(llvm: History, good: str, bad: str) -> list[str]:
+    """LLVM commits in (good, bad] along the first-parent line, oldest first."""
+    if good == bad:
+        return []
+    return list(llvm.candidates(good, bad, first_parent=True).order)
+
+
+def read_llvm_hash(triton: History, commit: str) -> str:
+    text = triton.file_at(commit, LLVM_HASH_FILE)
     if text is None:
         raise InputError(f"{commit[:12]} has no {LLVM_HASH_FILE}: is this a Triton repository?")
     value = text.strip().split()[0] if text.strip() else ""

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from tritonbisect.bisect.history import History
 from tritonbisect.compat_builder import gitops
 
 MAX_LLVM_DIFF = 40_000
@@ -123,12 +124,14 @@ def triton_includes(worktree: Path) -> set[str]:
     return {m.group(1).strip() for m in _INCLUDE.finditer(out)}
 
 
-def llvm_header_diff(llvm_repo: Path, commit: str, includes: set[str]) -> tuple[str, str]:
+def llvm_header_diff(llvm: History, commit: str, includes: set[str]) -> tuple[str, str]:
     """The commit's diff of headers Triton includes; falls back to all headers it changed."""
-    files = gitops.changed_files(llvm_repo, commit)
+    parents = llvm.parents(commit)
+    if not parents:
+        return "", "This is the first LLVM commit: there is no diff."
+    files = llvm.files_touched(commit)
     headers = [f for f in files if f.endswith(_HEADER_SUFFIXES)]
     included = [f for f in headers if any(f == inc or f.endswith("/" + inc) for inc in includes)]
-    parent = f"{commit}^"
     if included:
         note = f"Diff of the {len(included)} header(s) this commit changed that Triton includes:"
         chosen = included
@@ -138,9 +141,7 @@ def llvm_header_diff(llvm_repo: Path, commit: str, includes: set[str]) -> tuple[
     else:
         note = "This commit changed no header; its whole diff:"
         chosen = files
-    if not gitops.ok(llvm_repo, "rev-parse", "--verify", "--quiet", parent):
-        return "", "This is the first LLVM commit: there is no diff."
-    return gitops.diff(llvm_repo, parent, commit, chosen), note
+    return gitops.diff(llvm.root, parents[0], commit, chosen), note
 
 
 _ERROR_START = re.compile(r"(?:\berror\b|\bError\b|undefined reference|undefined symbol)[:\s]")

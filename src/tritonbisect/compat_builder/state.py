@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tritonbisect.compat_builder.csvmap import atomic_write_text
+from tritonbisect.bisect.journal import atomic_write_text
 from tritonbisect.errors import InputError, SessionLockedError
 
 STATE_FILE = "state.json"
