@@ -109,6 +109,7 @@ class PairsBisector:
         return PhaseSpec(
             name="pairs",
             repo=self.llvm_history.root,
+            prefer_cached=False,
             good=self.good_llvm,
             bad=self.bad_llvm,
             recipe_name=LLVM_RECIPE,

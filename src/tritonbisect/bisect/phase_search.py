@@ -169,7 +169,9 @@ class SearchLoop:
         plain "command" one) has an artifact for every commit this phase built successfully;
         a recipe may also answer for other commits with `recipe.cached_commits(commits)`.
         """
-        self._caches = bool(getattr(self.recipe, "caches_builds", self.recipe.name != "command"))
+        self._caches = self.spec.prefer_cached and bool(
+            getattr(self.recipe, "caches_builds", self.recipe.name != "command")
+        )
         if not self._caches:
             return frozenset()
         out = {

@@ -45,6 +45,9 @@ class PhaseSpec:
     recipe_config: dict
     first_parent: bool = False
     candidates: list[str] | None = None  # explicit linear candidates, oldest first, bad last
+    # Trade an extra test for a build already in the cache. Off where a phase promises a bound
+    # on tests rather than on builds (the pairs search: at most ceil(log2 P)+1 pairs tested).
+    prefer_cached: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -57,6 +60,7 @@ class PhaseSpec:
             "first_parent": self.first_parent,
             # not "candidates": PhaseState.to_dict merges this dict and uses that key
             "search_candidates": self.candidates,
+            "prefer_cached": self.prefer_cached,
         }
 
     @classmethod
@@ -70,6 +74,7 @@ class PhaseSpec:
             recipe_config=dict(data.get("recipe_config") or {}),
             first_parent=bool(data.get("first_parent", False)),
             candidates=list(data["search_candidates"]) if data.get("search_candidates") else None,
+            prefer_cached=bool(data.get("prefer_cached", True)),
         )
 
 
