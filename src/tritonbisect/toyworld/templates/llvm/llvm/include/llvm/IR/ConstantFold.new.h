@@ -1,0 +1,19 @@
+#ifndef LLVM_IR_CONSTANTFOLD_H
+#define LLVM_IR_CONSTANTFOLD_H
+
+#include "llvm/IR/Opcodes.h"
+#include "llvm/Support/Compiler.h"
+
+LLVM_C_EXTERN_C_BEGIN
+
+#define LLVM_FOLD_DEFAULT 0u /* wrap on overflow */
+#define LLVM_FOLD_NO_WRAP 1u /* saturate on overflow */
+
+/* Folds `lhs <opcode> rhs` on 64-bit integer constants. */
+int64_t llvmConstantFold(int opcode, int64_t lhs, int64_t rhs, unsigned flags);
+/* Whether llvmConstantFold knows the opcode. */
+int llvmCanConstantFold(int opcode);
+
+LLVM_C_EXTERN_C_END
+
+#endif
