@@ -6,11 +6,16 @@
 The Triton commit a PyTorch commit needs is read from `.ci/docker/ci_commit_pins/triton.txt`
 at that commit; its wheel comes from the artifact cache, built once (in a Triton worktree
 this worker owns, made from `triton_dir`) when missing. Without `triton_dir`, the Triton
-already in the target environment is left alone.
+already in the target environment is left alone. With `llvm_dir`, that Triton is built
+against the LLVM it pins, built from llvm_dir (TritonRecipe.pinned_llvm, same cache keys as
+a "triton" step); without it, Triton's setup.py finds its LLVM (LLVM_SYSPATH from --env, or
+a download into TRITON_HOME).
 
 Recipe config (registered as "torch"): the "triton" recipe's keys (test, debug, max_jobs,
 python, venv, ...) plus
   triton_dir   the Triton repository to build pinned commits from (optional)
+  llvm_dir     an llvm-project checkout to build each pinned Triton's pinned LLVM from
+               (optional; with `llvm`: LLVMConfig fields)
   use          {"USE_CUDA": "0", ...}: build flags, part of the wheel's cache key
 """
 
@@ -32,8 +37,8 @@ from tritonbisect.build.toolchain import compiler_id, which
 from tritonbisect.build.triton_recipe import (
     GitFailure,
     TritonRecipe,
-    _base_env,
     _python_abi,
+    base_build_env,
     checkout_worktree,
     ensure_build_requirements,
     project_dir,
@@ -179,7 +184,7 @@ class TorchRecipe(TritonRecipe):
         if not ok:
             return PrepareResult(Kind.INFRA, f"build requirements: {reason}",
                                  seconds=time.monotonic() - start, log=ctx.log_dir / "install.log")
-        base = _base_env()
+        base = base_build_env()
         base.update(ctx.env)
         wb = build_torch_wheel(
             ctx.worktree, commit, cache=self.cache(ctx), log=ctx.log_dir / "build.log",

@@ -7,11 +7,9 @@
 
 The wheel is built by the target environment's own interpreter (the wheel's ABI must be the
 one the tests run with), after making sure the source's build requirements are installed
-there (builds run without isolation). Recipes registered here:
-
-  "triton"       bisect Triton: build the commit's wheel, install it, test
-  "llvm-triton"  bisect llvm-project: build LLVM at the commit, then build against it the
-                 Triton commit assigned to that LLVM commit, install, test
+there (builds run without isolation). Registered here: "triton" (bisect Triton: build the
+commit's wheel, install it, test). Built on it: "llvm-triton" (llvm_triton_recipe.py) and
+"torch" (torch_recipe.py); the per-worker venvs are in venv_pool.py, git helpers in gitutil.py.
 
 Recipe config (JSON, saved in session.json; unknown keys are ignored):
   test          TestSpec.to_dict()                        (required)
@@ -27,23 +25,16 @@ Recipe config (JSON, saved in session.json; unknown keys are ignored):
                 cmake/llvm-hash.txt from it (cached) and build Triton against it
                 (LLVM_SYSPATH); without it Triton's setup.py finds LLVM itself
   llvm          LLVMConfig fields (build_type, assertions, targets, compiler, ccache)
-llvm-triton adds:
-  triton_dir      the user's Triton repository (a worker-owned worktree is made from it)
-  triton_commits  {llvm sha: triton sha} assignment (from the compatibility map)
-  triton_commit   the Triton commit for LLVM commits not in triton_commits
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
-import hashlib
 import os
 import re
 import shutil
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -54,6 +45,14 @@ from tritonbisect.bisect.outcome import RESULT_ENV_VAR, Kind, read_result_json
 from tritonbisect.build.cache import ArtifactCache
 from tritonbisect.build.env import EnvError, TargetEnv
 from tritonbisect.build.failures import classify_build_log
+from tritonbisect.build.gitutil import (
+    HASH_FILE,
+    GitFailure,
+    PinMissing,
+    base_build_env,
+    checkout_worktree,
+    resolve_commit,
+)
 from tritonbisect.build.llvm_recipe import LLVMBuild, LLVMConfig, build_llvm, llvm_env
 from tritonbisect.build.recipes import (
     PrepareResult,
@@ -62,7 +61,8 @@ from tritonbisect.build.recipes import (
     TestSpec,
     register_recipe,
 )
-from tritonbisect.build.toolchain import build_requires, compiler_id, which
+from tritonbisect.build.toolchain import compiler_id, which
+from tritonbisect.build.venv_pool import EnvPool, ensure_build_requirements, project_dir
 
 RECIPE = "triton"
 
@@ -91,16 +91,6 @@ class WheelBuild:
     cached: bool
     seconds: float
     log: Path
-
-
-def project_dir(source: Path) -> Path | None:
-    """<src>/python on older layouts, <src> when setup.py/pyproject.toml is at the root."""
-    source = Path(source)
-    if (source / "python" / "setup.py").is_file() or (source / "python" / "pyproject.toml").is_file():
-        return source / "python"
-    if (source / "setup.py").is_file() or (source / "pyproject.toml").is_file():
-        return source
-    return None
 
 
 def build_env_key(env: Mapping[str, str]) -> dict[str, str]:
@@ -224,98 +214,6 @@ def step_runner(ctx: StepContext) -> Callable:
     return functools.partial(run_logged, token=cancel_token_for(ctx))
 
 
-# --- the target environment of each worker ------------------------------------------------
-
-
-class _EnvPool:
-    """One TargetEnv per worker, made once. A user's own venv (--venv/--python) is used by one
-    worker at a time (a lock file under the workdir); other workers get overlay venvs."""
-
-    def __init__(self, venv: str | None, python: str | None) -> None:
-        self.venv = venv
-        self.python = python
-        self._envs: dict[int, TargetEnv] = {}
-        self._locks: list[int] = []
-        self._mutex = threading.Lock()
-
-    def get(self, ctx: StepContext) -> TargetEnv:
-        with self._mutex:
-            env = self._envs.get(ctx.worker)
-            if env is None:
-                env = self._make(ctx)
-                self._envs[ctx.worker] = env
-            return env
-
-    def _workdir(self, ctx: StepContext) -> Path:
-        return Path(ctx.workdir) if ctx.workdir else ctx.worktree.parent
-
-    def _make(self, ctx: StepContext) -> TargetEnv:
-        workdir = self._workdir(ctx)
-        if not self.venv and not self.python:
-            # the worktree lock makes <repo_id>-w<i> this worker's alone
-            name = f"{ctx.worktree.parent.name}-{ctx.worktree.name}"
-            return TargetEnv.ensure(workdir / "venvs" / name)
-        if self.venv:
-            base = TargetEnv.existing(Path(self.venv))
-        else:
-            assert self.python is not None
-            base = TargetEnv.from_python(self.python)
-            if not (base.root / "pyvenv.cfg").exists():
-                # a bare interpreter: make the session's venv with it, per worker
-                name = f"{ctx.worktree.parent.name}-{ctx.worktree.name}-" + hashlib.sha256(
-                    str(base.python).encode()).hexdigest()[:8]
-                return TargetEnv.ensure(workdir / "venvs" / name, python=str(base.python))
-        if self._claim(workdir, base.root):
-            return base
-        return base.for_worker(max(1, ctx.worker), workdir / "venvs")
-
-    def _claim(self, workdir: Path, root: Path) -> bool:
-        locks = workdir / "locks"
-        locks.mkdir(parents=True, exist_ok=True)
-        digest = hashlib.sha256(str(root).encode()).hexdigest()[:16]
-        fd = os.open(locks / f"venv-{digest}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            return False
-        self._locks.append(fd)  # held while this recipe lives
-        return True
-
-    def close(self) -> None:
-        for fd in self._locks:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self._locks.clear()
-
-    def __del__(self) -> None:
-        self.close()
-
-
-def ensure_build_requirements(env: TargetEnv, source: Path, log: Path) -> tuple[bool, str]:
-    """Install into env what the source needs to build without isolation (once; no-op when
-    everything is there). Old setuptools (< 70.1) also needs `wheel` for bdist_wheel."""
-    proj = project_dir(source)
-    if proj is None:
-        return True, ""
-    reqs = build_requires(proj)
-    try:
-        ok, reason = env.ensure_packages(reqs, log=log)
-        if not ok:
-            return False, reason
-        st = env.installed_versions(["setuptools", "wheel"])
-        if st.get("setuptools") and st.get("wheel") is None and _older(st["setuptools"], (70, 1)):
-            return env.ensure_packages(["wheel"], log=log)
-    except EnvError as exc:
-        return False, str(exc)
-    return True, ""
-
-
-def _older(version: str, than: tuple[int, ...]) -> bool:
-    nums = tuple(int(x) for x in re.findall(r"\d+", version)[: len(than)])
-    return nums < than
-
-
 def run_test(env: TargetEnv, spec: TestSpec, commit: str, ctx: StepContext, *, record: bool,
              runner: Callable | None = None) -> TestRun:
     """Run the test (or the record command) once in the worktree with the target env."""
@@ -333,7 +231,7 @@ def run_test(env: TargetEnv, spec: TestSpec, commit: str, ctx: StepContext, *, r
     ctx.log_dir.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
         result_path.unlink()
-    base = _base_env()
+    base = base_build_env()
     base.update(ctx.env)
     base["TRITONBISECT_COMMIT"] = commit
     base["TRITONBISECT_WORKTREE"] = str(ctx.worktree)
@@ -352,14 +250,6 @@ def run_test(env: TargetEnv, spec: TestSpec, commit: str, ctx: StepContext, *, r
         timed_out=res.timed_out,
         result=read_result_json(result_path),
     )
-
-
-def _base_env() -> dict[str, str]:
-    try:
-        from tritonbisect.bisect.runner import clean_env
-    except ImportError:  # pragma: no cover
-        return dict(os.environ)
-    return clean_env()
 
 
 # --- recipes ----------------------------------------------------------------------------
@@ -386,7 +276,7 @@ class TritonRecipe:
         self.build_timeout = config.get("build_timeout")
         self.llvm_dir = Path(config["llvm_dir"]) if config.get("llvm_dir") else None
         self.llvm_config = LLVMConfig.from_dict(config.get("llvm"))
-        self._envs = _EnvPool(config.get("venv"), config.get("python"))
+        self._envs = EnvPool(config.get("venv"), config.get("python"))
         self._repo_ids: dict[str, str] = {}
 
     def config(self) -> dict[str, Any]:
@@ -414,7 +304,7 @@ class TritonRecipe:
         if key not in self._repo_ids:
             out = subprocess.run(
                 ["git", "-C", str(repo), "rev-list", "--max-parents=0", "HEAD"],
-                capture_output=True, text=True, timeout=120, env=_base_env(),
+                capture_output=True, text=True, timeout=120, env=base_build_env(),
             )
             roots = sorted(out.stdout.split())
             self._repo_ids[key] = roots[0] if roots else str(repo)
@@ -423,7 +313,7 @@ class TritonRecipe:
     def build_wheel(self, source: Path, commit: str, ctx: StepContext, env: TargetEnv, *,
                     log: Path, extra_env: Mapping[str, str] = {},  # noqa: B006
                     extra_key: Mapping = {}) -> WheelBuild:  # noqa: B006
-        base = _base_env()
+        base = base_build_env()
         base.update(ctx.env)
         return build_triton_wheel(
             source, commit,
@@ -440,7 +330,7 @@ class TritonRecipe:
             source, llvm_commit, cache=self.cache(ctx), config=self.llvm_config,
             build_dir=self.workdir(ctx) / "llvm-build" / self.worker_tag(ctx),
             log=ctx.log_dir / "llvm-build.log", repo_id=self.repo_id(source),
-            env={**_base_env(), **ctx.env}, timeout=self.build_timeout, runner=step_runner(ctx),
+            env={**base_build_env(), **ctx.env}, timeout=self.build_timeout, runner=step_runner(ctx),
         )
 
     def pinned_llvm(self, tree: Path, ctx: StepContext) -> tuple[str, LLVMBuild]:
@@ -526,125 +416,25 @@ class TritonRecipe:
                         runner=step_runner(ctx))
 
 
-class LLVMTritonRecipe(TritonRecipe):
-    """Registered as "llvm-triton": the bisected repository is llvm-project. At an LLVM
-    commit: build LLVM (cached by commit + config), check out the assigned Triton commit in a
-    worktree this worker owns, build it against that LLVM (cached by both commits), install,
-    and run the test in the Triton worktree."""
-
-    name = "llvm-triton"
-
-    def __init__(self, config: Mapping[str, Any]) -> None:
-        super().__init__(config)
-        if not config.get("triton_dir"):
-            raise ValueError("llvm-triton recipe needs triton_dir")
-        self.triton_dir = Path(config["triton_dir"])
-        self.llvm_dir = None  # the bisected repository is LLVM itself
-        self.assignment: dict[str, str] = dict(config.get("triton_commits") or {})
-        self.default_triton: str | None = config.get("triton_commit")
-        self._triton_for: Callable[[str], str] | None = None
-
-    def with_assigner(self, fn: Callable[[str], str]) -> LLVMTritonRecipe:
-        """Use a callable (LLVM sha → Triton sha) instead of the config's assignment."""
-        self._triton_for = fn
-        return self
-
-    def triton_commit_for(self, llvm_commit: str) -> str | None:
-        if self._triton_for is not None:
-            return self._triton_for(llvm_commit)
-        return self.assignment.get(llvm_commit, self.default_triton)
-
-    def triton_worktree(self, ctx: StepContext, triton_commit: str) -> Path:
-        """This worker's Triton worktree, checked out at triton_commit (build outputs kept)."""
-        root = self.workdir(ctx) / "worktrees" / f"triton-{self.repo_id(self.triton_dir)[:12]}"
-        return checkout_worktree(self.triton_dir, root / f"for-{self.worker_tag(ctx)}", triton_commit)
-
-    def prepare(self, commit: str, ctx: StepContext) -> PrepareResult:
-        start = time.monotonic()
-        ctx.log_dir.mkdir(parents=True, exist_ok=True)
-        triton_commit = self.triton_commit_for(commit)
-        if not triton_commit:
-            return PrepareResult(Kind.INFRA, f"no Triton commit assigned to LLVM {commit[:12]}")
-        llvm = self.build_llvm_at(ctx.worktree, commit, ctx)
-        if llvm.kind is not Kind.PASS:
-            return PrepareResult(llvm.kind, llvm.reason, cached=llvm.cached,
-                                 seconds=time.monotonic() - start, log=llvm.log)
-        try:
-            tree = self.triton_worktree(ctx, triton_commit)
-        except GitFailure as exc:
-            return PrepareResult(Kind.INFRA, str(exc), seconds=time.monotonic() - start)
-        return self.build_and_install(tree, triton_commit, ctx, llvm_commit=commit, llvm=llvm,
-                                      start=start)
-
-    def test(self, commit: str, ctx: StepContext, *, record: bool = False) -> TestRun:
-        triton_commit = self.triton_commit_for(commit) or ""
-        tree = self.triton_worktree(ctx, triton_commit)
-        tctx = StepContext(worktree=tree, log_dir=ctx.log_dir, worker=ctx.worker, env=ctx.env,
-                           timeout=ctx.timeout, workdir=ctx.workdir)
-        return run_test(self.target_env(ctx), self.test_spec, triton_commit, tctx, record=record,
-                        runner=step_runner(ctx))
-
-
-class GitFailure(Exception):
-    """A git operation on a helper worktree failed (INFRA)."""
-
-
-class PinMissing(Exception):
-    """The commit does not say which LLVM it needs (BUILD_FAILED: it cannot be built)."""
-
-
-HASH_FILE = "cmake/llvm-hash.txt"
-
-
-def resolve_commit(repo: Path, rev: str, *, what: str) -> str:
-    proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", f"{rev}^{{commit}}"],
-                          capture_output=True, text=True, timeout=120, env=_base_env())
-    sha = proc.stdout.strip()
-    if proc.returncode != 0 or not sha:
-        raise GitFailure(f"{what} not found in {repo}; fetch it first (git -C {repo} fetch origin)")
-    return sha
-
-
-_WT_LOCK = threading.Lock()
-
-
-def checkout_worktree(repo: Path, path: Path, commit: str) -> Path:
-    """A detached worktree of repo at path, at commit; untracked files removed, ignored build
-    outputs (e.g. python/build) kept for incremental builds."""
-
-    def git(*args: str, cwd: Path) -> str:
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=600,
-                              env=_base_env())
-        if proc.returncode != 0:
-            raise GitFailure(f"git {' '.join(args)} failed in {cwd}: "
-                             f"{(proc.stderr.strip().splitlines() or [''])[-1]}")
-        return proc.stdout
-
-    with _WT_LOCK:
-        if not (path / ".git").exists():
-            if path.exists():
-                shutil.rmtree(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            git("worktree", "prune", cwd=repo)
-            git("worktree", "add", "--detach", "--force", str(path), commit, cwd=repo)
-            return path
-    git("checkout", "--detach", "--force", commit, cwd=path)
-    git("clean", "-fdq", cwd=path)
-    return path
-
-
 def _triton_factory(config: Mapping[str, Any]) -> TritonRecipe:
     return TritonRecipe(config)
 
 
-def _llvm_triton_factory(config: Mapping[str, Any]) -> LLVMTritonRecipe:
-    return LLVMTritonRecipe(config)
-
-
 register_recipe(RECIPE, _triton_factory)
-register_recipe("llvm-triton", _llvm_triton_factory)
+
+
+def __getattr__(name: str) -> Any:
+    """LLVMTritonRecipe moved to llvm_triton_recipe (which imports this module): re-exported
+    lazily so that `from tritonbisect.build.triton_recipe import LLVMTritonRecipe` still works."""
+    if name == "LLVMTritonRecipe":
+        from tritonbisect.build.llvm_triton_recipe import LLVMTritonRecipe
+
+        return LLVMTritonRecipe
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
-    "LLVMTritonRecipe", "TritonConfig", "TritonRecipe", "WheelBuild", "build_triton_wheel",
-    "checkout_worktree", "project_dir", "run_test",
+    "HASH_FILE", "EnvPool", "GitFailure", "PinMissing", "TritonConfig",
+    "TritonRecipe", "WheelBuild", "base_build_env", "build_triton_wheel", "checkout_worktree",
+    "ensure_build_requirements", "project_dir", "resolve_commit", "run_test", "step_runner",
 ]

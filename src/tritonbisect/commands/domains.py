@@ -13,8 +13,8 @@ from typing import Any
 
 import click
 
-# registered at start-up so that `resume` finds them: the "triton-pinned-llvm" recipe, and
-# the "triton-llvm" (descent) and "pairs" workflows
+# registered at start-up so that `resume` finds them: the "triton-llvm" (descent) and
+# "pairs" workflows
 import tritonbisect.bisect.pairs  # noqa: F401
 import tritonbisect.bisect.workflow  # noqa: F401
 from tritonbisect.commands.options import bisect_settings, common_bisect_options

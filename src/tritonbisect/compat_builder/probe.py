@@ -20,8 +20,9 @@ from pathlib import Path
 from tritonbisect.bisect.outcome import Kind
 from tritonbisect.build.cache import ArtifactCache
 from tritonbisect.build.llvm_recipe import LLVMConfig, build_llvm, llvm_cache_key
+from tritonbisect.build.llvm_triton_recipe import LLVMTritonRecipe
 from tritonbisect.build.recipes import StepContext, TestSpec
-from tritonbisect.build.triton_recipe import LLVMTritonRecipe, _base_env, checkout_worktree
+from tritonbisect.build.triton_recipe import base_build_env, checkout_worktree
 from tritonbisect.compat_builder import gitops
 from tritonbisect.errors import AbortError
 
@@ -97,7 +98,7 @@ class Prober:
     def llvm_cached(self, commits: list[str]) -> set[str]:
         """The LLVM commits whose build is already in the cache (cheap points for the search)."""
         repo_id = self.recipe.repo_id(self.llvm_repo)
-        env = _base_env()
+        env = base_build_env()
         return {
             c for c in commits
             if self.cache.get(llvm_cache_key(repo_id, c, self.llvm_config, env)) is not None
@@ -119,7 +120,7 @@ class Prober:
             self.llvm_source, llvm_commit, cache=self.cache, config=self.llvm_config,
             build_dir=workdir / "llvm-build" / f"{self.llvm_source.parent.name}-{self.llvm_source.name}",
             log=log_dir / "llvm-build.log", repo_id=self.recipe.repo_id(self.llvm_source),
-            env=_base_env(), timeout=self.timeout,
+            env=base_build_env(), timeout=self.timeout,
         )
 
         tree: Path | None = None

@@ -1,0 +1,124 @@
+"""The target environment of each worker: the venv a step's build is installed into and its
+test runs with, and the build requirements a source tree needs in it.
+
+Default: a venv per worker under <workdir>/venvs, named after the worker's worktree (which
+the engine locks to it), reused across sessions. A user's own venv (--venv), or the venv of
+--python, is used by one worker at a time (a lock file under the workdir); other workers get
+overlay venvs of it. A bare interpreter (--python, not a venv) gets a venv per worker made
+with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+import threading
+from pathlib import Path
+
+from tritonbisect.build.env import EnvError, TargetEnv
+from tritonbisect.build.recipes import StepContext
+from tritonbisect.build.toolchain import build_requires
+
+
+class EnvPool:
+    """One TargetEnv per worker, made on first use and kept while the recipe lives."""
+
+    def __init__(self, venv: str | None, python: str | None) -> None:
+        self.venv = venv
+        self.python = python
+        self._envs: dict[int, TargetEnv] = {}
+        self._locks: list[int] = []
+        self._mutex = threading.Lock()
+
+    def get(self, ctx: StepContext) -> TargetEnv:
+        with self._mutex:
+            env = self._envs.get(ctx.worker)
+            if env is None:
+                env = self._make(ctx)
+                self._envs[ctx.worker] = env
+            return env
+
+    def _workdir(self, ctx: StepContext) -> Path:
+        return Path(ctx.workdir) if ctx.workdir else ctx.worktree.parent
+
+    def _make(self, ctx: StepContext) -> TargetEnv:
+        workdir = self._workdir(ctx)
+        if not self.venv and not self.python:
+            # the worktree lock makes <repo_id>-w<i> this worker's alone
+            name = f"{ctx.worktree.parent.name}-{ctx.worktree.name}"
+            return TargetEnv.ensure(workdir / "venvs" / name)
+        if self.venv:
+            base = TargetEnv.existing(Path(self.venv))
+        else:
+            assert self.python is not None
+            base = TargetEnv.from_python(self.python)
+            if not (base.root / "pyvenv.cfg").exists():
+                # a bare interpreter: make the session's venv with it, per worker
+                name = f"{ctx.worktree.parent.name}-{ctx.worktree.name}-" + hashlib.sha256(
+                    str(base.python).encode()).hexdigest()[:8]
+                return TargetEnv.ensure(workdir / "venvs" / name, python=str(base.python))
+        if self._claim(workdir, base.root):
+            return base
+        return base.for_worker(max(1, ctx.worker), workdir / "venvs")
+
+    def _claim(self, workdir: Path, root: Path) -> bool:
+        locks = workdir / "locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256(str(root).encode()).hexdigest()[:16]
+        fd = os.open(locks / f"venv-{digest}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self._locks.append(fd)  # held while this recipe lives
+        return True
+
+    def close(self) -> None:
+        for fd in self._locks:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._locks.clear()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def project_dir(source: Path) -> Path | None:
+    """<src>/python on older layouts, <src> when setup.py/pyproject.toml is at the root."""
+    source = Path(source)
+    if (source / "python" / "setup.py").is_file() or (source / "python" / "pyproject.toml").is_file():
+        return source / "python"
+    if (source / "setup.py").is_file() or (source / "pyproject.toml").is_file():
+        return source
+    return None
+
+
+def ensure_build_requirements(env: TargetEnv, source: Path, log: Path) -> tuple[bool, str]:
+    """Install into env what the source needs to build without isolation (once; no-op when
+    everything is there). Old setuptools (< 70.1) also needs `wheel` for bdist_wheel."""
+    proj = project_dir(source)
+    if proj is None:
+        return True, ""
+    reqs = build_requires(proj)
+    try:
+        ok, reason = env.ensure_packages(reqs, log=log)
+        if not ok:
+            return False, reason
+        st = env.installed_versions(["setuptools", "wheel"])
+        if st.get("setuptools") and st.get("wheel") is None and _older(st["setuptools"], (70, 1)):
+            return env.ensure_packages(["wheel"], log=log)
+    except EnvError as exc:
+        return False, str(exc)
+    return True, ""
+
+
+def _older(version: str, than: tuple[int, ...]) -> bool:
+    nums = tuple(int(x) for x in re.findall(r"\d+", version)[: len(than)])
+    return nums < than
+
+
+__all__ = ["EnvPool", "ensure_build_requirements", "project_dir"]
