@@ -7,9 +7,7 @@ earlier ones built, as a user's second session would.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -166,32 +164,13 @@ def test_infra_failure_aborts_with_its_reason(world, home, capsys):
     assert res["status"] == "aborted" and "No space left on device" in res["reason"]
 
 
-def _llvm_prefix(world, home, tmp_path) -> Path:
-    """The toy LLVM at old_llvm, from the shared cache (built once if missing)."""
-    from tritonbisect.build.cache import ArtifactCache
-    from tritonbisect.build.llvm_recipe import LLVMConfig, build_llvm
-
-    sha = world.truth["old_llvm"]
-    src = tmp_path / "llvm-src"
-    subprocess.run(["git", "-C", str(world.llvm), "worktree", "add", "-q", "--detach", str(src), sha],
-                   check=True)
-    root = subprocess.run(["git", "-C", str(world.llvm), "rev-list", "--max-parents=0", "HEAD"],
-                          capture_output=True, text=True, check=True).stdout.split()[0]
-    built = build_llvm(src, sha, cache=ArtifactCache(home / "cache"), config=LLVMConfig(),
-                       build_dir=tmp_path / "llvm-build", log=tmp_path / "llvm.log", repo_id=root,
-                       env=dict(os.environ))
-    assert built.prefix is not None, built.reason
-    return built.prefix
-
-
-def test_torch_regression_is_found(world, home, tmp_path, capsys):
+def test_torch_regression_is_found(world, home, capsys):
     t = world.truth
-    prefix = _llvm_prefix(world, home, tmp_path)
     good, bad = _around(t["torch_order"], t["torch_regression"])
     code, res, err = run_json(
         ["torch", "--torch-dir", str(world.torch), "--good", good, "--bad", bad,
          "--triton-dir", str(world.triton), "--test", t["torch_test"],
-         "--env", f"LLVM_SYSPATH={prefix}", "--jobs", "2", "--workdir", str(home)],
+         "--llvm-dir", str(world.llvm), "--jobs", "2", "--workdir", str(home)],
         capsys,
     )
     assert code == 0, err[-3000:]

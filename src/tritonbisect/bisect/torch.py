@@ -44,6 +44,7 @@ class TorchBisector:
     triton_dir: Path | None = None
     use: dict[str, str] = field(default_factory=dict)
     first_parent: bool = False
+    llvm_dir: Path | None = None  # build the LLVM each pinned Triton pins, from this checkout
 
     def __post_init__(self) -> None:
         self.history = History(self.torch_dir)
@@ -62,6 +63,9 @@ class TorchBisector:
                 **self.build.recipe_config(self.test),
                 "triton_dir": str(self.triton.root) if self.triton else None,
                 "use": self.use,
+                # the torch recipe is a TritonRecipe: with llvm_dir it builds the LLVM the
+                # pinned Triton commit pins (cmake/llvm-hash.txt), cached by LLVM commit
+                **({"llvm_dir": str(Path(self.llvm_dir).resolve())} if self.llvm_dir else {}),
             },
             first_parent=self.first_parent,
         )

@@ -216,17 +216,18 @@ def pairs_cmd(compat_map: Path, triton_dir: Path, llvm_dir: Path, good_llvm: str
 @click.option("--bad", required=True, metavar="REV", help="A later PyTorch commit where it fails.")
 @click.option("--triton-dir", type=_dir, help="Triton checkout to build each commit's pinned Triton from (.ci/docker/ci_commit_pins/triton.txt).")
 @click.option("--use", "use", multiple=True, metavar="FLAG=VAL", help="PyTorch build flag, e.g. --use CUDA=0 (repeatable).")
+@click.option("--llvm-dir", type=_dir, help="llvm-project checkout to build the LLVM each pinned Triton pins (else Triton's build fetches it).")
 @_build_options
 @common_bisect_options
 def torch_cmd(torch_dir: Path, good: str, bad: str, triton_dir: Path | None, use: tuple[str, ...],
-              **kwargs: Any) -> None:
+              llvm_dir: Path | None, **kwargs: Any) -> None:
     """Bisect PyTorch, with the Triton each commit pins."""
     from tritonbisect.bisect.torch import TorchBisector, parse_use_flags
 
     settings = bisect_settings(**kwargs)
     bisector = TorchBisector(
         torch_dir, good, bad, test={}, build=_build(kwargs), triton_dir=triton_dir,
-        use=parse_use_flags(use), first_parent=settings.first_parent,
+        use=parse_use_flags(use), first_parent=settings.first_parent, llvm_dir=llvm_dir,
     )
     bisector.history.candidates(bisector.good, bisector.bad, first_parent=settings.first_parent)
     bisector.test = _test(settings, bisector.history, bisector.bad)
