@@ -29,7 +29,8 @@ def scenarios() -> list[Path]:
     root = traces_root()
     if root is None or not root.is_dir():
         return []
-    return sorted(p.parent for p in root.glob("*/*/logs") if p.is_dir())
+    found = {p.parent for pattern in ("*/logs", "*/*/logs") for p in root.glob(pattern) if p.is_dir()}
+    return sorted(found, key=lambda p: (p.name, str(p)))
 
 
 def scenario(name: str) -> Path:

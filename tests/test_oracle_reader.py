@@ -186,17 +186,17 @@ def _variant(tmp_path: Path, edit) -> Path:
 
 def test_cuda_graph_capture_launch_is_refused(tmp_path: Path) -> None:
     def capture(records):
-        records[3]["extracted_args"] = {"_note": "argument extraction skipped during CUDA graph capture"}
+        records[1]["extracted_args"] = {"_note": "argument extraction skipped during CUDA graph capture"}
         return records
 
     path = _variant(tmp_path, capture)
     trace = load_trace(path)
-    assert trace.launches[1].graph_capture
+    assert trace.launches[0].graph_capture
     assert "CUDA-graph capture: cannot reproduce" in render_info(trace, "add_kernel")
-    line = _one_error_line(cli("repro", str(path), "--kernel", "add_kernel", "--launch-id", "1", "--out", str(tmp_path / "o")))
+    line = _one_error_line(cli("repro", str(path), "--kernel", "add_kernel", "--launch-id", "0", "--out", str(tmp_path / "o")))
     assert "CUDA-graph capture" in line
-    # the other launch is still fine
-    generate_oracle(trace, "add_kernel", tmp_path / "o0", launch_id=0)
+    # by default the first launch that can be reproduced is taken
+    assert generate_oracle(trace, "add_kernel", tmp_path / "o1").launch.index == 1
 
 
 def test_launch_without_compilation_is_refused(tmp_path: Path) -> None:

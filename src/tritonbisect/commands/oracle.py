@@ -40,8 +40,8 @@ def info(trace: Path, kernel: str | None, json_out: bool) -> None:
 @click.argument("trace", type=click.Path(path_type=Path))
 @click.option("--kernel", metavar="K", help="The kernel to reproduce (may be left out when the trace has one).")
 @click.option("--launch-id", type=int, metavar="I",
-              help="Which launch of the kernel, as numbered by `info` (default: the last launch that is "
-                   "not an autotuner benchmark).")
+              help="Which launch of the kernel, as numbered by `info` (default: the first launch that can "
+                   "be reproduced and is not an autotuner benchmark).")
 @click.option("--line", type=int, metavar="N", help="The launch on line N of the trace file instead.")
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Folder to write the oracle into.")
 @click.option("--timeout", type=float, default=None, metavar="S", help="The oracle's own timeout in seconds (default 600).")

@@ -146,7 +146,7 @@ class Trace:
 
     def select_launch(self, kernel: str, launch_id: int | None = None, line: int | None = None) -> Launch:
         """The launch to reproduce: by index among the kernel's launches, by trace line, or
-        by default the last launch that is not an autotuner benchmark."""
+        by default the first reproducible launch that is not an autotuner benchmark."""
         launches = self.require_kernel(kernel)
         if launch_id is not None and line is not None:
             raise InputError("give either --launch-id or --line, not both")
@@ -170,8 +170,15 @@ class Trace:
                     f"{len(launches)} launch{'es' if len(launches) != 1 else ''} (ids 0-{len(launches) - 1})"
                 )
             return launches[launch_id]
-        real = [launch for launch in launches if not launch.autotune_benchmark]
-        return (real or launches)[-1]
+        # The first real launch: later ones often find their outputs already holding the
+        # result (a buffer reused across iterations), which hides kernels that skip writes.
+        usable = [launch for launch in launches if self.reproducible(launch)]
+        real = [launch for launch in usable if not launch.autotune_benchmark]
+        return (real or usable or launches)[0]
+
+    def reproducible(self, launch: Launch) -> bool:
+        """Recorded arguments, outside CUDA-graph capture, with its compilation in the trace."""
+        return bool(launch.args) and not launch.graph_capture and self.compilation_of(launch) is not None
 
 
 # --- file names -------------------------------------------------------------------------

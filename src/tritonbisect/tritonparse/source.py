@@ -220,17 +220,14 @@ def extract_kernel_source(python_source: dict | None, kernel: str) -> KernelSour
         start = python_source.get("function_start_line")
         end = python_source.get("function_end_line")
         origin = f"{file_path}:{start}-{end} (full file captured)"
-        line_offset = 0
     else:
         start = python_source.get("start_line")
         end = python_source.get("end_line")
         origin = f"{file_path}:{start}-{end} (function only)"
         code = textwrap.dedent(code)
-        line_offset = int(start) - 1 if isinstance(start, int) else 0
         start = None
     module = _Module(code, file_path)
     node = _find_kernel(module, kernel, start if full_file else None)
-    del line_offset
 
     builtin_names = set(dir(builtins))
     included: set[int] = set()
