@@ -68,6 +68,8 @@ def test_structured_result_wins_over_exit_code() -> None:
     assert classify_test(1, "", result={"status": "mismatch"}).kind is Kind.MISMATCH
     assert classify_test(125, "", result={"status": "env_unusable"}).kind is Kind.BUILD_FAILED
     assert classify_test(4, "", result={"status": "runtime_error"}).kind is Kind.CRASH
+    # a missing golden says nothing about the commit: it must not count as bad
+    assert classify_test(2, "", result={"status": "usage_error"}).kind is Kind.INFRA
 
 
 def test_timeout_and_signal_win_over_result() -> None:

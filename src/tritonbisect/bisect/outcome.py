@@ -134,6 +134,8 @@ _RESULT_STATUS_TO_KIND = {
     "fail": Kind.FAIL,
     # triton or torch cannot even be imported: the build under test is broken
     "env_unusable": Kind.BUILD_FAILED,
+    # the oracle's own inputs (golden, blobs) are missing: the set-up is broken, not the commit
+    "usage_error": Kind.INFRA,
 }
 
 
