@@ -202,3 +202,18 @@ def test_cache_cli(tmp_path):
     assert res.exit_code == 0 and "1" in res.output and cache.failures() == []
     res = runner.invoke(cache_group, [*base, "gc", "--max-size", "lots"])
     assert res.exit_code == 2
+
+
+def test_cache_subcommands_take_workdir_after_their_name(tmp_path):
+    """`tritonbisect cache list --workdir D`, like every other command, through the real CLI."""
+    import subprocess
+    import sys
+
+    cache = ArtifactCache(tmp_path / "cache")
+    cache.put(_key(), _file(tmp_path, "w.whl", b"w" * 100), {"commit": "a" * 40, "recipe": "triton"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "tritonbisect.cli", "cache", "list", "--workdir", str(tmp_path)],
+        capture_output=True, text=True, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "1 entries" in proc.stdout and str(tmp_path / "cache") in proc.stdout

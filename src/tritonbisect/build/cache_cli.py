@@ -29,6 +29,27 @@ def _cache(ctx: click.Context) -> ArtifactCache:
     return ArtifactCache(Path(workdir) / "cache")
 
 
+_WORKDIR_HELP = "The tool's workdir (default: $TRITONBISECT_HOME or the user cache dir)."
+_WORKDIR = click.option(
+    "--workdir", type=click.Path(file_okay=False, path_type=Path), help=_WORKDIR_HELP
+)
+
+
+def _store_workdir(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
+    if value is not None:
+        ctx.ensure_object(dict)["workdir"] = value
+
+
+# Every other command takes --workdir after its name, so `cache list --workdir D` works too.
+_accepts_workdir = click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    expose_value=False,
+    callback=_store_workdir,
+    help=_WORKDIR_HELP,
+)
+
+
 def _when(epoch: float) -> str:
     if not epoch:
         return "-"
@@ -36,8 +57,7 @@ def _when(epoch: float) -> str:
 
 
 @click.group("cache")
-@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path),
-              help="The tool's workdir (default: $TRITONBISECT_HOME or the user cache dir).")
+@_WORKDIR
 @click.pass_context
 def cache_group(ctx: click.Context, workdir: Path | None) -> None:
     """Built artifacts (wheels, LLVM installs) and recorded build failures."""
@@ -46,6 +66,7 @@ def cache_group(ctx: click.Context, workdir: Path | None) -> None:
 
 
 @cache_group.command("list")
+@_accepts_workdir
 @click.option("--failures", "show_failures", is_flag=True, help="Also list the recorded build failures.")
 @click.pass_context
 def list_cmd(ctx: click.Context, show_failures: bool) -> None:
@@ -73,6 +94,7 @@ def list_cmd(ctx: click.Context, show_failures: bool) -> None:
 
 
 @cache_group.command("remove")
+@_accepts_workdir
 @click.argument("key", required=False)
 @click.option("--commit", help="Remove every entry built from this commit (sha or prefix).")
 @click.pass_context
@@ -98,6 +120,7 @@ def remove_cmd(ctx: click.Context, key: str | None, commit: str | None) -> None:
 
 
 @cache_group.command("gc")
+@_accepts_workdir
 @click.option("--max-size", required=True, help="Keep at most this much, e.g. 20G (least recently used go first).")
 @click.pass_context
 def gc_cmd(ctx: click.Context, max_size: str) -> None:
@@ -116,6 +139,7 @@ def gc_cmd(ctx: click.Context, max_size: str) -> None:
 
 
 @cache_group.command("forget-failures")
+@_accepts_workdir
 @click.option("--commit", help="Only the failures of this commit (sha or prefix).")
 @click.pass_context
 def forget_failures_cmd(ctx: click.Context, commit: str | None) -> None:
