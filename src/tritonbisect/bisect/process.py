@@ -118,17 +118,22 @@ def run_logged(
     timeout: float | None = None,
     token: CancelToken | None = None,
     header: bool = True,
+    append: bool = False,
+    grace: float = KILL_GRACE_S,
 ) -> ProcessResult:
     """Run `cmd` (a bash command line when a str) with stdout+stderr into `log`.
 
     The process leads its own process group. On timeout the group gets SIGTERM, then SIGKILL
-    after a short grace; when the leader exits, stragglers left in its group are killed too.
+    after `grace` seconds; when the leader exits, stragglers left in its group are killed too.
+    A command that cannot be started is reported as a shell would (127, or 126 when not
+    executable) with the reason in the log; both read as a missing tool to the classifiers.
+    `append` adds to `log` instead of truncating it.
     """
     token = token or _GLOBAL_TOKEN
     log.parent.mkdir(parents=True, exist_ok=True)
     shell = isinstance(cmd, str)
     start = time.monotonic()
-    with open(log, "wb") as out:
+    with open(log, "ab" if append else "wb") as out:
         if header:
             shown = cmd if shell else " ".join(str(c) for c in cmd)
             out.write(f"$ {shown}\n# cwd: {cwd}\n".encode())
@@ -149,7 +154,7 @@ def run_logged(
             out.write(f"{exc.filename}: command not found\n".encode())
             return ProcessResult(127, time.monotonic() - start, False, log)
         except PermissionError as exc:
-            out.write(f"{exc.filename}: permission denied\n".encode())
+            out.write(f"{exc.filename}: permission denied: command not found\n".encode())
             return ProcessResult(126, time.monotonic() - start, False, log)
         pgid = proc.pid
         if not token._register(pgid):
@@ -162,7 +167,7 @@ def run_logged(
                 timed_out = True
                 _killpg(pgid, signal.SIGTERM)
                 try:
-                    rc = proc.wait(timeout=KILL_GRACE_S)
+                    rc = proc.wait(timeout=grace)
                 except subprocess.TimeoutExpired:
                     _killpg(pgid, signal.SIGKILL)
                     rc = proc.wait()
