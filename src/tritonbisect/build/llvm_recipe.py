@@ -19,15 +19,18 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from tritonbisect.bisect.outcome import Kind
 from tritonbisect.build.cache import ArtifactCache
 from tritonbisect.build.failures import classify_build_log
 from tritonbisect.build.proc import ProcResult
 from tritonbisect.build.toolchain import COMPILERS, compiler_id, missing_tools, which
+
+T = TypeVar("T")
 
 RECIPE = "llvm"
 _STAMP = ".tritonbisect-config.json"
@@ -158,15 +161,10 @@ def build_llvm(
     env = dict(os.environ if env is None else env)
     key = llvm_cache_key(repo_id, commit, config, env)
 
-    hit = cache.get(key)
-    if hit is not None:
-        return LLVMBuild(Kind.PASS, "LLVM taken from the cache", hit, True, 0.0, log)
-    failed = cache.failure(key)
-    if failed is not None:
-        return LLVMBuild(
-            Kind(failed.kind), f"LLVM {commit[:12]} failed to build before: {failed.reason}",
-            None, True, 0.0, failed.log or log,
-        )
+    cached = cached_build(cache, key, commit, log, LLVMBuild, name="LLVM",
+                          hit_reason="LLVM taken from the cache")
+    if cached is not None:
+        return cached
 
     cc, cxx = COMPILERS[config.compiler]
     missing = missing_tools(["cmake", "ninja", cc, cxx], env)
@@ -228,6 +226,21 @@ def build_llvm(
         return LLVMBuild(Kind.PASS, "LLVM built", stored, False, time.monotonic() - start, log)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def cached_build(cache: ArtifactCache, key: str, commit: str, log: Path, result: Callable[..., T],
+                 *, name: str, hit_reason: str) -> T | None:
+    """The cached artifact of `key` or its recorded failure, as `result(kind, reason, artifact,
+    cached, seconds, log)`; None when it has to be built. Shared by the LLVM, Triton and
+    PyTorch builds."""
+    hit = cache.get(key)
+    if hit is not None:
+        return result(Kind.PASS, hit_reason, hit, True, 0.0, log)
+    failed = cache.failure(key)
+    if failed is not None:
+        return result(Kind(failed.kind), f"{name} {commit[:12]} failed to build before: {failed.reason}",
+                      None, True, 0.0, failed.log or log)
+    return None
 
 
 def _failed(cache: ArtifactCache, key: str, commit: str, kind: Kind, reason: str, log: Path,

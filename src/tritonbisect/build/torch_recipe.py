@@ -22,7 +22,6 @@ python, venv, ...) plus
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,7 +30,7 @@ from typing import Any
 from tritonbisect.bisect.outcome import Kind
 from tritonbisect.build.cache import ArtifactCache
 from tritonbisect.build.env import EnvError
-from tritonbisect.build.failures import classify_build_log
+from tritonbisect.build.llvm_recipe import cached_build
 from tritonbisect.build.recipes import PrepareResult, StepContext, register_recipe
 from tritonbisect.build.toolchain import compiler_id, which
 from tritonbisect.build.triton_recipe import (
@@ -41,6 +40,7 @@ from tritonbisect.build.triton_recipe import (
     base_build_env,
     checkout_worktree,
     ensure_build_requirements,
+    pip_wheel_to_cache,
     project_dir,
     resolve_commit,
     step_runner,
@@ -78,7 +78,7 @@ def build_torch_wheel(
 ):
     """The PyTorch wheel of `source` at `commit`, from the cache or built (see module doc).
     Returns a triton_recipe.WheelBuild."""
-    from tritonbisect.build.triton_recipe import WheelBuild, _default_runner
+    from tritonbisect.build.triton_recipe import WheelBuild
 
     start = time.monotonic()
     env = dict(os.environ if base_env is None else base_env)
@@ -86,13 +86,10 @@ def build_torch_wheel(
     abi = python_abi or _python_abi(python)
     key = ArtifactCache.key(repo_id, commit, RECIPE, {"use": dict(sorted(use.items())), "debug": debug},
                             abi, compiler_id(None, env))
-    hit = cache.get(key)
-    if hit is not None:
-        return WheelBuild(Kind.PASS, "torch wheel taken from the cache", hit, True, 0.0, log)
-    failed = cache.failure(key)
-    if failed is not None:
-        return WheelBuild(Kind(failed.kind), f"PyTorch {commit[:12]} failed to build before: {failed.reason}",
-                          None, True, 0.0, failed.log or log)
+    cached = cached_build(cache, key, commit, log, WheelBuild, name="PyTorch",
+                          hit_reason="torch wheel taken from the cache")
+    if cached is not None:
+        return cached
     proj = project_dir(source) if not (Path(source) / "setup.py").is_file() else Path(source)
     log.parent.mkdir(parents=True, exist_ok=True)
     if proj is None:
@@ -108,28 +105,10 @@ def build_torch_wheel(
         env["DEBUG"] = "1"
     if which("ccache", env):
         env.setdefault("USE_CCACHE", "1")
-    stage = cache.staging_dir(prefix=f"torch-{commit[:12]}-")
-    try:
-        cmd = [*(pip or [python, "-m", "pip"]), "wheel", "--no-build-isolation", "--no-deps",
-               "--disable-pip-version-check", "-w", str(stage), str(proj)]
-        res = (runner or _default_runner())(cmd, cwd=proj, env=env, log=log, timeout=timeout)
-        seconds = time.monotonic() - start
-        if getattr(res, "cancelled", False):
-            return WheelBuild(Kind.INFRA, "cancelled", None, False, seconds, log)
-        cls = classify_build_log(res.returncode, log, timed_out=res.timed_out)
-        wheels = sorted(stage.glob("*.whl"))
-        if cls.kind is Kind.PASS and not wheels:
-            cls = type(cls)(Kind.BUILD_FAILED, "pip wheel produced no wheel")
-        if cls.kind is not Kind.PASS:
-            reason = f"PyTorch build: {cls.reason}"
-            if cls.kind is Kind.BUILD_FAILED:
-                cache.record_failure(key, cls.kind.value, reason, log, commit=commit, recipe=RECIPE)
-            return WheelBuild(cls.kind, reason, None, False, seconds, log)
-        stored = cache.put(key, wheels[0], {"commit": commit, "recipe": RECIPE, "repo": repo_id,
-                                            "python_abi": abi, "use": dict(use)}, move=True)
-        return WheelBuild(Kind.PASS, "PyTorch wheel built", stored, False, time.monotonic() - start, log)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+    meta = {"commit": commit, "recipe": RECIPE, "repo": repo_id, "python_abi": abi, "use": dict(use)}
+    return pip_wheel_to_cache(proj, commit, cache=cache, key=key, meta=meta, log=log, env=env,
+                              pip=pip or [python, "-m", "pip"], runner=runner, timeout=timeout,
+                              start=start, name="PyTorch", stage_prefix="torch")
 
 
 class TorchRecipe(TritonRecipe):

@@ -29,7 +29,6 @@ Recipe config (JSON, saved in session.json; unknown keys are ignored):
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import re
@@ -53,13 +52,14 @@ from tritonbisect.build.gitutil import (
     checkout_worktree,
     resolve_commit,
 )
-from tritonbisect.build.llvm_recipe import LLVMBuild, LLVMConfig, build_llvm, llvm_env
+from tritonbisect.build.llvm_recipe import LLVMBuild, LLVMConfig, build_llvm, cached_build, llvm_env
 from tritonbisect.build.recipes import (
     PrepareResult,
     StepContext,
     TestRun,
     TestSpec,
     register_recipe,
+    test_files,
 )
 from tritonbisect.build.toolchain import compiler_id, which
 from tritonbisect.build.venv_pool import EnvPool, ensure_build_requirements, project_dir
@@ -132,15 +132,10 @@ def build_triton_wheel(
         {**config.key_config(), "extra": dict(extra_key), "env": build_env_key(env)},
         abi, compiler_id(None, env),
     )
-    hit = cache.get(key)
-    if hit is not None:
-        return WheelBuild(Kind.PASS, "wheel taken from the cache", hit, True, 0.0, log)
-    failed = cache.failure(key)
-    if failed is not None:
-        return WheelBuild(
-            Kind(failed.kind), f"Triton {commit[:12]} failed to build before: {failed.reason}",
-            None, True, 0.0, failed.log or log,
-        )
+    cached = cached_build(cache, key, commit, log, WheelBuild, name="Triton",
+                          hit_reason="wheel taken from the cache")
+    if cached is not None:
+        return cached
 
     proj = project_dir(Path(source))
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -162,9 +157,23 @@ def build_triton_wheel(
     if config.debug:
         env["DEBUG"] = "1"
 
-    stage = cache.staging_dir(prefix=f"wheel-{commit[:12]}-")
+    meta = {"commit": commit, "recipe": recipe, "repo": repo_id, "python_abi": abi,
+            "config": config.key_config(), "extra": dict(extra_key)}
+    return pip_wheel_to_cache(proj, commit, cache=cache, key=key, meta=meta, log=log, env=env,
+                              pip=pip or [python, "-m", "pip"], runner=runner, timeout=timeout,
+                              start=start, name="Triton", stage_prefix="wheel")
+
+
+def pip_wheel_to_cache(proj: Path, commit: str, *, cache: ArtifactCache, key: str,
+                       meta: Mapping[str, Any], log: Path, env: Mapping[str, str],
+                       pip: list[str], runner: Callable | None, timeout: float | None,
+                       start: float, name: str, stage_prefix: str) -> WheelBuild:
+    """`pip wheel` the project at `proj` into the cache under `key` (Triton and PyTorch).
+
+    A BUILD_FAILED is recorded in the cache; INFRA and a cancelled build are not (retried)."""
+    stage = cache.staging_dir(prefix=f"{stage_prefix}-{commit[:12]}-")
     try:
-        cmd = [*(pip or [python, "-m", "pip"]), "wheel", "--no-build-isolation", "--no-deps",
+        cmd = [*pip, "wheel", "--no-build-isolation", "--no-deps",
                "--disable-pip-version-check", "-w", str(stage), str(proj)]
         res = (runner or _default_runner())(cmd, cwd=proj, env=env, log=log, timeout=timeout)
         seconds = time.monotonic() - start
@@ -175,17 +184,13 @@ def build_triton_wheel(
         if cls.kind is Kind.PASS and not wheels:
             cls = type(cls)(Kind.BUILD_FAILED, "pip wheel produced no wheel")
         if cls.kind is not Kind.PASS:
-            reason = f"Triton build: {cls.reason}"
+            reason = f"{name} build: {cls.reason}"
             if cls.kind is Kind.BUILD_FAILED:
-                cache.record_failure(key, cls.kind.value, reason, log, commit=commit, recipe=recipe)
+                cache.record_failure(key, cls.kind.value, reason, log, commit=commit,
+                                     recipe=meta["recipe"])
             return WheelBuild(cls.kind, reason, None, False, seconds, log)
-        stored = cache.put(
-            key, wheels[0],
-            {"commit": commit, "recipe": recipe, "repo": repo_id, "python_abi": abi,
-             "config": config.key_config(), "extra": dict(extra_key)},
-            move=True,
-        )
-        return WheelBuild(Kind.PASS, "Triton wheel built", stored, False, time.monotonic() - start, log)
+        stored = cache.put(key, wheels[0], meta, move=True)
+        return WheelBuild(Kind.PASS, f"{name} wheel built", stored, False, time.monotonic() - start, log)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 
@@ -217,20 +222,7 @@ def step_runner(ctx: StepContext) -> Callable:
 def run_test(env: TargetEnv, spec: TestSpec, commit: str, ctx: StepContext, *, record: bool,
              runner: Callable | None = None) -> TestRun:
     """Run the test (or the record command) once in the worktree with the target env."""
-    if record:
-        command = spec.record_command or "true"
-        log = ctx.log_dir / "record.log"
-        result_path = ctx.log_dir / "record-result.json"
-    else:
-        command = spec.command
-        n = 1
-        while (ctx.log_dir / f"test-{n}.log").exists():
-            n += 1
-        log = ctx.log_dir / f"test-{n}.log"
-        result_path = ctx.log_dir / f"result-{n}.json"
-    ctx.log_dir.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileNotFoundError):
-        result_path.unlink()
+    command, log, result_path = test_files(spec, ctx, record=record)
     base = base_build_env()
     base.update(ctx.env)
     base["TRITONBISECT_COMMIT"] = commit
