@@ -13,7 +13,6 @@ the worker's kept worktree makes that cheap).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +23,7 @@ from tritonbisect.build.recipes import (
     TestRun,
     TestSpec,
     register_recipe,
+    test_files,
 )
 
 NAME = "command"
@@ -84,19 +84,7 @@ class CommandRecipe:
     def test(self, commit: str, ctx: StepContext, *, record: bool = False) -> TestRun:
         from tritonbisect.bisect.runner import cancel_token_for, run_logged
 
-        if record:
-            command = self.test_spec.record_command or "true"
-            log = ctx.log_dir / "record.log"
-            result_path = ctx.log_dir / "record-result.json"
-        else:
-            command = self.test_spec.command
-            n = 1
-            while (ctx.log_dir / f"test-{n}.log").exists():
-                n += 1
-            log = ctx.log_dir / f"test-{n}.log"
-            result_path = ctx.log_dir / f"result-{n}.json"
-        with contextlib.suppress(FileNotFoundError):
-            result_path.unlink()
+        command, log, result_path = test_files(self.test_spec, ctx, record=record)
         env = self._env(commit, ctx)
         env[RESULT_ENV_VAR] = str(result_path)
         proc = run_logged(

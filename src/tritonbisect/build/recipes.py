@@ -13,6 +13,7 @@ recipe from the config saved in session.json.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +79,28 @@ class TestRun:
     @property
     def signal(self) -> int | None:
         return -self.returncode if self.returncode is not None and self.returncode < 0 else None
+
+
+def test_files(spec: TestSpec, ctx: StepContext, *, record: bool) -> tuple[str, Path, Path]:
+    """The command a test run executes, its log and its $TRITONBISECT_RESULT path.
+
+    Each run of a step gets the next free test-<n>.log (repeats keep every log); a stale
+    result file is removed so a test that writes none is not read as the last one's."""
+    if record:
+        command = spec.record_command or "true"
+        log = ctx.log_dir / "record.log"
+        result_path = ctx.log_dir / "record-result.json"
+    else:
+        command = spec.command
+        n = 1
+        while (ctx.log_dir / f"test-{n}.log").exists():
+            n += 1
+        log = ctx.log_dir / f"test-{n}.log"
+        result_path = ctx.log_dir / f"result-{n}.json"
+    ctx.log_dir.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        result_path.unlink()
+    return command, log, result_path
 
 
 class Recipe(Protocol):
