@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from results_md import RESULTS, write_section
 from tritonbisect.bisect.outcome import Kind
 from tritonbisect.build.cache import ArtifactCache
 from tritonbisect.build.llvm_recipe import LLVMConfig, build_llvm, llvm_env
@@ -34,7 +35,6 @@ from tritonbisect.build.triton_recipe import TritonConfig, build_triton_wheel
 from tritonbisect.toyworld import make_world
 
 SECTION = "## Build cache and ccache"
-RESULTS = Path(__file__).with_name("RESULTS.md")
 
 
 def git(*args: str, cwd: Path) -> str:
@@ -167,17 +167,6 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
-def write_results(text: str) -> None:
-    old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Benchmark results\n"
-    if SECTION in old:
-        start = old.index(SECTION)
-        nxt = old.find("\n## ", start + len(SECTION))
-        new = old[:start] + text + (old[nxt + 1 :] if nxt != -1 else "")
-    else:
-        new = old.rstrip("\n") + "\n\n" + text
-    RESULTS.write_text(new, encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--commits", type=int, default=5)
@@ -191,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         text = markdown(result)
         print(text)
         if args.write_results:
-            write_results(text)
+            write_section(SECTION, text)
         return 0 if result["ratio_after_first"] <= 0.3 else 1
     if not ccache_ok():
         print("ccache is not installed: the kept mode would measure ninja alone", file=sys.stderr)
@@ -219,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(result, indent=1), encoding="utf-8")
     if args.write_results:
-        write_results(text)
+        write_section(SECTION, text)
     return 0 if result["ratio_after_first"] <= 0.3 else 1
 
 

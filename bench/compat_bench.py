@@ -33,12 +33,12 @@ import time
 from datetime import date
 from pathlib import Path
 
+from results_md import write_section
 from tritonbisect.compat_builder.cli import main as compat_builder
 from tritonbisect.compat_builder.state import MapState, session_dir
 from tritonbisect.errors import EXIT_MANUAL_FIX_NEEDED
 from tritonbisect.toyworld.world import make_world
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
 SECTION = "## Compatibility map"
 
 
@@ -150,18 +150,6 @@ def render(results: list[dict], argv: list[str]) -> str:
     return "\n".join(lines)
 
 
-def write_section(text: str) -> None:
-    current = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Benchmark results\n"
-    if SECTION in current:
-        head, rest = current.split(SECTION, 1)
-        nxt = rest.find("\n## ")
-        tail = rest[nxt + 1 :] if nxt != -1 else ""
-        current = head + text + ("\n" + tail if tail else "")
-    else:
-        current = current.rstrip("\n") + "\n\n" + text
-    RESULTS.write_text(current, encoding="utf-8")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--breaks", type=int, nargs="+", default=[2, 3])
@@ -182,7 +170,7 @@ def main() -> int:
     text = render(results, argv)
     print(text)
     if args.write:
-        write_section(text)
+        write_section(SECTION, text)
     return 0
 
 

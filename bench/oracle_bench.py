@@ -29,6 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
+from results_md import write_section  # noqa: E402
 from tritonbisect.tritonparse.generate import generate_oracle  # noqa: E402
 from tritonbisect.tritonparse.reader import load_trace  # noqa: E402
 from tritonbisect.tritonparse.selfcheck import DETECTED, interpreter_env, self_check  # noqa: E402
@@ -175,17 +176,6 @@ def markdown(rows: list[dict], device_label: str, repeat: int) -> str:
     return "\n".join(lines)
 
 
-def replace_section(path: Path, section: str) -> None:
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
-    start = text.find("## Reproducer oracle")
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = text.find("\n## ", start + 1)
-        text = text[:start] + section + (text[end + 1 :] if end >= 0 else "")
-    path.write_text(text.rstrip("\n") + "\n", encoding="utf-8")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     default = Path(os.environ.get("TRITONBISECT_TRACES", REPO.parent / "shared" / "traces"))
@@ -212,7 +202,7 @@ def main() -> int:
     print(section)
     (args.out / "oracle_bench.json").write_text(json.dumps(rows, indent=1))
     if args.results:
-        replace_section(args.results, section)
+        write_section("Reproducer oracle", section, args.results)
     return 0
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from bisectors_world import write_toy_map  # noqa: E402
+from results_md import RESULTS, write_section  # noqa: E402
 from tritonbisect.bisect.history import History  # noqa: E402
 from tritonbisect.bisect.llvm import llvm_order  # noqa: E402
 from tritonbisect.bisect.pairs import max_pairs_tested  # noqa: E402
@@ -36,7 +37,6 @@ from tritonbisect.bisect.search import Candidates, Found, TestNext, next_step  #
 from tritonbisect.toyworld import make_world  # noqa: E402
 
 SECTION = "## Pairs search versus a linear walk"
-RESULTS = Path(__file__).with_name("RESULTS.md")
 
 
 def searched(p: int, first_bad: int) -> int:
@@ -174,17 +174,6 @@ def render(rows: list[dict], real: dict) -> str:
     return "\n".join(lines)
 
 
-def write_results(text: str) -> None:
-    old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Benchmark results\n"
-    if SECTION in old:
-        start = old.index(SECTION)
-        nxt = old.find("\n## ", start + len(SECTION))
-        new = old[:start] + text.rstrip("\n") + ("\n" + old[nxt:] if nxt != -1 else "\n")
-    else:
-        new = old.rstrip("\n") + "\n\n" + text
-    RESULTS.write_text(new, encoding="utf-8")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write-results", action="store_true", help=f"update {RESULTS.name}")
@@ -197,7 +186,7 @@ def main() -> int:
         text = render(rows, real)
         print(text)
         if args.write_results:
-            write_results(text)
+            write_section(SECTION, text)
     return 0
 
 

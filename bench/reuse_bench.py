@@ -28,10 +28,10 @@ import time
 from datetime import date
 from pathlib import Path
 
+from results_md import RESULTS, write_section
 from tritonbisect.toyworld import make_world
 
 SECTION = "## Second bisect over an overlapping range"
-RESULTS = Path(__file__).with_name("RESULTS.md")
 
 
 def tritonbisect(*args: str) -> tuple[dict, float]:
@@ -190,17 +190,6 @@ def render(rows: list[dict], facts: dict) -> str:
     return "\n".join(lines)
 
 
-def write_results(text: str) -> None:
-    old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Benchmark results\n"
-    if SECTION in old:
-        start = old.index(SECTION)
-        nxt = old.find("\n## ", start + len(SECTION))
-        new = old[:start] + text.rstrip("\n") + ("\n" + old[nxt:] if nxt != -1 else "\n")
-    else:
-        new = old.rstrip("\n") + "\n\n" + text
-    RESULTS.write_text(new, encoding="utf-8")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write-results", action="store_true", help=f"update {RESULTS.name}")
@@ -210,7 +199,7 @@ def main() -> int:
     text = render(rows, facts)
     print(text)
     if args.write_results:
-        write_results(text)
+        write_section(SECTION, text)
     return 0 if all(row["target_met"] and row["culprits_ok"] for row in rows) else 1
 
 
