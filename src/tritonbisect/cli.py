@@ -7,8 +7,8 @@ import sys
 import click
 
 from tritonbisect import __version__
+from tritonbisect.cli_main import run_cli
 from tritonbisect.commands import domains, engine, oracle
-from tritonbisect.errors import TritonBisectError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -23,24 +23,7 @@ for _command in [*engine.COMMANDS, *domains.COMMANDS, *oracle.COMMANDS]:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: every TritonBisectError becomes one line on stderr and its exit code."""
-    try:
-        # without standalone mode, click returns the code of a `ctx.exit(code)` /
-        # `raise click.exceptions.Exit(code)` instead of exiting: pass it on
-        rv = root.main(args=argv, prog_name="tritonbisect", standalone_mode=False)
-        if isinstance(rv, int):
-            return rv
-    except TritonBisectError as exc:
-        click.echo(f"tritonbisect: error: {exc.message}", err=True)
-        return exc.exit_code
-    except click.exceptions.Abort:
-        click.echo("tritonbisect: interrupted", err=True)
-        return 130
-    except click.ClickException as exc:
-        exc.show()
-        return 2
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    return 0
+    return run_cli(root, "tritonbisect", argv)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from tritonbisect.bisect.history import History
+from tritonbisect.cli_main import run_cli
 from tritonbisect.commands.options import resolve_workdir
 from tritonbisect.compat_builder import gitops
 from tritonbisect.compat_builder.agent import DEFAULT_MODEL, AgentSettings, AnthropicAgent
@@ -28,7 +29,7 @@ from tritonbisect.compat_builder.state import (
     session_dir,
     sessions_root,
 )
-from tritonbisect.errors import InputError, TritonBisectError
+from tritonbisect.errors import EXIT_MANUAL_FIX_NEEDED, InputError, TritonBisectError
 
 AI_CHOICES = ("anthropic", "claude-cli", "none")
 
@@ -384,21 +385,9 @@ def _verify_builds(cmap, csv_path, order, triton_repo, llvm_repo, workdir, smoke
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: every TritonBisectError becomes a message on stderr and its exit code."""
-    try:
-        root.main(args=argv, prog_name="compat-builder", standalone_mode=False)
-    except TritonBisectError as exc:
-        click.echo(f"compat-builder: {'' if exc.exit_code == 10 else 'error: '}{exc.message}", err=True)
-        return exc.exit_code
-    except click.exceptions.Abort:
-        click.echo("compat-builder: interrupted", err=True)
-        return 130
-    except click.ClickException as exc:
-        exc.show()
-        return 2
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    return 0
+    """Entry point: every TritonBisectError becomes a message on stderr and its exit code
+    (exit 10, a fix to commit by hand, is not shown as an error)."""
+    return run_cli(root, "compat-builder", argv, not_errors=(EXIT_MANUAL_FIX_NEEDED,))
 
 
 if __name__ == "__main__":
