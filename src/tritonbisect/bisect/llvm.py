@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tritonbisect.bisect.history import History
 from tritonbisect.bisect.session import PhaseSpec
@@ -127,6 +128,29 @@ def llvm_recipe_config(
     }
 
 
+def llvm_phase(bisector: Any, *, name: str, assignment: dict[str, str], default_triton: str,
+               **spec: Any) -> PhaseSpec:
+    """The "llvm-triton" phase of a bisector over llvm-project (LLVMBisector, PairsBisector):
+    its LLVM endpoints, test, build options and LLVM config; `assignment` pins the Triton
+    commit built at each LLVM commit. `spec`: further PhaseSpec fields."""
+    return PhaseSpec(
+        name=name,
+        repo=bisector.llvm_history.root,
+        good=bisector.good_llvm,
+        bad=bisector.bad_llvm,
+        recipe_name=LLVM_RECIPE,
+        recipe_config=llvm_recipe_config(
+            triton_dir=bisector.triton.root,
+            assignment=assignment,
+            default_triton=default_triton,
+            test=bisector.test,
+            build=bisector.build,
+            llvm=bisector.llvm,
+        ),
+        **spec,
+    )
+
+
 @dataclass
 class LLVMBisector:
     """`tritonbisect llvm` and the descent: bisect llvm-project with the "llvm-triton" recipe."""
@@ -172,18 +196,5 @@ class LLVMBisector:
 
     def phase(self) -> PhaseSpec:
         assignment = self.assignment()
-        return PhaseSpec(
-            name=self.name,
-            repo=self.llvm_history.root,
-            good=self.good_llvm,
-            bad=self.bad_llvm,
-            recipe_name=LLVM_RECIPE,
-            recipe_config=llvm_recipe_config(
-                triton_dir=self.triton.root,
-                assignment=assignment,
-                default_triton=assignment.get(self.bad_llvm, self.fixed),
-                test=self.test,
-                build=self.build,
-                llvm=self.llvm,
-            ),
-        )
+        return llvm_phase(self, name=self.name, assignment=assignment,
+                          default_triton=assignment.get(self.bad_llvm, self.fixed))

@@ -15,11 +15,10 @@ from pathlib import Path
 
 from tritonbisect.bisect.history import History
 from tritonbisect.bisect.llvm import (
-    LLVM_RECIPE,
     assign_triton,
     check_map_commits,
     llvm_order,
-    llvm_recipe_config,
+    llvm_phase,
     load_compat_map,
     open_llvm_repo,
     resolve_llvm,
@@ -106,23 +105,9 @@ class PairsBisector:
     def phase(self) -> PhaseSpec:
         assignment = {self.good_pair.llvm: self.good_pair.triton}
         assignment.update({p.llvm: p.triton for p in self.pairs})
-        return PhaseSpec(
-            name="pairs",
-            repo=self.llvm_history.root,
-            prefer_cached=False,
-            good=self.good_llvm,
-            bad=self.bad_llvm,
-            recipe_name=LLVM_RECIPE,
-            recipe_config=llvm_recipe_config(
-                triton_dir=self.triton.root,
-                assignment=assignment,
-                default_triton=self.pairs[-1].triton,
-                test=self.test,
-                build=self.build,
-                llvm=self.llvm,
-            ),
-            candidates=[p.llvm for p in self.pairs],
-        )
+        return llvm_phase(self, name="pairs", assignment=assignment,
+                          default_triton=self.pairs[-1].triton, prefer_cached=False,
+                          candidates=[p.llvm for p in self.pairs])
 
 
 def report_first_bad_pair(session, result) -> bool:
