@@ -1,0 +1,130 @@
+"""Generated git histories for the bisect benchmark (bench/bisect_vs_git.py).
+
+A linear history, made in one `git fast-import` run (a 4096-commit repository takes well
+under a second): commit 0 is the good endpoint, commit N + 1 the bad one, N commits in
+between. Each commit's tree holds
+
+    state       "ok" before the planted culprit, "bad" from it on
+    BROKEN      present on the commits that do not build
+    src.txt     the commit's index (the scripts log it, so runs can be counted)
+    .gitignore  "out/" (the build output)
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.com",
+    "GIT_COMMITTER_NAME": "Bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def git_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_ENV)
+    return env
+
+
+def git(repo: Path, *args: str, input: bytes | None = None, check: bool = True):
+    return subprocess.run(
+        ["git", *args], cwd=repo, env=git_env(), input=input, capture_output=True, check=check
+    )
+
+
+@dataclass
+class World:
+    repo: Path
+    shas: list[str]  # index 0 = good endpoint, -1 = bad endpoint
+    culprit: int
+    broken: set[int] = field(default_factory=set)
+
+    @property
+    def n_between(self) -> int:
+        return len(self.shas) - 2
+
+    @property
+    def good(self) -> str:
+        return self.shas[0]
+
+    @property
+    def bad(self) -> str:
+        return self.shas[-1]
+
+
+def broken_clusters(
+    n_between: int, fraction: float, rnd: random.Random, *, keep: set[int], lengths=(3, 30)
+) -> set[int]:
+    """About `fraction` of commits 1..n_between unbuildable, in clusters of `lengths` commits;
+    the commits in `keep` always build."""
+    target = round(fraction * n_between)
+    broken: set[int] = set()
+    while len(broken) < target:
+        length = rnd.randint(*lengths)
+        start = rnd.randint(1, n_between)
+        for i in range(start, min(n_between, start + length - 1) + 1):
+            if i not in keep and len(broken) < target:
+                broken.add(i)
+    return broken
+
+
+def make_world(
+    repo: Path,
+    n_between: int,
+    *,
+    seed: int = 0,
+    broken_fraction: float = 0.0,
+    culprit: int | None = None,
+) -> World:
+    """A linear history with a planted culprit (1..n_between + 1; default random) and, when
+    broken_fraction > 0, clusters of unbuildable commits (never the culprit or its parent)."""
+    rnd = random.Random(seed)
+    if culprit is None:
+        culprit = rnd.randint(2, n_between + 1) if n_between >= 1 else 1
+    broken = (
+        broken_clusters(n_between, broken_fraction, rnd, keep={culprit, culprit - 1})
+        if broken_fraction > 0
+        else set()
+    )
+    repo.mkdir(parents=True, exist_ok=True)
+    git(repo, "init", "-q")
+    git(repo, "symbolic-ref", "HEAD", "refs/heads/main")
+    out: list[bytes] = []
+    for i in range(n_between + 2):
+        when = f"{1_700_000_000 + i * 60} +0000"
+        msg = f"change {i}".encode()
+        out += [
+            b"commit refs/heads/main\n",
+            b"mark :%d\n" % (i + 1),
+            f"author Bench <bench@example.com> {when}\n".encode(),
+            f"committer Bench <bench@example.com> {when}\n".encode(),
+            b"data %d\n%s\n" % (len(msg), msg),
+        ]
+        if i:
+            out.append(b"from :%d\n" % i)
+        files = {"state": "bad\n" if i >= culprit else "ok\n", "src.txt": f"{i}\n"}
+        if i == 0:
+            files[".gitignore"] = "out/\n"
+        for name, text in files.items():
+            data = text.encode()
+            out.append(f"M 100644 inline {name}\n".encode() + b"data %d\n%s\n" % (len(data), data))
+        if i in broken and (i - 1) not in broken:
+            out.append(b"M 100644 inline BROKEN\ndata 0\n\n")
+        elif i not in broken and (i - 1) in broken:
+            out.append(b"D BROKEN\n")
+        out.append(b"\n")
+    out.append(b"done\n")
+    marks = repo / ".git" / "bench-marks"
+    git(repo, "fast-import", "--quiet", "--done", f"--export-marks={marks}", input=b"".join(out))
+    by_mark = dict(line.split() for line in marks.read_text().splitlines())
+    shas = [by_mark[f":{i + 1}"] for i in range(n_between + 2)]
+    marks.unlink()
+    git(repo, "reset", "-q", "--hard", "main")
+    return World(repo, shas, culprit, broken)
