@@ -43,9 +43,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gitworld import World, git, git_env, make_world  # noqa: E402
+from results_md import RESULTS, write_section  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "RESULTS.md"
 SECTION = "## Bisect vs git bisect run"
 
 BUILD_SH = """\
@@ -334,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(text)
         if not args.no_write:
-            write_section(RESULTS, text)
+            write_section(SECTION, text)
             print(f"wrote {RESULTS}")
     finally:
         if args.keep:
@@ -471,24 +470,6 @@ def targets(rows: list[Row], jobs_rows, timing, n_big, args) -> list[str]:
             f"{g_med:.2f} s, ratio {ratio:.2f})."
         )
     return out
-
-
-def write_section(path: Path, section: str) -> None:
-    """Replace only our section of RESULTS.md (create the file when missing)."""
-    text = path.read_text() if path.exists() else "# Benchmark results\n\n"
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, ln in enumerate(lines) if ln.rstrip() == SECTION), None)
-    if start is None:
-        new = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = next(
-            (i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)
-        )
-        tail = "".join(lines[end:])
-        new = "".join(lines[:start]) + section + ("\n" + tail if tail else "")
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text(new)
-    os.replace(tmp, path)
 
 
 if __name__ == "__main__":
