@@ -1,7 +1,8 @@
 """Generated git histories for the bisect benchmark (bench/bisect_vs_git.py).
 
-A linear history, made in one `git fast-import` run (a 4096-commit repository takes well
-under a second): commit 0 is the good endpoint, commit N + 1 the bad one, N commits in
+A linear history, made in one `git fast-import` run by the toy world's
+`tritonbisect.toyworld.gitstream.write_history` (a 4096-commit repository takes about a
+second): commit 0 is the good endpoint, commit N + 1 the bad one, N commits in
 between. Each commit's tree holds
 
     state       "ok" before the planted culprit, "bad" from it on
@@ -12,25 +13,12 @@ between. Each commit's tree holds
 
 from __future__ import annotations
 
-import os
 import random
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Bench",
-    "GIT_AUTHOR_EMAIL": "bench@example.com",
-    "GIT_COMMITTER_NAME": "Bench",
-    "GIT_COMMITTER_EMAIL": "bench@example.com",
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
-
-
-def git_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_ENV)
-    return env
+from tritonbisect.toyworld.gitstream import CommitSpec, git_env, write_history
 
 
 def git(repo: Path, *args: str, input: bytes | None = None, check: bool = True):
@@ -93,38 +81,12 @@ def make_world(
         if broken_fraction > 0
         else set()
     )
-    repo.mkdir(parents=True, exist_ok=True)
-    git(repo, "init", "-q")
-    git(repo, "symbolic-ref", "HEAD", "refs/heads/main")
-    out: list[bytes] = []
+    specs = []
     for i in range(n_between + 2):
-        when = f"{1_700_000_000 + i * 60} +0000"
-        msg = f"change {i}".encode()
-        out += [
-            b"commit refs/heads/main\n",
-            b"mark :%d\n" % (i + 1),
-            f"author Bench <bench@example.com> {when}\n".encode(),
-            f"committer Bench <bench@example.com> {when}\n".encode(),
-            b"data %d\n%s\n" % (len(msg), msg),
-        ]
-        if i:
-            out.append(b"from :%d\n" % i)
-        files = {"state": "bad\n" if i >= culprit else "ok\n", "src.txt": f"{i}\n"}
-        if i == 0:
-            files[".gitignore"] = "out/\n"
-        for name, text in files.items():
-            data = text.encode()
-            out.append(f"M 100644 inline {name}\n".encode() + b"data %d\n%s\n" % (len(data), data))
-        if i in broken and (i - 1) not in broken:
-            out.append(b"M 100644 inline BROKEN\ndata 0\n\n")
-        elif i not in broken and (i - 1) in broken:
-            out.append(b"D BROKEN\n")
-        out.append(b"\n")
-    out.append(b"done\n")
-    marks = repo / ".git" / "bench-marks"
-    git(repo, "fast-import", "--quiet", "--done", f"--export-marks={marks}", input=b"".join(out))
-    by_mark = dict(line.split() for line in marks.read_text().splitlines())
-    shas = [by_mark[f":{i + 1}"] for i in range(n_between + 2)]
-    marks.unlink()
-    git(repo, "reset", "-q", "--hard", "main")
+        tree = {".gitignore": "out/\n", "state": "bad\n" if i >= culprit else "ok\n"}
+        tree["src.txt"] = f"{i}\n"
+        if i in broken:
+            tree["BROKEN"] = ""
+        specs.append(CommitSpec(tree, f"change {i}", timestamp=1_700_000_000 + 60 * i))
+    shas = write_history(repo, specs)
     return World(repo, shas, culprit, broken)
