@@ -101,6 +101,20 @@ def _spread(n_events: int, first: int, last: int, what: str, min_gap: int = 3) -
     return [first - 1 + round((j + 1) * gap) for j in range(n_events)]
 
 
+def _commits(plan, render, authors, *, start: int, hours_apart: int) -> list[CommitSpec]:
+    """The commits of a planned history: (state, subject, body, kind) -> CommitSpec."""
+    return [
+        CommitSpec(
+            tree=render(state),
+            subject=subject,
+            body=body,
+            author=authors[i % len(authors)],
+            timestamp=start + i * hours_apart * HOUR,
+        )
+        for i, (state, subject, body, _kind) in enumerate(plan)
+    ]
+
+
 def _llvm_history(api_breaks: int, llvm_commits: int, extra_sources: int, regression_after_breaks):
     old_idx, new_idx = 2, llvm_commits - 3
     events = [f"K{i}" for i in range(api_breaks)]
@@ -155,16 +169,7 @@ def _llvm_history(api_breaks: int, llvm_commits: int, extra_sources: int, regres
         else:
             state, subject, body = fillers.next(state)
             plan.append((state, subject, body, "filler"))
-    commits = [
-        CommitSpec(
-            tree=llvm_repo.render(s),
-            subject=subject,
-            body=body,
-            author=LLVM_AUTHORS[i % len(LLVM_AUTHORS)],
-            timestamp=BASE_TIME + i * 3 * HOUR,
-        )
-        for i, (s, subject, body, _) in enumerate(plan)
-    ]
+    commits = _commits(plan, llvm_repo.render, LLVM_AUTHORS, start=BASE_TIME, hours_apart=3)
     return commits, [kind for *_, kind in plan], old_idx, new_idx
 
 
@@ -212,16 +217,7 @@ def _triton_history(triton_commits: int, old_llvm: str, new_llvm: str, api_break
             state, subject, body = fillers.next(state)
             item = (state, subject, body, "filler")
         plan.append(item)
-    commits = [
-        CommitSpec(
-            tree=triton_repo.render(s),
-            subject=subject,
-            body=body,
-            author=TRITON_AUTHORS[i % len(TRITON_AUTHORS)],
-            timestamp=t0 + i * 2 * HOUR,
-        )
-        for i, (s, subject, body, _) in enumerate(plan)
-    ]
+    commits = _commits(plan, triton_repo.render, TRITON_AUTHORS, start=t0, hours_apart=2)
     pins = [s.llvm_hash for s, *_ in plan]
     return commits, [kind for *_, kind in plan], pins
 
@@ -250,16 +246,7 @@ def _torch_history(torch_commits: int, pins: list[str], t0: int):
             state, subject, body = fillers.next(state)
             item = (state, subject, body, "filler")
         plan.append(item)
-    commits = [
-        CommitSpec(
-            tree=torch_repo.render(s),
-            subject=subject,
-            body=body,
-            author=TORCH_AUTHORS[i % len(TORCH_AUTHORS)],
-            timestamp=t0 + i * 5 * HOUR,
-        )
-        for i, (s, subject, body, _) in enumerate(plan)
-    ]
+    commits = _commits(plan, torch_repo.render, TORCH_AUTHORS, start=t0, hours_apart=5)
     return commits, [kind for *_, kind in plan], [s.triton_pin for s, *_ in plan]
 
 
