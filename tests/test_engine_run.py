@@ -183,6 +183,8 @@ def test_report_markdown_and_json(tmp_path: Path) -> None:
     assert data["culprit"] == shas[7]
     assert data["phases"][0]["culprit_info"]["subject"] == "c7: change 7"
     assert len(data["phases"][0]["steps"]) == len(journal(home, sid))
+    for step in data["phases"][0]["steps"]:  # every step's subject, from one batched git call
+        assert step["subject"].startswith(f"c{shas.index(step['commit'])}: ")
     status = tb("status", cwd=repo, home=home)
     assert status.returncode == 0 and "found" in status.stdout
 

@@ -245,6 +245,14 @@ def test_commit_info(linear_repo):
     assert info.date == "2023-11-14T23:20:20+01:00"
 
 
+def test_subjects_of_many_commits_in_one_call(linear_repo):
+    repo, c = linear_repo
+    h = History(repo)
+    got = h.subjects([c[7], c[2], c[7]])
+    assert got == {c[7]: "Fix the thing", c[2]: h.commit_info(c[2]).subject}
+    assert h.subjects([]) == {}
+
+
 def test_file_at(linear_repo):
     repo, c = linear_repo
     h = History(repo)

@@ -130,6 +130,25 @@ class History:
         full, subject, author, email, date = out.strip("\n").split("\0")
         return CommitInfo(full, subject, author, email, date)
 
+    def subjects(self, shas: list[str]) -> dict[str, str]:
+        """{sha: subject} for many commits with one git call (a report or a phase shows the
+        subject of every step; one `git log` per step would cost a process each)."""
+        from tritonbisect.bisect.process import git as run_git
+
+        if not shas:
+            return {}
+        # the shas go on stdin: an LLVM range can have more than a command line holds
+        out = run_git(
+            ["log", "--no-show-signature", "--format=%H%x00%s", "--no-walk=unsorted", "--stdin"],
+            cwd=self.root,
+            input="\n".join(shas) + "\n",
+        )
+        found: dict[str, str] = {}
+        for line in out.splitlines():
+            sha, _, subject = line.partition("\0")
+            found[sha] = subject
+        return found
+
     def file_at(self, sha: str, path: str) -> str | None:
         """The text of `path` at commit `sha`; None when absent (or not a file) there."""
         path = path.strip("/")

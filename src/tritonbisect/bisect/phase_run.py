@@ -6,6 +6,7 @@ resumed phase replays the journal and goes on without re-running finished steps.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
@@ -79,19 +80,8 @@ class PhaseRun(SearchLoop):
         if not self._subjects_loaded:
             # one git call for every commit of the range, instead of one per step
             self._subjects_loaded = True
-            try:
-                from tritonbisect.bisect.process import git
-
-                out = git(
-                    ["log", "--format=%H%x00%s", "--no-walk=unsorted", "--stdin"],
-                    cwd=Path(self.history.root),
-                    input="\n".join([self.spec.good, *self.cands.order]) + "\n",
-                )
-                for line in out.splitlines():
-                    sha, _, subj = line.partition("\0")
-                    self._subjects[sha] = subj
-            except Exception:  # noqa: BLE001 - a subject is decoration only
-                pass
+            with contextlib.suppress(Exception):  # a subject is decoration only
+                self._subjects.update(self.history.subjects([self.spec.good, *self.cands.order]))
         if commit not in self._subjects:
             try:
                 self._subjects[commit] = self.history.commit_info(commit).subject

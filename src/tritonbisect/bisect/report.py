@@ -44,6 +44,18 @@ def _history(phase: Any) -> Any:
         return None
 
 
+def _subjects(history: Any, commits: list[str]) -> dict[str, str]:
+    """Subjects of the steps' commits, one git call for all of them (not one per step)."""
+    if history is None:
+        return {}
+    unique = list(dict.fromkeys(commits))
+    try:
+        return history.subjects(unique)
+    except Exception:  # noqa: BLE001 - e.g. a commit is gone: look them up one by one
+        infos = {c: _info(history, c) for c in unique}
+        return {c: info["subject"] for c, info in infos.items() if info}
+
+
 def _step(rec: Mapping[str, Any], subject: str) -> dict[str, Any]:
     build = rec.get("build") or {}
     tests = rec.get("tests") or []
@@ -81,15 +93,12 @@ def report_data(session: Session) -> dict[str, Any]:
     phases = []
     for phase in session.phases():
         history = _history(phase)
-        subjects: dict[str, str] = {}
-
-        def subject(commit: str, history: Any = history, subjects: dict = subjects) -> str:
-            if commit not in subjects:
-                info = _info(history, commit)
-                subjects[commit] = info["subject"] if info else ""
-            return subjects[commit]
-
         recs = [r for r in records if r.get("phase") == phase.spec.name]
+        subjects = _subjects(history, [str(r.get("commit")) for r in recs] + phase.candidates[:50])
+
+        def subject(commit: str, subjects: dict[str, str] = subjects) -> str:
+            return subjects.get(commit, "")
+
         phases.append(
             {
                 "name": phase.spec.name,
