@@ -14,9 +14,10 @@ import pytest
 
 from tritonbisect.bisect.history import History
 from tritonbisect.compat_builder import gitops, prompts
-from tritonbisect.compat_builder.agent import AgentError
+from tritonbisect.compat_builder.agent import AgentError, AgentResult
 from tritonbisect.compat_builder.claude_cli import ClaudeCliAgent
-from tritonbisect.compat_builder.state import MapState, SessionLock, session_dir
+from tritonbisect.compat_builder.fixer import Fixer, ManualFixNeeded
+from tritonbisect.compat_builder.state import FIXING, MANUAL, MapState, SessionLock, session_dir
 from tritonbisect.errors import SessionLockedError
 
 GCC_LOG = textwrap.dedent("""\
@@ -112,6 +113,44 @@ def test_state_saved_atomically_and_locked(tmp_path):
         assert proc.returncode != 0 and "SessionLockedError" in proc.stderr
         with pytest.raises(SessionLockedError):
             SessionLock(sdir).__enter__()
+
+
+
+class _ScriptedAgent:
+    """The AI side only: each run raises or returns the next scripted outcome."""
+
+    def __init__(self, *outcomes) -> None:
+        self.outcomes = list(outcomes)
+        self.runs = 0
+
+    def run(self, worktree, prompt, transcript=None):
+        self.runs += 1
+        outcome = self.outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+
+def test_fatal_agent_error_goes_manual_but_a_resume_tries_again(tmp_path):
+    llvm = _repo(tmp_path / "llvm", {"mlir/include/A.h": "int a();\n"})
+    _repo(llvm, {"mlir/include/A.h": "int b();\n"})
+    triton = _repo(tmp_path / "triton", {"lib/a.cpp": '#include "A.h"\n'})
+    sdir = tmp_path / "wd" / "compat" / "s"
+    state = MapState.create(sdir, id="s", kind="fix", triton_repo=str(triton), llvm_repo=str(llvm),
+                            worktree=str(triton), branch="main", ai="anthropic", ai_model="", max_attempts=2,
+                            smoke="true", current_triton=gitops.head(triton), phase=FIXING,
+                            incompatible=gitops.head(llvm))
+    # stale answers never reach the prober
+    agent = _ScriptedAgent(AgentError("Anthropic API: HTTP 401", fatal=True),
+                           AgentResult(summary=None, analysis="", usage={}, changed=[]))
+    with pytest.raises(ManualFixNeeded, match="HTTP 401"):
+        Fixer(state, prober=None, agent=agent).fix()
+    assert agent.runs == 1 and state.phase == MANUAL
+    state.phase = FIXING  # what `resume --ai anthropic` does
+    with pytest.raises(ManualFixNeeded, match="2 AI attempt"):
+        Fixer(state, prober=None, agent=agent).fix()
+    assert agent.runs == 2
+    assert [a["status"] for a in state.attempts] == ["agent-error", "stale"]
 
 
 FAKE_CLAUDE = """#!{python}

@@ -90,14 +90,16 @@ class Fixer:
             if last is not None and last["status"] == "started":
                 # interrupted mid-attempt: run it again from where it started
                 st.attempts.pop()
-                last = st.current_attempt()
             if len(st.attempts) >= st.max_attempts:
                 raise self._manual(f"{len(st.attempts)} AI attempt(s) did not produce a fix that builds")
-            if last is not None and last["status"] == "agent-error" and last.get("fatal"):
-                raise self._manual(f"the AI fixer cannot run: {last['reason']}")
             commit = self._attempt(base, len(st.attempts) + 1)
             if commit is not None:
                 return commit
+            # checked on this run's attempt only, so that `resume --ai ...` after the cause
+            # (a bad key, an unknown model) is mended gets a new try
+            last = st.current_attempt()
+            if last is not None and last["status"] == "agent-error" and last.get("fatal"):
+                raise self._manual(f"the AI fixer cannot run: {last['reason']}")
 
     def _attempt(self, base: str, n: int) -> str | None:
         st = self.state
