@@ -136,8 +136,8 @@ class PhaseRun(SearchLoop):
         self.phase.range_size = len(self.cands.order)
         self.recipe = recipe_from_config(spec.recipe_name, spec.recipe_config)
         self.policy = self.settings.policy()
-        self.records = self.session.records(spec.name)
-        all_records = self.session.journal.records()
+        all_records = self.session.journal.records()  # read once: phases share the journal
+        self.records = [r for r in all_records if r.get("phase") == spec.name]
         self._seq = max((int(r.get("seq", 0)) for r in all_records), default=0)
         steps = self.session.dir / "steps"
         self._dir_counter = len(list(steps.iterdir())) if steps.is_dir() else 0

@@ -20,7 +20,7 @@ class SearchLoop:
         from tritonbisect.bisect import search
 
         spec = self.spec
-        in_set = set(self.cands.order)
+        in_set = self._in_set
         search_counts: Counter[str] = Counter()
         finished_round = 0
         for rec in self.records:

@@ -178,12 +178,12 @@ def resume_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
 def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> None:
     """Show where a session stands (the latest when SESSION is omitted)."""
     from tritonbisect.bisect.display import format_eta
-    from tritonbisect.bisect.session import Session
+    from tritonbisect.bisect.session import Session, counters_of
 
     session = Session.open(resolve_workdir(workdir), session_id)
     records = session.records()
     running = session.lock.is_locked_elsewhere()
-    counters = session.counters()
+    counters = counters_of(records)  # the journal is read once
     if json_out:
         click.echo(
             json.dumps(
