@@ -162,12 +162,13 @@ class PlainUI(NullUI):
 class RichUI(PlainUI):
     """A live status line on a terminal; finished steps are printed above it."""
 
-    def __init__(self) -> None:
+    def __init__(self, console: Any = None) -> None:
+        """`console`: a rich Console to draw on (default: stderr's terminal)."""
         super().__init__(sys.stderr)
         from rich.console import Console
         from rich.live import Live
 
-        self.console = Console(stderr=True)
+        self.console = console if console is not None else Console(stderr=True)
         self._status = "starting"
         self._started = time.monotonic()
         self._phase = ""
