@@ -169,9 +169,8 @@ class SearchLoop:
         plain "command" one) has an artifact for every commit this phase built successfully;
         a recipe may also answer for other commits with `recipe.cached_commits(commits)`.
         """
-        self._caches = self.spec.prefer_cached and bool(
-            getattr(self.recipe, "caches_builds", self.recipe.name != "command")
-        )
+        # the "command" recipe says caches_builds = False itself: no special case by name here
+        self._caches = self.spec.prefer_cached and bool(getattr(self.recipe, "caches_builds", True))
         if not self._caches:
             return frozenset()
         out = {
