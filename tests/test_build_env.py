@@ -129,3 +129,39 @@ def test_user_venv_overlay_for_a_second_worker(wheels, tmp_path):
     ok, reason = overlay.install_triton(wheels["good"], SHA)
     assert ok, reason
     assert user.installed_versions(["triton"])["triton"] is None
+
+
+def test_same_wheel_again_runs_no_pip_and_another_wheel_replaces_it(wheels, tmp_path):
+    env = TargetEnv.ensure(tmp_path / "venv")
+    log = tmp_path / "install.log"
+    ok, reason = env.install_triton(wheels["good"], SHA, log=log)
+    assert ok and reason == f"triton 3.6.0+git{SHA[:8]}", reason
+    init = Path(env.site_packages()[0]) / "triton" / "__init__.py"
+    stamp = init.stat().st_mtime_ns
+    # the same wheel again: verified, not reinstalled (no pip run writes the log)
+    log.unlink()
+    ok, reason = env.install_triton(wheels["good"], SHA, log=log)
+    assert ok and reason == f"triton 3.6.0+git{SHA[:8]} (already installed)", reason
+    assert not log.exists() and init.stat().st_mtime_ns == stamp
+    # another Triton slipped in next to it: the purge runs again
+    assert env.install_wheel(wheels["pt"])[0]
+    ok, reason = env.install_triton(wheels["good"], SHA, log=log)
+    assert ok and "already installed" not in reason, reason
+    assert env.installed_versions(["pytorch-triton"])["pytorch-triton"] is None
+    assert "uninstall" in log.read_text()
+    # a different wheel replaces it (and fails the commit check, as it should)
+    ok, reason = env.install_triton(wheels["other"], SHA)
+    assert not ok and "3.6.0+gitdeadbeef" in reason
+    assert env.installed_versions(["triton"])["triton"] == "3.6.0+gitdeadbeef"
+    # ... and the good one is installed again after it, not taken for installed
+    ok, reason = env.install_triton(wheels["good"], SHA)
+    assert ok and "already installed" not in reason, reason
+
+
+def test_install_wheel_skips_a_wheel_already_there_unless_it_was_removed(wheels, tmp_path):
+    env = TargetEnv.ensure(tmp_path / "venv")
+    assert env.install_wheel(wheels["extra"]) == (True, "")
+    assert env.install_wheel(wheels["extra"]) == (True, "already installed")
+    assert env.uninstall(["toyextra"])[0]
+    assert env.install_wheel(wheels["extra"]) == (True, "")
+    assert env.installed_versions(["toyextra"])["toyextra"] == "1.0"

@@ -83,6 +83,8 @@ def test_triton_built_installed_tested_then_cached(world, workdir):
     ctx2 = step(tree, workdir, "good-again")
     res2 = recipe.prepare(good, ctx2)
     assert res2.kind is Kind.PASS and res2.cached and res2.log is None, res2
+    assert "already installed" in res2.reason  # same worker, same wheel: pip did not run
+    assert not (ctx2.log_dir / "install.log").exists()
     assert not (ctx2.log_dir / "build.log").exists()
     assert not (ctx2.log_dir / "llvm-build.log").exists()
     assert recipe.test(good, ctx2).returncode == 0

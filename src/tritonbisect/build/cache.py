@@ -67,7 +67,7 @@ def _now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -101,7 +101,7 @@ def _manifest(artifact: Path) -> tuple[dict[str, dict[str, Any]], int]:
             files[rel] = {"link": os.readlink(p)}
             continue
         size = p.stat().st_size
-        files[rel] = {"sha256": _sha256(p), "size": size}
+        files[rel] = {"sha256": file_sha256(p), "size": size}
         total += size
     return files, total
 
@@ -256,7 +256,7 @@ class ArtifactCache:
             try:
                 if p.stat().st_size != info["size"]:
                     return f"size of {rel} changed"
-                if _sha256(p) != info["sha256"]:
+                if file_sha256(p) != info["sha256"]:
                     return f"checksum of {rel} does not match"
             except OSError:
                 return f"file {rel} missing"
@@ -314,6 +314,17 @@ class ArtifactCache:
         finally:
             if stage is not None:
                 _rmtree(stage)
+
+    def recorded_sha256(self, artifact: Path) -> str | None:
+        """The sha256 meta.json records for a file artifact returned by get/put (verified
+        by that call), so a caller needing its digest does not hash it again; None when
+        `artifact` is not a file entry of this cache."""
+        artifact = Path(artifact)
+        if artifact.parent.parent != self.entries_dir:
+            return None
+        meta = self._read_meta(artifact.parent) or {}
+        info = (meta.get("files") or {}).get(".") if meta.get("artifact") == artifact.name else None
+        return info.get("sha256") if isinstance(info, dict) else None
 
     def _touch(self, edir: Path) -> None:
         with contextlib.suppress(OSError):

@@ -18,9 +18,12 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from tritonbisect.build.cache import file_sha256
 from tritonbisect.build.proc import prepend_path, read_tail, run_logged
 
 TRITON_DISTRIBUTIONS = ("triton", "pytorch-triton", "pytorch-triton-rocm")
+# in the env's root: {distribution: sha256 of the wheel we last installed there, verified}
+INSTALLED_MARKER = ".tritonbisect-installed.json"
 _TOOL_TIMEOUT = 1800.0  # pip install of a wheel; venv creation
 
 
@@ -261,43 +264,84 @@ class TargetEnv:
             return False, f"pip uninstall {' '.join(present)} failed: {_last_line(tail)}"
         return True, ""
 
-    def install_wheel(self, wheel: Path, *, log: Path | None = None) -> tuple[bool, str]:
-        """pip install --no-deps --force-reinstall the wheel (the env's other packages stay)."""
-        rc, tail = self.pip(["install", "--no-deps", "--force-reinstall", str(wheel)], log=log)
-        if rc != 0:
-            return False, f"pip install {Path(wheel).name} failed: {_last_line(tail)}"
-        return True, ""
+    def install_wheel(self, wheel: Path, *, log: Path | None = None,
+                      digest: str | None = None) -> tuple[bool, str]:
+        """pip install --no-deps --force-reinstall the wheel (the env's other packages stay).
 
-    def install_triton(self, wheel: Path, commit: str, *, log: Path | None = None) -> tuple[bool, str]:
+        Skipped ("already installed") when this env already holds exactly that wheel: the
+        marker records the sha256 of the last wheel we installed per distribution, and the
+        installed version must still be the wheel's. `digest`: the wheel's sha256 when the
+        caller knows it (e.g. from the artifact cache), else the file is hashed."""
+        dist, version = _wheel_dist(wheel)
+        digest = digest or file_sha256(Path(wheel))
+        if self._marked(dist, digest) and self.installed_versions([dist]).get(dist) == version:
+            return True, "already installed"
+        ok, reason = self._pip_install(wheel, dist, log)
+        if ok:
+            self._mark(dist, digest)
+        return ok, reason
+
+    def install_triton(self, wheel: Path, commit: str, *, log: Path | None = None,
+                       digest: str | None = None) -> tuple[bool, str]:
         """Purge every Triton distribution, install the wheel, and check that the installed
         version carries `+git<sha[:8]>` of the commit under test.
 
         pytorch-triton(-rocm) are uninstalled first; `triton` itself is replaced by
         `pip install --force-reinstall` (which uninstalls it first: one pip run less per step).
-        """
+        When the env already holds exactly this wheel (marker, as in install_wheel) and the
+        check passes with no other Triton next to it, pip is not run at all (a re-test on the
+        worker that just tested the commit, a resumed session)."""
+        dist, version = _wheel_dist(wheel)
+        digest = digest or file_sha256(Path(wheel))
+        if self._marked(dist, digest):
+            versions = self.installed_versions(TRITON_DISTRIBUTIONS)
+            ok, how = _check_triton(versions, commit, self.root)
+            if ok and versions.get(dist) == version:
+                return True, f"{how} (already installed)"
         ok, reason = self.uninstall([d for d in TRITON_DISTRIBUTIONS if d != "triton"], log=log)
         if not ok:
             return False, reason
-        ok, reason = self.install_wheel(wheel, log=log)
+        ok, reason = self._pip_install(wheel, dist, log)
         if not ok:
             return False, reason
-        return self.verify_triton(commit)
+        ok, how = self.verify_triton(commit)
+        if ok:
+            self._mark(dist, digest)
+        return ok, how
 
     def verify_triton(self, commit: str) -> tuple[bool, str]:
-        versions = self.installed_versions(TRITON_DISTRIBUTIONS)
-        version = versions.get("triton")
-        want = f"+git{commit[:8]}"
-        if version is None:
-            return False, f"triton is not installed in {self.root} after installing the wheel"
-        others = [f"{n} {v}" for n, v in versions.items() if n != "triton" and v is not None]
-        if others:
-            return False, f"another Triton is still installed next to it: {', '.join(others)}"
-        if not version.endswith(want):
-            return False, (
-                f"installed triton is {version}, expected a version ending in {want} "
-                f"(commit {commit[:12]}); the build did not come from the commit under test"
-            )
-        return True, f"triton {version}"
+        return _check_triton(self.installed_versions(TRITON_DISTRIBUTIONS), commit, self.root)
+
+    def _pip_install(self, wheel: Path, dist: str, log: Path | None) -> tuple[bool, str]:
+        """The forced pip install; the marker forgets `dist` first, so a failed or interrupted
+        install is never taken for the previous wheel."""
+        self._mark(dist, None)
+        rc, tail = self.pip(["install", "--no-deps", "--force-reinstall", str(wheel)], log=log)
+        if rc != 0:
+            return False, f"pip install {Path(wheel).name} failed: {_last_line(tail)}"
+        return True, ""
+
+    def _marks(self) -> dict[str, str]:
+        try:
+            data = json.loads((self.root / INSTALLED_MARKER).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _marked(self, dist: str, digest: str) -> bool:
+        return self._marks().get(dist) == digest
+
+    def _mark(self, dist: str, digest: str | None) -> None:
+        marks = self._marks()
+        if marks.get(dist) == digest:
+            return
+        marks.pop(dist, None)
+        if digest is not None:
+            marks[dist] = digest
+        path = self.root / INSTALLED_MARKER
+        tmp = path.with_name(f"{path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(marks, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
 
     # --- running tests -----------------------------------------------------------------------
 
@@ -325,6 +369,30 @@ _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 def _req_name(req: str) -> str:
     m = _NAME.match(req)
     return m.group(1) if m else req.strip()
+
+
+def _wheel_dist(wheel: Path) -> tuple[str, str]:
+    """(normalized distribution name, version) from a wheel's file name (PEP 427)."""
+    parts = Path(wheel).name.split("-")
+    name = re.sub(r"[-_.]+", "-", parts[0]).lower()
+    return name, (parts[1] if len(parts) > 1 else "")
+
+
+def _check_triton(versions: Mapping[str, str | None], commit: str, root: Path) -> tuple[bool, str]:
+    """Only `triton` is installed, at a version ending in +git<sha8> of commit."""
+    version = versions.get("triton")
+    want = f"+git{commit[:8]}"
+    if version is None:
+        return False, f"triton is not installed in {root} after installing the wheel"
+    others = [f"{n} {v}" for n, v in versions.items() if n != "triton" and v is not None]
+    if others:
+        return False, f"another Triton is still installed next to it: {', '.join(others)}"
+    if not version.endswith(want):
+        return False, (
+            f"installed triton is {version}, expected a version ending in {want} "
+            f"(commit {commit[:12]}); the build did not come from the commit under test"
+        )
+    return True, f"triton {version}"
 
 
 def _last_line(text: str) -> str:

@@ -176,7 +176,8 @@ class TorchRecipe(TritonRecipe):
         if wb.kind is not Kind.PASS or wb.wheel is None:
             return PrepareResult(wb.kind, wb.reason, cached=cached, seconds=time.monotonic() - start, log=wb.log)
         try:
-            ok, reason = env.install_wheel(wb.wheel, log=ctx.log_dir / "install.log")
+            ok, reason = env.install_wheel(wb.wheel, log=ctx.log_dir / "install.log",
+                                           digest=self.cache(ctx).recorded_sha256(wb.wheel))
         except EnvError as exc:
             ok, reason = False, str(exc)
         if not ok:

@@ -342,8 +342,11 @@ class TritonRecipe:
         return sha, self.build_llvm_at(llvm_tree, sha, ctx)
 
     def install(self, env: TargetEnv, wheel: Path, commit: str, ctx: StepContext) -> tuple[bool, str]:
+        """Install and verify; pip is skipped when the env already holds this very wheel
+        (its digest comes from the cache entry, which the lookup just verified)."""
         try:
-            return env.install_triton(wheel, commit, log=ctx.log_dir / "install.log")
+            return env.install_triton(wheel, commit, log=ctx.log_dir / "install.log",
+                                      digest=self.cache(ctx).recorded_sha256(wheel))
         except EnvError as exc:
             return False, str(exc)
 
