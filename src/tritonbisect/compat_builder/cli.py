@@ -22,6 +22,7 @@ from tritonbisect.compat_builder.mapper import Mapper, llvm_range, read_llvm_has
 from tritonbisect.compat_builder.probe import COMPATIBLE, DEFAULT_SMOKE, SKIP, Prober
 from tritonbisect.compat_builder.state import (
     DONE,
+    FIXING,
     MANUAL,
     MapState,
     SessionLock,
@@ -270,7 +271,7 @@ def resume_command(session, fix_commit, ai, ai_model, max_attempts, ai_timeout, 
             commit = mapper.accept_manual_fix(fix_commit)
             _echo(f"fix {commit[:12]} builds against LLVM {state.fixes[-1]['llvm'][:12]}; accepted")
         elif state.phase == MANUAL and (ai is not None or max_attempts is not None):
-            state.phase = "fixing"  # a new round of attempts was asked for
+            state.phase = FIXING  # a new round of attempts was asked for
             state.save("retry-ai")
         _run(state, mapper)
 

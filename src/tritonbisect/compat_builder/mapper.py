@@ -105,7 +105,7 @@ class Mapper:
     def _search_start(self) -> str:
         """The good end of the search range."""
         st = self.state
-        if st.strategy == "restart" and st.pairs:
+        if self._whole_range():
             return st.old_llvm  # the benchmark baseline: the whole range after every fix
         return st.current_good
 
@@ -113,7 +113,7 @@ class Mapper:
         """The Triton commit probed at `llvm`: the current one; in the baseline strategy the
         one the map so far assigns to it."""
         st = self.state
-        if st.strategy == "restart" and st.pairs:
+        if self._whole_range():
             order = self._order(st.old_llvm, st.new_llvm)
             pos = order.index(llvm) if llvm in order else -1
             for triton, last in st.pairs:
@@ -165,6 +165,7 @@ class Mapper:
         return result.verdict
 
     def _whole_range(self) -> bool:
+        """The baseline strategy after its first fix: every search spans the whole bump."""
         return self.state.strategy == "restart" and bool(self.state.pairs)
 
     def reverify(self, culprit: str, order: list[str], *, first_candidate: str | None = None) -> None:
