@@ -79,12 +79,16 @@ def test_triton_built_installed_tested_then_cached(world, workdir):
     assert run.returncode == 0, run.log.read_text()
     assert "PASS" in run.log.read_text()
 
-    # the same commit again: a cache hit, nothing compiled, no build log
+    # the same commit again: a cache hit, nothing compiled, no build log, and llvm-project
+    # is not even checked out (checkout_worktree would `git clean` this untracked file away)
+    [llvm_tree] = (workdir / "worktrees").glob("llvm-*/for-*")
+    (llvm_tree / "untracked-marker").write_text("x")
     ctx2 = step(tree, workdir, "good-again")
     res2 = recipe.prepare(good, ctx2)
     assert res2.kind is Kind.PASS and res2.cached and res2.log is None, res2
     assert "already installed" in res2.reason  # same worker, same wheel: pip did not run
     assert not (ctx2.log_dir / "install.log").exists()
+    assert (llvm_tree / "untracked-marker").exists()
     assert not (ctx2.log_dir / "build.log").exists()
     assert not (ctx2.log_dir / "llvm-build.log").exists()
     assert recipe.test(good, ctx2).returncode == 0

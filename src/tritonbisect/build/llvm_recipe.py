@@ -160,9 +160,7 @@ def build_llvm(
     log = Path(log)
     env = dict(os.environ if env is None else env)
     key = llvm_cache_key(repo_id, commit, config, env)
-
-    cached = cached_build(cache, key, commit, log, LLVMBuild, name="LLVM",
-                          hit_reason="LLVM taken from the cache")
+    cached = cached_llvm(cache, key, commit, log)
     if cached is not None:
         return cached
 
@@ -226,6 +224,13 @@ def build_llvm(
         return LLVMBuild(Kind.PASS, "LLVM built", stored, False, time.monotonic() - start, log)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def cached_llvm(cache: ArtifactCache, key: str, commit: str, log: Path) -> LLVMBuild | None:
+    """The LLVM of `key` from the cache (or its recorded failure); None when it must be
+    built. Callers that need a source checkout only to build ask this first."""
+    return cached_build(cache, key, commit, log, LLVMBuild, name="LLVM",
+                        hit_reason="LLVM taken from the cache")
 
 
 def cached_build(cache: ArtifactCache, key: str, commit: str, log: Path, result: Callable[..., T],

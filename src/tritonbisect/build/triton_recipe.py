@@ -52,7 +52,15 @@ from tritonbisect.build.gitutil import (
     checkout_worktree,
     resolve_commit,
 )
-from tritonbisect.build.llvm_recipe import LLVMBuild, LLVMConfig, build_llvm, cached_build, llvm_env
+from tritonbisect.build.llvm_recipe import (
+    LLVMBuild,
+    LLVMConfig,
+    build_llvm,
+    cached_build,
+    cached_llvm,
+    llvm_cache_key,
+    llvm_env,
+)
 from tritonbisect.build.recipes import (
     PrepareResult,
     StepContext,
@@ -270,6 +278,7 @@ class TritonRecipe:
         self.llvm_config = LLVMConfig.from_dict(config.get("llvm"))
         self._envs = EnvPool(config.get("venv"), config.get("python"))
         self._repo_ids: dict[str, str] = {}
+        self._pins: dict[tuple[str, str], str] = {}
 
     def config(self) -> dict[str, Any]:
         return dict(self._config)
@@ -325,20 +334,36 @@ class TritonRecipe:
             env={**base_build_env(), **ctx.env}, timeout=self.build_timeout, runner=step_runner(ctx),
         )
 
+    def resolve_pin(self, repo: Path, pin: str, *, what: str) -> str:
+        """resolve_commit, once per full-sha pin (consecutive commits mostly share a pin)."""
+        key = (str(repo), pin)
+        sha = self._pins.get(key)
+        if sha is None:
+            sha = resolve_commit(repo, pin, what=what)
+            if re.fullmatch(r"[0-9a-f]{40}", pin):  # a name (branch, tag) may move: not kept
+                self._pins[key] = sha
+        return sha
+
     def pinned_llvm(self, tree: Path, ctx: StepContext) -> tuple[str, LLVMBuild]:
-        """Build the LLVM the Triton tree pins, from llvm_dir. Raises GitFailure (INFRA)."""
+        """Build the LLVM the Triton tree pins, from llvm_dir. Raises GitFailure (INFRA).
+        A cached LLVM is taken without checking llvm-project out (a checkout is seconds)."""
         assert self.llvm_dir is not None
         try:
             pin = (tree / HASH_FILE).read_text(encoding="utf-8").split()[0]
         except (OSError, IndexError):
             raise PinMissing(f"{HASH_FILE} is missing or empty: cannot tell which LLVM to build") from None
-        sha = resolve_commit(self.llvm_dir, pin, what=f"LLVM commit {pin[:12]} (pinned in {HASH_FILE})")
-        llvm_tree = checkout_worktree(
-            self.llvm_dir,
-            self.workdir(ctx) / "worktrees" / f"llvm-{self.repo_id(self.llvm_dir)[:12]}"
-            / f"for-{self.worker_tag(ctx)}",
-            sha,
-        )
+        sha = self.resolve_pin(self.llvm_dir, pin,
+                               what=f"LLVM commit {pin[:12]} (pinned in {HASH_FILE})")
+        wt = (self.workdir(ctx) / "worktrees" / f"llvm-{self.repo_id(self.llvm_dir)[:12]}"
+              / f"for-{self.worker_tag(ctx)}")
+        if (wt / ".git").exists():
+            # the key build_llvm_at(wt) uses (repo_id of the worktree, memoized per path)
+            key = llvm_cache_key(self.repo_id(wt), sha, self.llvm_config,
+                                 {**base_build_env(), **ctx.env})
+            hit = cached_llvm(self.cache(ctx), key, sha, ctx.log_dir / "llvm-build.log")
+            if hit is not None:
+                return sha, hit
+        llvm_tree = checkout_worktree(self.llvm_dir, wt, sha)
         return sha, self.build_llvm_at(llvm_tree, sha, ctx)
 
     def install(self, env: TargetEnv, wheel: Path, commit: str, ctx: StepContext) -> tuple[bool, str]:
