@@ -284,3 +284,39 @@ def test_repo_id_with_several_roots(merge_repo, tmp_path):
         assert History(repo).repo_id() == min(n["root"], names["r"])
     finally:
         git(repo, "checkout", "-q", "main")
+
+
+def test_repo_id_does_not_move_when_a_younger_root_is_merged(tmp_path):
+    """llvm-project has many roots: a cache key must be the same at commits before and after
+    another root is merged in, even when that root's sha sorts first."""
+    from tritonbisect.bisect.history import root_identity
+
+    repo = tmp_path / "multi-root"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+
+    def commit(msg: str, when: int) -> str:
+        stamp = f"{when} +0000"
+        subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", msg], cwd=repo, check=True,
+                       env={**GIT_ENV, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
+        return git(repo, "rev-parse", "HEAD").strip()
+
+    first_root = commit("the project's first commit", 1_000_000_000)
+    before_merge = commit("main line", 1_000_000_100)
+    for attempt in range(64):  # a younger root whose sha sorts before the first one
+        git(repo, "checkout", "-q", "--orphan", f"import{attempt}")
+        other_root = commit(f"imported project {attempt}", 1_000_000_200)
+        if other_root < first_root:
+            break
+    else:
+        pytest.skip("no younger root with a smaller sha in 64 tries")
+    git(repo, "checkout", "-q", "main")
+    subprocess.run(["git", "merge", "-q", "--allow-unrelated-histories", "-m", "merge import",
+                    other_root], cwd=repo, check=True,
+                   env={**GIT_ENV, "GIT_AUTHOR_DATE": "1000000300 +0000",
+                        "GIT_COMMITTER_DATE": "1000000300 +0000"})
+    after_merge = History(repo).repo_id()
+    assert after_merge == first_root
+    git(repo, "checkout", "-q", "--detach", before_merge)
+    assert History(repo).repo_id() == first_root
+    assert root_identity(repo) == first_root

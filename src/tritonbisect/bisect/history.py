@@ -166,13 +166,34 @@ class History:
         return None
 
     def repo_id(self) -> str:
-        """Stable identity of the repository for cache keys: its root commit (sorted first)."""
+        """Stable identity of the repository for cache keys (see `root_identity`)."""
         for spec in ("HEAD", "--all"):
             try:
-                out = self._git.rev_list("--max-parents=0", spec)
+                out = self._git.log("--max-parents=0", "--format=%ct %H", spec)
             except git.GitCommandError:
                 continue
-            roots = sorted(out.split())
-            if roots:
-                return roots[0]
+            if out.strip():
+                return oldest_root(out)
         raise InputError(f"{self.root} has no commits")
+
+
+def oldest_root(log_output: str) -> str:
+    """The oldest root commit in `git log --max-parents=0 --format='%ct %H'` output.
+
+    Not the smallest sha: a repository with several roots (llvm-project has many) shows a
+    worktree at an old commit only some of them, and a cache key must not depend on where a
+    worktree's HEAD is. The project's first commit is reachable from every later commit.
+    """
+    roots = [line.split() for line in log_output.splitlines() if line.strip()]
+    return min((int(stamp), sha) for stamp, sha in roots)[1]
+
+
+def root_identity(repo: Path, env: dict[str, str] | None = None) -> str | None:
+    """`History(repo).repo_id()` without GitPython, for the build layer's hot path."""
+    import subprocess
+
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "log", "--max-parents=0", "--format=%ct %H", "HEAD"],
+        capture_output=True, text=True, timeout=120, env=env, check=False,
+    )
+    return oldest_root(proc.stdout) if proc.returncode == 0 and proc.stdout.strip() else None

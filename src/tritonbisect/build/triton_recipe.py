@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tritonbisect.bisect.history import root_identity
 from tritonbisect.bisect.outcome import RESULT_ENV_VAR, Kind, read_result_json
 from tritonbisect.build.cache import ArtifactCache
 from tritonbisect.build.env import EnvError, TargetEnv
@@ -300,15 +301,10 @@ class TritonRecipe:
         return self._envs.get(ctx)
 
     def repo_id(self, repo: Path) -> str:
-        """The root commit of the repository (stable across clones and worktrees)."""
+        """The repository's identity for cache keys, as `History.repo_id` gives it."""
         key = str(repo)
         if key not in self._repo_ids:
-            out = subprocess.run(
-                ["git", "-C", str(repo), "rev-list", "--max-parents=0", "HEAD"],
-                capture_output=True, text=True, timeout=120, env=base_build_env(),
-            )
-            roots = sorted(out.stdout.split())
-            self._repo_ids[key] = roots[0] if roots else str(repo)
+            self._repo_ids[key] = root_identity(repo, env=base_build_env()) or str(repo)
         return self._repo_ids[key]
 
     def build_wheel(self, source: Path, commit: str, ctx: StepContext, env: TargetEnv, *,
