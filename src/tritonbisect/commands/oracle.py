@@ -11,7 +11,6 @@ that cannot be reproduced) are one line on stderr and exit 2.
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 
 import click
@@ -75,30 +74,22 @@ def repro(trace: Path, kernel: str | None, launch_id: int | None, line: int | No
 @click.option("--kernel", "kernels", multiple=True, metavar="PATTERN",
               help="Trace only kernels matching this fnmatch pattern (repeatable).")
 @click.option("--max-blob-launches", type=int, default=16, show_default=True,
-              help="Save tensor data for at most this many launches per kernel (0: statistics only).")
+              help="Save tensor data for at most this many launches per kernel and process (0: statistics only).")
+@click.option("--outputs-after/--no-outputs-after", default=True, show_default=True,
+              help="Record every tensor argument after the launch (a device sync per launch with blobs).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def trace(out_dir: Path, kernels: tuple[str, ...], max_blob_launches: int, command: tuple[str, ...]) -> None:
+def trace(out_dir: Path, kernels: tuple[str, ...], max_blob_launches: int, outputs_after: bool,
+          command: tuple[str, ...]) -> None:
     """Run a program with tracing in tritonparse's format, recording each launch's tensors
-    before and (after a device sync) after the kernel ran: `tritonbisect trace --out DIR -- python app.py`."""
-    from tritonbisect.tritonparse.reader import load_trace
+    before and (after a device sync) after the kernel ran: `tritonbisect trace --out DIR -- python app.py`.
+    Exits with the program's exit status."""
     from tritonbisect.tritonparse.trace_cmd import run_traced
+    from tritonbisect.tritonparse.trace_summary import summary_lines
 
-    run = run_traced(list(command), out_dir, kernels=kernels, max_blob_launches=max_blob_launches)
-    if not run.files:
-        click.echo(
-            f"tritonbisect trace: no trace written to {out_dir}: the program launched no Triton kernel "
-            "(or ran python with -I/-S, which ignores PYTHONPATH)",
-            err=True,
-        )
-    else:
-        tr = load_trace(out_dir)
-        with_after = sum(1 for launch in tr.launches if launch.after)
-        names = ", ".join(tr.kernels())
-        click.echo(
-            f"trace written to {out_dir}: {len(tr.compilations)} compilations, {len(tr.launches)} launches "
-            f"({with_after} with outputs after the launch) of {names}"
-        )
-        click.echo(f"  next: tritonbisect info {shlex.quote(str(out_dir))}")
+    run = run_traced(list(command), out_dir, kernels=kernels, max_blob_launches=max_blob_launches,
+                     outputs_after=outputs_after)
+    for line, to_stderr in summary_lines(run):
+        click.echo(line, err=to_stderr)
     raise click.exceptions.Exit(run.returncode)
 
 

@@ -85,6 +85,7 @@ class Launch:
     seq: Any = None  # tritonbisect tracer's launch sequence number (joins the exit event)
     after: dict[str, Any] = field(default_factory=dict)  # arg name -> after-launch record
     index: int = -1  # index among the launches of its kernel, set by Trace
+    benchmark: bool = False  # tritonbisect tracer: made while an autotuner benchmarked configs
 
     @property
     def graph_capture(self) -> bool:
@@ -94,6 +95,8 @@ class Launch:
     @property
     def autotune_benchmark(self) -> bool:
         """A launch made by the autotuner while benchmarking configs (not the real call)."""
+        if self.benchmark:
+            return True
         for frame in self.stack or []:
             fname = str(frame.get("filename", ""))
             if fname.endswith("autotuner.py") and frame.get("name") in ("_bench", "benchmark", "kernel_call"):
@@ -392,7 +395,18 @@ def _launch_from(record: dict, tf: TraceFile, line: int, order: tuple) -> Launch
         stream=record.get("stream"),
         stack=record.get("stack") or [],
         seq=record.get("tritonbisect_launch_seq"),
+        benchmark=record.get("tritonbisect_benchmark") is True,
     )
+
+
+def _richer_source(payload: dict, known: Compilation) -> bool:
+    """A compilation record of an already known kernel hash replaces the known one when it
+    holds the kernel's whole source file and the known one does not (the tritonbisect tracer
+    records a kernel compiled in another process again at its first launch, sometimes with
+    only the function's source)."""
+    new = payload.get("python_source") or {}
+    old = known.python_source or {}
+    return "function_start_line" in new and "function_start_line" not in old
 
 
 def load_trace(path: Path | str) -> Trace:
@@ -415,7 +429,7 @@ def load_trace(path: Path | str) -> Trace:
                 if not h:
                     skipped["compilation without hash"] += 1
                     continue
-                if h not in compilations:
+                if h not in compilations or _richer_source(payload, compilations[h]):
                     compilations[h] = Compilation(
                         hash=h,
                         name=str(meta.get("name") or "?"),
