@@ -180,6 +180,35 @@ def test_program_ending_without_shutdown(tmp_path: Path, how: str, status: int) 
     assert blob(tr.launches[0].after["out_ptr"], pair.trace).equal(outputs["first"])
 
 
+@pytest.mark.parametrize("interpret", [True, False], ids=["interpreter", "compiled"])
+def test_descriptor_and_tuple_arguments(tmp_path: Path, interpret: bool) -> None:
+    """Host-side TensorDescriptors as tritonparse 0.6 records them (base tensor with its blob,
+    shape, strides, block_shape, padding), tuples with the record of each element, and
+    both recorded again after the launch."""
+    pair = run_both(tmp_path, "descriptors.py", interpret=interpret)
+    outputs = assert_same_program(pair, 0)
+    tr = load_trace(pair.trace)
+    tma, tup = tr.launches_of("tma_scale")[0], tr.launches_of("tuple_axpy")[0]
+
+    desc = tma.args["a_desc"]
+    assert desc["type"] == "TensorDescriptor"
+    assert (desc["shape"], desc["strides"], desc["block_shape"], desc["padding"]) == ([64, 48], [48, 1], [32, 16],
+                                                                                       "zero")
+    assert desc["round_f32_to_tf32"] is False
+    assert desc["base"]["type"] == "tensor" and desc["base"]["shape"] == [64, 48]
+    assert blob(desc["base"], pair.trace).equal(outputs["a"])
+    assert not blob(tma.args["c_desc"]["base"], pair.trace).any()
+    assert blob(tma.after["c_desc"]["base"], pair.trace).equal(outputs["c"])
+    assert "s" not in tma.after  # only arguments that hold tensors are recorded after
+
+    ptrs = tup.args["ptrs"]
+    assert ptrs["type"] == "tuple" and ptrs["repr"].startswith("(tensor(shape=[300]")
+    assert [e["type"] for e in ptrs["elements"]] == ["tensor"] * 3
+    assert blob(ptrs["elements"][0], pair.trace).equal(outputs["x"])
+    assert blob(tup.after["ptrs"]["elements"][2], pair.trace).equal(outputs["out"])
+    assert tup.args["alpha"] == {"type": "float", "value": 0.25}
+
+
 def test_tracer_failures_are_counted_not_raised(tmp_path: Path) -> None:
     """An argument the tracer cannot record, and a trace folder that takes no tensor data:
     the program runs as untraced, and `trace` says what was lost, and why."""

@@ -6,6 +6,12 @@
   data is saved, `tensor_hash, blob_path, blob_size, blob_size_uncompressed, compression,
   serialization_method` (`torch.save` of the CPU tensor in `saved_tensors/<hh>/<hash>.bin`,
   `.bin.gz` from 1 MiB).
+- host-side `TensorDescriptor` (triton.tools.tensor_descriptor): `{"type": "TensorDescriptor",
+  "base": <tensor record>, "shape", "strides", "block_shape", "padding"}` as tritonparse writes
+  it; plus `round_f32_to_tf32` where the class has that field (Triton >= 3.5).
+- tuple: `{"type": "tuple", "repr": ...}` as tritonparse writes it, plus `"elements"`: the
+  record of each element, recursively, so the tuple can be rebuilt (tritonparse's repr
+  cannot); a namedtuple also gets `"fields"`.
 - bool/int/float: `{"type", "value"}`; str: `{"type", "value", "length"}`; anything else:
   `{"type": <class name>, "repr": <str, 200 chars at most>}`.
 """
@@ -20,6 +26,7 @@ from . import config, sink
 
 COMPRESS_AT = 1 << 20  # blobs of 1 MiB or more are gzipped (.bin.gz), as tritonparse does
 STATS_MAX_NUMEL = 1 << 27  # past this, min/max/mean/std would need a large temporary copy
+MAX_DEPTH = 8
 
 _state = globals().get("_state") or {"blob_paths": {}, "blob_launches": {}}
 
@@ -31,6 +38,21 @@ def _torch():
 def is_tensor(value):
     torch = _torch()
     return torch is not None and isinstance(value, torch.Tensor)
+
+
+def is_tensor_descriptor(value):
+    cls = type(value)
+    return cls.__name__ == "TensorDescriptor" and "triton" in (getattr(cls, "__module__", "") or "")
+
+
+def _short_repr(value, depth=0):
+    """A cheap repr: never prints tensor data (that would copy it off the device)."""
+    if is_tensor(value):
+        return "tensor(shape=%s, dtype=%s, device=%s)" % (list(value.shape), value.dtype, value.device)
+    if isinstance(value, tuple) and depth < MAX_DEPTH:
+        inner = ", ".join(_short_repr(v, depth + 1) for v in value)
+        return "(%s%s)" % (inner, "," if len(value) == 1 else "")
+    return str(value)
 
 
 def _truncate(text, limit=200):
@@ -121,25 +143,60 @@ def tensor_record(value, blobs, stats, kernel=None):
     return info
 
 
-def arg_record(value, blobs, stats=True, kernel=None):
+def arg_record(value, blobs, stats=True, kernel=None, depth=0):
     """The record of one kernel argument (see the module docstring)."""
     if is_tensor(value):
         return tensor_record(value, blobs, stats, kernel)
+    if is_tensor_descriptor(value):
+        return descriptor_record(value, blobs, stats, kernel)
     if isinstance(value, (bool, int, float)):
         return {"type": type(value).__name__, "value": value}
     if isinstance(value, str):
         return {"type": "str", "value": value, "length": len(value)}
     if value is None:
         return {"type": "NoneType", "repr": "None"}
+    if isinstance(value, tuple) and depth < MAX_DEPTH:
+        info = {"type": type(value).__name__, "repr": _truncate(_short_repr(value)),
+                "elements": [arg_record(v, blobs, stats, kernel, depth + 1) for v in value]}
+        if hasattr(value, "_fields"):
+            info["fields"] = list(value._fields)
+        return info
     return {"type": type(value).__name__, "repr": _truncate(str(value))}
 
 
-def holds_tensors(value):
-    return is_tensor(value)
+def descriptor_record(value, blobs, stats, kernel=None):
+    info = {"type": "TensorDescriptor"}
+    base = getattr(value, "base", None)
+    if is_tensor(base):
+        info["base"] = tensor_record(base, blobs, stats, kernel)
+    for field in ("shape", "strides", "block_shape"):
+        if hasattr(value, field):
+            info[field] = [int(x) for x in getattr(value, field)]
+    padding = getattr(value, "padding", "zero")
+    info["padding"] = str(getattr(padding, "value", padding)) if padding else "zero"
+    if hasattr(value, "round_f32_to_tf32"):
+        info["round_f32_to_tf32"] = bool(value.round_f32_to_tf32)
+    layout = getattr(value, "layout", None)
+    if layout is not None:  # Gluon's descriptors carry a shared-memory layout
+        info["layout"] = _truncate(str(layout), 500)
+    return info
 
 
-def tensors_in(value):
-    return [value] if is_tensor(value) else []
+def holds_tensors(value, depth=0):
+    if is_tensor(value) or (is_tensor_descriptor(value) and is_tensor(getattr(value, "base", None))):
+        return True
+    return isinstance(value, tuple) and depth < MAX_DEPTH and any(holds_tensors(v, depth + 1) for v in value)
+
+
+def tensors_in(value, depth=0):
+    if is_tensor(value):
+        return [value]
+    if is_tensor_descriptor(value):
+        base = getattr(value, "base", None)
+        return [base] if is_tensor(base) else []
+    if isinstance(value, tuple) and depth < MAX_DEPTH:
+        return [t for v in value for t in tensors_in(v, depth + 1)]
+    return []
 
 
 def synchronize(tensors):
