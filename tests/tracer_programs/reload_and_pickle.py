@@ -29,6 +29,7 @@ def main():
         importlib.reload(sys.modules[name])
     print("pickles after a reload:", pickles())
     outs["after"] = mp_kernels.axpy(x, y, 2.0)
+    outs["one"] = mp_kernels.axpy(x[:1], y[:1], 3.0)
     save(outs)
 
 

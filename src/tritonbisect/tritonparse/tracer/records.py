@@ -129,9 +129,11 @@ def tensor_record(value, blobs, stats, kernel=None):
                 import torch
 
                 f = value.detach().float()
+                # std of one element would warn into the program's stderr; it is 0 here
+                std = f.std() if value.numel() > 1 else f.new_zeros(())
                 # one device->host copy for the four numbers, not four
                 info["min"], info["max"], info["mean"], info["std"] = torch.stack(
-                    [f.min(), f.max(), f.mean(), f.std()]).tolist()
+                    [f.min(), f.max(), f.mean(), std]).tolist()
             except Exception as exc:
                 info["tensor_capture_error"] = str(exc)
     if blobs:
