@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from oracle_support import REPO, cli, needs_torch_triton
+from real_triton import triton_release_python
 from tritonbisect.tritonparse.reader import load_trace, resolve_blob
 from tritonbisect.tritonparse.trace_cmd import exit_status
 
@@ -54,18 +55,19 @@ def _env(tmp: Path, way: str, interpret: bool) -> dict:
     return env
 
 
-def run_both(tmp: Path, program: str, *args: str, interpret: bool = True, timeout: float = 240) -> Pair:
-    """The program untraced and traced, side by side (two processes at once)."""
+def run_both(tmp: Path, program: str, *args: str, interpret: bool = True, timeout: float = 240,
+             python: str = sys.executable) -> Pair:
+    """The program untraced and traced, side by side (two processes at once), run by `python`."""
     trace = tmp / "trace"
     out_u, out_t = tmp / "untraced.pt", tmp / "traced.pt"
     script = str(PROGRAMS / program)
 
     def untraced():
-        return subprocess.run([sys.executable, script, str(out_u), *args], capture_output=True, text=True,
+        return subprocess.run([python, script, str(out_u), *args], capture_output=True, text=True,
                               env=_env(tmp, "untraced", interpret), timeout=timeout, cwd=tmp)
 
     def traced():
-        return cli("trace", "--out", str(trace), "--", sys.executable, script, str(out_t), *args,
+        return cli("trace", "--out", str(trace), "--", python, script, str(out_t), *args,
                    env=_env(tmp, "traced", interpret), timeout=timeout)
 
     with ThreadPoolExecutor(2) as pool:
@@ -255,3 +257,26 @@ def test_triton_state_pickles_and_survives_a_reload_of_the_tracer(tmp_path: Path
     assert len(tr.launches) == 3 and all(launch.after for launch in tr.launches)
     assert tr.launches[2].args["x_ptr"]["std"] == 0.0
     assert not (pair.trace / "tracer_errors.log").exists()
+
+
+RELEASE_PROGRAMS = [
+    ("3.3.1", "ends_abruptly.py", ("exit",), True, 7),
+    ("3.3.1", "compiled_launches.py", (), False, 0),  # before knobs: hooks are CompiledKernel's, no listener
+    ("3.6.0", "ends_abruptly.py", ("segv",), True, 128 + signal.SIGSEGV),
+    ("3.6.0", "own_hooks.py", (), False, 3),  # the Triton of the H100 captures, compiled path
+    ("3.6.0", "descriptors.py", (), False, 0),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version, program, args, interpret, status", RELEASE_PROGRAMS,
+                         ids=[f"{v}-{p[:-3]}-{'interp' if i else 'compiled'}" for v, p, _a, i, _s in RELEASE_PROGRAMS])
+def test_real_triton_releases(tmp_path: Path, version: str, program: str, args: tuple, interpret: bool,
+                              status: int) -> None:
+    """The same programs on other real Triton releases (their own hooks API and launcher)."""
+    python = str(triton_release_python(version))
+    pair = run_both(tmp_path, program, *args, interpret=interpret, python=python)
+    assert_same_program(pair, status)
+    tr = load_trace(pair.trace)
+    assert tr.launches and all(tr.compilation_of(launch) for launch in tr.launches)
+    assert any(launch.after for launch in tr.launches)
