@@ -18,8 +18,10 @@
    outputs after the launch) and under tritonparse (launch trace / + tensor statistics /
    + blobs), measured one run at a time.
 
-Writes OUT/tracer_gpu_check.json, OUT/tracer_gpu_check.md (the bench/RESULTS.md section) and
-OUT/runs/<run>/ (stdout, stderr, outputs, traces). Needs torch and triton; tritonparse for
+Writes OUT/tracer_gpu_check.json and OUT/tracer_gpu_check.md (the bench/RESULTS.md section);
+the runs themselves (stdout, stderr, outputs, traces with blobs: large) go to a temporary
+folder, or to --runs DIR to keep them; our trace of tma_descriptors.py is kept in
+OUT/tma_descriptors_trace/. Needs torch and triton; tritonparse for
 its column (skipped when not importable). Without CUDA it runs a reduced form (default mode,
 one thread count, the launch loop under TRITON_INTERPRET=1) to test the script itself.
 With --results-from it only writes the bench/RESULTS.md section from a JSON of a GPU run.
@@ -332,6 +334,7 @@ def main() -> int:
     parser.add_argument("--budget", type=float, default=330, help="seconds; runs not started by then are skipped")
     parser.add_argument("--parallel", type=int, default=5, help="survival runs at once")
     parser.add_argument("--timeout", type=float, default=150, help="per run, seconds")
+    parser.add_argument("--runs", type=Path, help="keep every run (outputs, traces) under this folder")
     parser.add_argument("--results-from", type=Path, help="only write bench/RESULTS.md from this JSON")
     opts = parser.parse_args()
     if opts.results_from:
@@ -341,6 +344,7 @@ def main() -> int:
         parser.error("--out is required")
     start = time.monotonic()
     opts.out.mkdir(parents=True, exist_ok=True)
+    work = opts.runs or Path(tempfile.mkdtemp(prefix="tracer-gpu-check-"))
     import torch
     import triton
 
@@ -368,7 +372,7 @@ def main() -> int:
         if time.monotonic() > survival_deadline:
             entries[config["name"]][way] = {"rc": "skipped (time budget)"}
             return
-        result = run_way(config["name"], config["program"], config["args"], way, opts.out, config["env"],
+        result = run_way(config["name"], config["program"], config["args"], way, work, config["env"],
                          opts.timeout)
         entries[config["name"]][way] = result
         print(f"{config['name']:<40} {way:<13} rc {result['rc']} {result['seconds']} s", flush=True)
@@ -376,9 +380,14 @@ def main() -> int:
     with ThreadPoolExecutor(max(1, opts.parallel)) as pool:  # every (program, way) at once, in order
         list(pool.map(one, [(c, w) for c in configs for w in ways]))
     for config in configs:
-        compare_config(config, entries[config["name"]], ways, opts.out)
+        compare_config(config, entries[config["name"]], ways, work)
     data["survival"] = entries
-    data["overhead"] = overhead(cuda, has_tp, opts.out, opts.timeout, start + opts.budget)
+    sample = work / "runs" / "tma_descriptors" / "tritonbisect" / "trace"
+    if sample.is_dir():  # small, and a real trace of descriptor and tuple arguments for the oracle
+        shutil.copytree(sample, opts.out / "tma_descriptors_trace", dirs_exist_ok=True)
+    data["overhead"] = overhead(cuda, has_tp, work, opts.timeout, start + opts.budget)
+    if opts.runs is None:
+        shutil.rmtree(work, ignore_errors=True)
     data["seconds"] = round(time.monotonic() - start, 1)
     (opts.out / "tracer_gpu_check.json").write_text(json.dumps(data, indent=1))
     (opts.out / "tracer_gpu_check.md").write_text(markdown(data))

@@ -5,10 +5,11 @@ a synthetic `compilation` record (target `interpreter`) for each kernel + signat
 
 import hashlib
 import inspect
+import weakref
 
 from . import config, hooks, sink
 
-_state = globals().get("_state") or {"original_call": None}
+_state = globals().get("_state") or {"original_call": None, "sources": weakref.WeakKeyDictionary()}
 
 
 def grid_executor_call(self, *args_dev, **kwargs):
@@ -39,10 +40,13 @@ def _interp_meta(fn, name, args, kwargs, constexprs):
             signature.append((k, repr(v)))
         else:
             signature.append((k, type(v).__name__))
-    try:
-        source = inspect.getsource(fn)
-    except Exception:
-        source = name
+    source = _state["sources"].get(fn)
+    if source is None:  # read once per kernel, not at every launch
+        try:
+            source = inspect.getsource(fn)
+        except Exception:
+            source = name
+        _state["sources"][fn] = source
     key = repr((name, signature, sorted(options.items())))
     return {
         "hash": hashlib.sha256((source + key).encode()).hexdigest(),
