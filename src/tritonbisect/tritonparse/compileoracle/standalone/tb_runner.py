@@ -163,6 +163,9 @@ def _error_text(child):
     message = child.get("message") or ""
     kind = child.get("error_type", "Exception")
     first = _first_line(message)
+    if re.match(r"^at \d+:\d+:?$", first):  # a frontend error: source excerpt, caret, then the cause
+        lines = [line.strip() for line in message.splitlines() if line.strip()]
+        first = "%s (kernel source line %s)" % (lines[-1][:300], first[3:].rstrip(":"))
     text = "%s: %s" % (kind, first) if first else kind
     for line in message.splitlines()[1:]:
         low = line.lower()
@@ -242,6 +245,8 @@ def compile_in_child(job, work_dir=None, timeout=600.0, python=None, env=None, k
             child = None
     stderr = _read(stderr_path)
     status, reason = classify(child, returncode, phase, stderr, timed_out, timeout)
+    if child is not None and not child.get("ok") and child.get("phase"):
+        phase = child["phase"]  # the phase the exception happened in (the file says "done")
     result = CompileResult(status, reason, phase=phase if status != "pass" else "done", returncode=returncode,
                            signal=signal_name(-returncode) if returncode is not None and returncode < 0 else None,
                            seconds=seconds, stderr_tail=stderr[-TAIL:], child=child or {}, work_dir=work)
