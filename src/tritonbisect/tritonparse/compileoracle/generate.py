@@ -106,7 +106,7 @@ def generate_compile_oracle(
     options = compile_spec.compile_options(meta)
     warnings: list[str] = []
     if gpu["backend"] == "hip":
-        warnings.append("HIP targets compile on a CPU-only machine with Triton 3.3 or later (older ones need ROCm's ld.lld)")
+        warnings.append("HIP targets compile on a CPU-only machine with Triton 3.5 or later (older ones need ROCm's ld.lld, TRITON_HIP_LLD_PATH)")
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -41,6 +41,11 @@ class BridgeError(Exception):
     """This Triton cannot be driven the way the job asks (our harness, not the compiler)."""
 
 
+class Unsupported(BridgeError):
+    """A Triton this old has no way to express the kernel's arguments (tuples, tensor
+    descriptors): the commit cannot run this test at all, as when it does not build."""
+
+
 FLAVOR_CONSTEXPRS = "constexprs"  # 3.3+: ASTSource(fn, signature, constexprs, attrs dict)
 FLAVOR_HINTS = "attrs-hints"  # 3.2: constants + backend AttrsDescriptor.from_hints
 FLAVOR_SETS = "attrs-sets"  # 3.0/3.1: constants + AttrsDescriptor(divisible_by_16, equal_to_1)
@@ -209,7 +214,7 @@ def _source_constexprs(ASTSource, fn, params):
 
 def _old_signature(params):
     if any(p.get("kind") == "tuple" for p in params):
-        raise BridgeError("tuple arguments need Triton 3.3 or later; this Triton's ASTSource cannot take them")
+        raise Unsupported("tuple arguments need Triton 3.3 or later; this Triton's ASTSource cannot take them")
     signature, constants, divisible, equal_to_1 = {}, {}, [], []
     for i, p in enumerate(params):
         kind = p["kind"]
@@ -217,7 +222,7 @@ def _old_signature(params):
             constants[p["name"]] = constexpr_value(p.get("value"))
             continue
         if kind == "tensordesc":
-            raise BridgeError("tensor descriptor arguments need Triton 3.4 or later")
+            raise Unsupported("host tensor descriptor arguments need Triton 3.4 or later")
         signature[p["name"]] = "*i8" if kind == "none" else p["type"]
         if kind == "none":
             constants[p["name"]] = None
@@ -254,6 +259,10 @@ def make_source(triton, fn, params, backend):
     if names != given:
         raise BridgeError("the kernel's parameters %s do not match the job's %s" % (names, given))
     flavor = api_flavor(triton)
+    descriptors = any(p.get("kind") == "tensordesc" for _, p in _flat(params))
+    if descriptors and importlib.util.find_spec("triton.tools.tensor_descriptor") is None:
+        raise Unsupported("host tensor descriptor arguments need Triton 3.4 or later "
+                          "(this Triton has no triton.tools.tensor_descriptor)")
     if flavor == FLAVOR_CONSTEXPRS:
         return flavor, _source_constexprs(ASTSource, fn, params)
     if flavor == FLAVOR_HINTS:

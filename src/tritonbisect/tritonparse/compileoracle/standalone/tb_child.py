@@ -127,6 +127,7 @@ def main(argv):
             "ok": False,
             "phase": progress.phase,
             "harness_error": harness,
+            "unsupported": harness and type(exc).__name__ == "Unsupported",
             "error_type": type(exc).__name__,
             "error_module": type(exc).__module__,
             "message": str(exc)[:20000],

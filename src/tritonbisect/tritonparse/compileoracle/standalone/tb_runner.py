@@ -24,6 +24,7 @@ before each step, so the way it ended says whose fault it is:
     exception or death                      import         env_unusable   (this Triton does not import)
     a tool the compiler runs is missing     compile        usage_error    (the machine, not the commit)
     exception                               bridge/collect usage_error    (our harness: never a false compile_error)
+    this Triton cannot express the kernel   bridge         env_unusable   (tuples before 3.3, descriptors before 3.4: skip)
     no result before the deadline           any            timeout
 
 Standard library only; copied verbatim into compile-oracle folders and importable from the
@@ -74,6 +75,12 @@ class CompileResult:
     def ok(self):
         return self.status == "pass"
 
+    def cleanup(self):
+        """Remove the work folder compile_in_child made itself (artifacts included)."""
+        if self.work_dir and self.extra.pop("_own_work", False):
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+            self.work_dir = None
+
     @property
     def artifacts(self):
         return dict(self.child.get("artifacts") or {})
@@ -108,7 +115,7 @@ class CompileResult:
             if self.child.get("error_type"):
                 out["error"] = {"type": self.child.get("error_type"), "module": self.child.get("error_module"),
                                 "message": (self.child.get("message") or "")[:4000]}
-        out.update(self.extra)
+        out.update({k: v for k, v in self.extra.items() if not k.startswith("_")})
         return out
 
 
@@ -186,6 +193,8 @@ def classify(child, returncode, phase, stderr, timed_out, timeout):
         text = _error_text(child)
         if where == "import":
             return "env_unusable", "triton fails to import: %s" % text
+        if child.get("unsupported"):
+            return "env_unusable", "this Triton cannot compile the kernel as traced: %s" % (child.get("message") or "")[:300]
         if child.get("harness_error") or where in ("start", "bridge", "collect"):
             return "usage_error", "the compile oracle could not drive this Triton (%s phase): %s" % (where, text)
         if _MISSING_TOOL.search(child.get("message") or ""):
@@ -207,7 +216,10 @@ def classify(child, returncode, phase, stderr, timed_out, timeout):
 
 
 def compile_in_child(job, work_dir=None, timeout=600.0, python=None, env=None, keep=False):
-    """Compile `job` in a child process of `python` (default: this interpreter); classify."""
+    """Compile `job` in a child process of `python` (default: this interpreter); classify.
+
+    The artifacts land in `work_dir` (default: a temporary folder, removed at once on failure
+    unless `keep`, else by `result.cleanup()` once the caller has read them)."""
     own = work_dir is None
     work = tempfile.mkdtemp(prefix="tb-compile-") if own else os.path.abspath(work_dir)
     os.makedirs(work, exist_ok=True)
@@ -254,4 +266,6 @@ def compile_in_child(job, work_dir=None, timeout=600.0, python=None, env=None, k
     if own and not keep and status != "pass":
         shutil.rmtree(work, ignore_errors=True)
         result.work_dir = None
+    elif own:
+        result.extra["_own_work"] = True  # the caller reads the artifacts, then cleanup()
     return result
