@@ -177,6 +177,10 @@ def test_outcome_classification_blames_the_right_party() -> None:
                    "message": "ROCm linker /opt/rocm/llvm/bin/ld.lld not found"}, 3, "done") == "usage_error"
     assert status({"ok": False, "phase": "bridge", "harness_error": True, "unsupported": True,
                    "message": "tuple arguments need Triton 3.3 or later"}, 3, "done") == "env_unusable"
+    assert status({"ok": False, "phase": "load", "error_type": "TypeError", "message": "jit() got an unexpected"},
+                  3, "done") == "compile_error"
+    assert status({"ok": False, "phase": "load", "harness_error": True, "unsupported": True,
+                   "error_type": "HelperMissing", "message": "the kernel imports libdevice"}, 3, "done") == "env_unusable"
     assert status(None, -6, "compile") == "crash"
     assert status(None, 1, "compile", "LLVM ERROR: Cannot select") == "crash"
     assert status(None, -11, "import") == "env_unusable"

@@ -53,12 +53,61 @@ FLAVOR_SETS = "attrs-sets"  # 3.0/3.1: constants + AttrsDescriptor(divisible_by_
 
 # --- the kernel -------------------------------------------------------------------------
 
+# Where a name Inductor kernels import may live, newest layout first (the source extraction
+# turns those imports into `_tritonbisect_import(module, name)` calls).
+HELPER_FALLBACKS = {
+    "libdevice": ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice", "triton.language.math"),
+    "math": ("triton.language.math",),
+}
+
+
+class HelperMissing(Unsupported):
+    """A runtime helper the kernel imports is nowhere in this torch/triton."""
+
+
+def _module_candidates(module):
+    out = [module]
+    if module.startswith("torch._inductor.runtime"):
+        out.append("torch._inductor" + module[len("torch._inductor.runtime"):])
+    elif module.startswith("torch._inductor"):
+        out.append("torch._inductor.runtime" + module[len("torch._inductor"):])
+    return out
+
+
+def tritonbisect_import(module, name):
+    """`from module import name` (`import module` when name is None), wherever this
+    torch/triton keeps it; HelperMissing when nowhere."""
+    tried = []
+    for path in _module_candidates(module):
+        try:
+            mod = importlib.import_module(path)
+        except Exception as exc:  # noqa: BLE001 - a helper module may fail with this Triton
+            tried.append("%s (%s)" % (path, str(exc)[:120]))
+            continue
+        if name is None:
+            return mod
+        if hasattr(mod, name):
+            return getattr(mod, name)
+        try:
+            return importlib.import_module(path + "." + name)
+        except Exception:  # noqa: BLE001
+            tried.append("%s.%s" % (path, name))
+    for path in HELPER_FALLBACKS.get(name, ()):
+        try:
+            return importlib.import_module(path)
+        except Exception:  # noqa: BLE001
+            tried.append(path)
+    what = module if name is None else "%s from %s" % (name, module)
+    raise HelperMissing("the kernel imports %s, which this torch/triton does not provide (tried %s)"
+                        % (what, "; ".join(tried)))
+
 
 def load_kernel(path, name):
     """The JITFunction `name` of the kernel source file `path` (autotune wrappers unwrapped)."""
     module_name = "tb_compile_kernel_%s" % abs(hash(os.path.abspath(path)))
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
+    module.__dict__["_tritonbisect_import"] = tritonbisect_import
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
     fn = getattr(module, name, None)

@@ -4,8 +4,8 @@
 
     python tb_child.py JOB.json OUT_DIR
 
-It never decides an outcome: it records how far it got (OUT_DIR/phase: import, bridge,
-compile, collect, done) and, when Python is still alive to say so, OUT_DIR/result.json
+It never decides an outcome: it records how far it got (OUT_DIR/phase: import, load,
+bridge, compile, collect, done) and, when Python is still alive to say so, OUT_DIR/result.json
 (ok, or the exception and its phase). A signal, an abort() or an LLVM fatal error kills it
 before it can write a result; tb_runner classifies that from the phase and the exit status.
 Standard library + the triton under test only; copied verbatim into compile-oracle folders.
@@ -18,7 +18,7 @@ import sys
 import time
 import traceback
 
-PHASES = ("start", "import", "bridge", "compile", "collect", "done")
+PHASES = ("start", "import", "load", "bridge", "compile", "collect", "done")
 
 
 class Progress:
@@ -73,14 +73,18 @@ def run(job, out_dir, progress):
         sys.path.insert(0, here)
     import tb_bridge
 
+    what = job["what"]
+    fn = None
+    if what["kind"] == "python":
+        progress.enter("load")
+        fn = tb_bridge.load_kernel(what["file"], what["kernel"])
+
     progress.enter("bridge")
     target = tb_bridge.gpu_target(job["target"])
     backend = tb_bridge.make_backend(target)
     options, dropped = tb_bridge.filter_options(backend, job.get("options") or {})
-    what = job["what"]
     flavor = None
     if what["kind"] == "python":
-        fn = tb_bridge.load_kernel(what["file"], what["kernel"])
         flavor, src = tb_bridge.make_source(triton, fn, what["params"], backend)
         name = what["kernel"]
     elif what["kind"] == "ir":
@@ -127,7 +131,7 @@ def main(argv):
             "ok": False,
             "phase": progress.phase,
             "harness_error": harness,
-            "unsupported": harness and type(exc).__name__ == "Unsupported",
+            "unsupported": bridge is not None and isinstance(exc, bridge.Unsupported),
             "error_type": type(exc).__name__,
             "error_module": type(exc).__module__,
             "message": str(exc)[:20000],

@@ -20,6 +20,7 @@ before each step, so the way it ended says whose fault it is:
     ended                                   phase          status
     compiled                                -              pass
     Python exception                        compile        compile_error  (frontend, MLIR pass, ptxas error)
+    Python exception                        load           compile_error  (the kernel's module does not load)
     killed by a signal, or died silently    compile        crash          (abort(), assertion, segfault, LLVM fatal error)
     exception or death                      import         env_unusable   (this Triton does not import)
     a tool the compiler runs is missing     compile        usage_error    (the machine, not the commit)
@@ -197,6 +198,8 @@ def classify(child, returncode, phase, stderr, timed_out, timeout):
             return "env_unusable", "this Triton cannot compile the kernel as traced: %s" % (child.get("message") or "")[:300]
         if child.get("harness_error") or where in ("start", "bridge", "collect"):
             return "usage_error", "the compile oracle could not drive this Triton (%s phase): %s" % (where, text)
+        if where == "load":  # executing the kernel's module: the Triton at hand lacks what it uses
+            return "compile_error", "the kernel source does not load with this Triton: %s" % text
         if _MISSING_TOOL.search(child.get("message") or ""):
             return "usage_error", "the compiler needs a tool this machine lacks: %s" % text
         if "(" not in text:  # MLIR prints its diagnostic to stderr, not into the exception
@@ -210,7 +213,7 @@ def classify(child, returncode, phase, stderr, timed_out, timeout):
     detail = (": %s" % line) if line else ""
     if phase in ("start", "import"):
         return "env_unusable", "triton fails to import (%s)%s" % (died, detail)
-    if phase == "compile":
+    if phase in ("load", "compile"):
         return "crash", "the compiler crashed (%s)%s" % (died, detail)
     return "usage_error", "the compile oracle's child %s in phase '%s'%s" % (died, phase, detail)
 
