@@ -185,8 +185,10 @@ def main() -> None:
 def render(releases, names, refused, results, fid, total) -> str:
     import platform
 
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     lines = [
-        f"Measured by `bench/compile_bench.py` on {platform.machine()} ({os.cpu_count()} cores, no GPU), "
+        f"Measured by `bench/compile_bench.py` on {platform.machine()} ({os.cpu_count()} cores, no GPU; load "
+        f"average {load} at the end: the machine is shared, so the times are upper bounds), "
         f"{time.strftime('%Y-%m-%d')}. Kernels: every kernel of the real H100 traces available to the run "
         f"({total}; {len(names)} became compile oracles, {len(refused)} were refused by the source extraction). "
         f"Each step is what a bisect runs: `python compile_repro.py --golden G --check codegen` in a venv "

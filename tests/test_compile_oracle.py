@@ -213,6 +213,26 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     proc = cli("repro", str(only_launches), "--kernel", "add_kernel", "--mode", "compile", "--out", str(tmp_path / "o"))
     assert proc.returncode == 2 and "no compilation event" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    # a compilation event without a target, or without the kernel's source
+    for name, drop, message in (("notarget", ("target", "backend_name", "arch"), "names no GPU target"),
+                                ("nosource", ("python_source",), "no Python source")):
+        edited = tmp_path / f"{name}.ndjson"
+        lines = []
+        for f in sorted((trace / "logs").glob("*.ndjson")):
+            for line in f.read_text().splitlines():
+                rec = json.loads(line)
+                if rec.get("event_type") == "compilation":
+                    for key in drop:
+                        rec["payload"]["metadata"].pop(key, None)
+                        rec["payload"].pop(key, None)
+                if rec.get("event_type") == "launch":
+                    for key in drop:
+                        rec.get("compilation_metadata", {}).pop(key, None)
+                lines.append(json.dumps(rec))
+        edited.write_text("\n".join(lines) + "\n")
+        proc = cli("repro", str(edited), "--kernel", "add_kernel", "--mode", "compile", "--out", str(tmp_path / name))
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
 def test_an_interpreter_trace_needs_a_target_then_compiles(tmp_path: Path) -> None:
