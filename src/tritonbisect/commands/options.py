@@ -332,6 +332,8 @@ def compile_oracle_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     target = kwargs.get("compile_target")
     if oracle == "compile" and not kwargs.get("repro"):
         raise InputError("--oracle compile goes with --repro TRACE (the trace of the kernel to compile)")
+    if oracle == "compile" and kwargs.get("launches"):
+        raise InputError("--oracle compile compiles one kernel: give --kernel K, not --launches")
     if (check or target) and oracle != "compile":
         raise InputError("--check and --compile-target go with --oracle compile")
     if thresholds and "codegen" not in check:
