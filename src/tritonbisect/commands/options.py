@@ -70,6 +70,11 @@ class BisectSettings:
     repro: str | None = None  # --repro TRACE
     kernel: str | None = None
     launch_id: int | None = None
+    # --- compile oracle (issue 8): --oracle compile [--check codegen] [--codegen-threshold M=L] [--compile-target T]
+    oracle: str = "runtime"
+    check: list[str] = field(default_factory=list)
+    codegen_thresholds: list[str] = field(default_factory=list)
+    compile_target: str | None = None
 
     def policy(self) -> Policy:
         return Policy(regress=self.regress, on_build_failure=self.on_build_failure)
@@ -125,6 +130,13 @@ class BisectSettings:
             import tempfile
 
             out_dir = Path(tempfile.mkdtemp(prefix="oracle-", dir=_ensure(self.workdir / "oracles")))
+        if self.oracle == "compile":
+            from tritonbisect.tritonparse.compileoracle.generate import compile_test_spec
+
+            return compile_test_spec(
+                trace.resolve(), self.kernel or "", self.launch_id, out_dir, timeout=self.timeout,
+                check=self.check, thresholds=self.codegen_thresholds, target=self.compile_target,
+            )
         try:
             return bisect_test.repro_test_spec(
                 trace.resolve(), self.kernel or "", self.launch_id, out_dir, timeout=self.timeout
@@ -236,6 +248,7 @@ def common_bisect_options(f: F | None = None, *, test: bool = True) -> Any:
                 click.option("--repro", metavar="TRACE", help="Use the reproducer oracle of a tritonparse trace as the test (instead of --test)."),
                 click.option("--kernel", metavar="K", help="With --repro: the kernel to reproduce."),
                 click.option("--launch-id", type=int, metavar="I", help="With --repro: which launch of the kernel (default: the first)."),
+                *compile_oracle_options(),
             ]
         options += [
             click.option("--jobs", "-j", type=int, default=1, show_default=True, callback=_validate_positive_int("--jobs"), help="Workers testing commits in parallel, each in its own worktree."),
@@ -270,6 +283,7 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
         raise InputError("--kernel and --launch-id go with --repro TRACE")
     if repro and not kernel:
         raise InputError("--repro needs --kernel K (the kernel to reproduce)")
+    compile_oracle = compile_oracle_settings(kwargs)
     timeout = kwargs.get("timeout")
     if timeout is not None and timeout <= 0:
         raise InputError("--timeout must be a positive number of seconds")
@@ -291,4 +305,48 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
         repro=repro,
         kernel=kernel,
         launch_id=launch_id,
+        **compile_oracle,
     )
+
+
+# --- compile oracle (issue 8) ------------------------------------------------------------
+# `--repro TRACE --oracle compile`: cross-compile the traced kernel for the traced GPU at each
+# commit (no GPU needed): pass / compile_error / crash; `--check codegen` also fails a commit
+# whose codegen statistics (registers, spills, instruction mix) moved past a threshold.
+
+
+def compile_oracle_options() -> list[Callable[[F], F]]:
+    return [
+        click.option("--oracle", type=click.Choice(["runtime", "compile"]), default="runtime", show_default=True, help="With --repro: runtime runs the launch and compares outputs; compile cross-compiles the kernel for the traced GPU, no GPU needed (pass/compile_error/crash)."),
+        click.option("--check", "check", multiple=True, type=click.Choice(["codegen"]), help="With --oracle compile: codegen statistics past a threshold (vs the good commit's) make a commit bad."),
+        click.option("--codegen-threshold", "codegen_thresholds", multiple=True, metavar="METRIC=LIMIT", help="With --check codegen: check only these metrics, e.g. spills=0, regs=10%, 'ptx.wgmma=0' (repeatable)."),
+        click.option("--compile-target", metavar="BACKEND:ARCH", help="With --oracle compile: compile for this target instead of the traced one (cuda:90, hip:gfx942)."),
+    ]
+
+
+def compile_oracle_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The compile-oracle fields of BisectSettings, validated."""
+    oracle = kwargs.get("oracle") or "runtime"
+    check = list(kwargs.get("check") or ())
+    thresholds = list(kwargs.get("codegen_thresholds") or ())
+    target = kwargs.get("compile_target")
+    if oracle == "compile" and not kwargs.get("repro"):
+        raise InputError("--oracle compile goes with --repro TRACE (the trace of the kernel to compile)")
+    if oracle == "compile" and kwargs.get("launches"):
+        raise InputError("--oracle compile compiles one kernel: give --kernel K, not --launches")
+    if (check or target) and oracle != "compile":
+        raise InputError("--check and --compile-target go with --oracle compile")
+    if thresholds and "codegen" not in check:
+        raise InputError("--codegen-threshold goes with --check codegen")
+    if thresholds:
+        from tritonbisect.tritonparse.compileoracle.standalone import tb_codegen
+
+        try:
+            tb_codegen.parse_thresholds(thresholds)
+        except ValueError as exc:
+            raise InputError(f"--codegen-threshold: {exc}") from None
+    if target:
+        from tritonbisect.tritonparse.compileoracle.spec import parse_target_text
+
+        parse_target_text(target)
+    return {"oracle": oracle, "check": check, "codegen_thresholds": thresholds, "compile_target": target}

@@ -2,6 +2,7 @@
 
     tritonbisect info TRACE [--kernel K] [--json]
     tritonbisect repro TRACE --kernel K [--launch-id I | --line N] --out DIR
+    tritonbisect repro TRACE --kernel K --mode compile [--target cuda:90] --out DIR
     tritonbisect trace --out DIR [--kernel PATTERN]... -- python app.py ...
 
 Input problems (missing or corrupt trace, unknown kernel, launch id out of range, a launch
@@ -44,19 +45,33 @@ def info(trace: Path, kernel: str | None, json_out: bool) -> None:
 @click.option("--line", type=int, metavar="N", help="The launch on line N of the trace file instead.")
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Folder to write the oracle into.")
 @click.option("--timeout", type=float, default=None, metavar="S", help="The oracle's own timeout in seconds (default 600).")
+@click.option("--mode", type=click.Choice(["runtime", "compile"]), default="runtime", show_default=True,
+              help="runtime: run the launch and compare its outputs; compile: cross-compile the kernel for the "
+                   "traced GPU with no GPU at hand (pass / compile_error / crash, codegen statistics).")
+@click.option("--target", metavar="BACKEND:ARCH",
+              help="With --mode compile: compile for this target instead of the traced one (cuda:90, cuda:80, "
+                   "hip:gfx942); needed for traces captured under TRITON_INTERPRET=1.")
 def repro(trace: Path, kernel: str | None, launch_id: int | None, line: int | None, out_dir: Path,
-          timeout: float | None) -> None:
-    """Write a standalone reproducer oracle (repro.py, context.json, blobs/) for one launch."""
+          timeout: float | None, mode: str, target: str | None) -> None:
+    """Write a standalone reproducer oracle (repro.py, context.json, blobs/) for one launch;
+    with --mode compile, a compile oracle (compile_repro.py) that needs no GPU."""
     from tritonbisect.tritonparse.bisect_test import oracle_commands
     from tritonbisect.tritonparse.generate import generate_oracle
     from tritonbisect.tritonparse.reader import load_trace
 
+    if target and mode != "compile":
+        raise InputError("--target goes with --mode compile")
     tr = load_trace(trace)
     if kernel is None:
         names = tr.kernels()
         if len(names) != 1:
             raise InputError(f"give --kernel: trace {trace} has kernels {', '.join(names) or 'none'}")
         kernel = names[0]
+    if mode == "compile":
+        from tritonbisect.commands.compile_repro import echo_compile_oracle
+
+        echo_compile_oracle(tr, kernel, out_dir, launch_id=launch_id, line=line, target=target, timeout=timeout)
+        return
     oracle = generate_oracle(tr, kernel, out_dir, launch_id=launch_id, line=line, timeout=timeout)
     click.echo(oracle.summary())
     for warning in oracle.warnings:

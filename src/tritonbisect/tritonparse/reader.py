@@ -68,6 +68,7 @@ class Compilation:
     python_source: dict[str, Any] | None
     file: Path
     line: int
+    ttir: str | None = None  # the TTIR the traced compile produced (its signature types the arguments)
 
 
 @dataclass
@@ -409,6 +410,15 @@ def _richer_source(payload: dict, known: Compilation) -> bool:
     return "function_start_line" in new and "function_start_line" not in old
 
 
+def _ttir_text(payload: dict) -> str | None:
+    files = payload.get("file_content")
+    if isinstance(files, dict):
+        for name, text in files.items():
+            if str(name).endswith(".ttir") and isinstance(text, str):
+                return text
+    return None
+
+
 def load_trace(path: Path | str) -> Trace:
     """Read every trace file under `path` and join launches with their compilations."""
     root = Path(path)
@@ -437,6 +447,7 @@ def load_trace(path: Path | str) -> Trace:
                         python_source=payload.get("python_source"),
                         file=tf.path,
                         line=line,
+                        ttir=_ttir_text(payload),
                     )
             elif etype == "launch":
                 occurrence = record.get("occurrence_id")
