@@ -59,6 +59,65 @@ class Cluster:
             self.nodes = {n["NodeID"]: n for n in ray.nodes() if n.get("Alive")}
 
 
+_PRIVATE_PREFIX = "tbray-"
+
+
+def processes_using(folder: Path) -> list[int]:
+    """Processes with a file open, their working directory, or their command line under
+    `folder` (Linux /proc; elsewhere none)."""
+    root = str(folder)
+    found = []
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return found
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if root.encode() in (entry / "cmdline").read_bytes() or \
+                    os.readlink(entry / "cwd").startswith(root):
+                found.append(int(entry.name))
+                continue
+            for fd in (entry / "fd").iterdir():
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd).startswith(root):
+                        found.append(int(entry.name))
+                        break
+        except OSError:
+            continue
+    return found
+
+
+def reap_private_leftovers(tmp: Path = Path("/tmp")) -> list[int]:
+    """End what is left of private clusters whose driver died (`kill -9`): Ray ends the
+    cluster's core processes with the driver, but a node's agents can outlive it. Only
+    processes using the folder of such a cluster (`tbray-<dead driver pid>-*`) are killed."""
+    import signal
+
+    killed: list[int] = []
+    with contextlib.suppress(OSError):
+        for folder in tmp.glob(f"{_PRIVATE_PREFIX}*-*"):
+            pid = folder.name[len(_PRIVATE_PREFIX):].split("-", 1)[0]
+            if not pid.isdigit() or _pid_alive(int(pid)):
+                continue
+            for leftover in processes_using(folder):
+                with contextlib.suppress(OSError):
+                    os.kill(leftover, signal.SIGKILL)
+                    killed.append(leftover)
+            shutil.rmtree(folder, ignore_errors=True)
+    return killed
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def actor_options(resources: Mapping[str, float]) -> dict[str, Any]:
     """Ray actor options asking for exactly `resources`."""
     opts: dict[str, Any] = {"num_cpus": float(resources.get("CPU", 0))}
@@ -94,10 +153,11 @@ def connect(address: str, *, needs: Sequence[Mapping[str, float]], jobs: int) ->
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no network: do not try to report
     quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
     if address == "local":
+        reap_private_leftovers()
         cpus, custom = private_resources(needs, jobs)
         # a short path: Ray's unix sockets live under it (108 bytes at most)
         # (named after the driver, so that what it leaves behind can be found by its pid)
-        temp_dir = Path(tempfile.mkdtemp(prefix=f"tbray-{os.getpid()}-",
+        temp_dir = Path(tempfile.mkdtemp(prefix=f"{_PRIVATE_PREFIX}{os.getpid()}-",
                                          dir="/tmp" if os.path.isdir("/tmp") else None))
         try:
             ray.init(num_cpus=cpus, resources=custom or None, _temp_dir=str(temp_dir),
@@ -107,6 +167,7 @@ def connect(address: str, *, needs: Sequence[Mapping[str, float]], jobs: int) ->
             raise InputError(f"could not start a private Ray cluster: {_first_line(exc)}") from None
         cluster = Cluster("local", private=True, temp_dir=temp_dir)
     else:
+        _check_reachable(address)
         try:
             ray.init(address=address, **quiet)  # never None: that would start a new cluster
         except Exception as exc:  # ConnectionError, or a RuntimeError from Ray's client
@@ -117,6 +178,22 @@ def connect(address: str, *, needs: Sequence[Mapping[str, float]], jobs: int) ->
         cluster = Cluster(address, private=False)
     cluster.refresh()
     return cluster
+
+
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Fail in seconds on a head node that does not answer (Ray itself retries for minutes)."""
+    import socket
+
+    if address == "auto":
+        return
+    host, _sep, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise InputError(
+            f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}; start one with "
+            "`ray start --head` or give --ray-address HOST:PORT (or local)"
+        ) from None
 
 
 def check_fits(cluster: Cluster, wants: Mapping[str, Mapping[str, float]], jobs: int,
