@@ -273,3 +273,22 @@ def test_kill_9_of_the_driver_then_resume_on_a_new_private_cluster(tmp_path):
     assert rerun == [], "a finished step ran again"
     session = json.loads((sdir / "session.json").read_text())
     assert session["settings"]["executor"] == "ray" and session["settings"]["ray_address"] == "local"
+
+
+def test_a_step_whose_verdict_no_longer_matters_is_stopped_on_its_node(cluster, tmp_path):
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    shas = linear(repo, 30, culprit=5)
+    slow_list, pids = tmp_path / "slow-commits", tmp_path / "pids"
+    slow_list.write_text("\n".join(shas[12:29]) + "\n")  # above the culprit, endpoints aside
+    test = (f"if grep -qx $TRITONBISECT_COMMIT {slow_list}; then echo $$ >> {pids}; sleep 60; fi; "
+            "grep -q ok out/state")
+    started = time.monotonic()
+    proc = tb(*_ray_run(repo, home, cluster.address, shas[0], test=test), cwd=repo, home=home,
+              timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert last_json(proc.stdout)["culprit"] == shas[5]
+    assert "its verdict no longer matters" in proc.stderr
+    assert time.monotonic() - started < 50  # nobody waited for a minute-long test
+    assert pids.exists(), proc.stderr
+    stopped = [int(p) for p in pids.read_text().split()]
+    assert stopped and not any(_alive(p) for p in stopped)
