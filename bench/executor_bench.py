@@ -141,9 +141,10 @@ def main() -> int:
     extra = (ray_row[2] - local[2] - join_s) / max(1, ray_row[1])
     lines += [
         "",
-        f"Ray's cost per step beyond the local one, start-up aside: about "
-        f"{extra * 1000:.0f} ms ((ray wall - local wall - join) / steps), against a Triton "
-        "build of 30-60 minutes.",
+        f"Ray's cost per step beyond the local one, joining aside: about "
+        f"{extra * 1000:.0f} ms ((ray wall - local wall - join) / steps; this still holds the "
+        "start of the worker actor's process, paid once per worker and session), against a "
+        "Triton build of 30-60 minutes.",
         "",
         f"### Scaling: builds that sleep {opts.sleep:g} s, {opts.n} commits",
         "",
@@ -156,7 +157,9 @@ def main() -> int:
         "",
         "Rounds are the search's (endpoints and confirmation come on top, 2 steps each in "
         "parallel); the same search runs on both executors, so rounds match and wall time "
-        "differs by the start-up and per-step figures above.",
+        "differs by the joining, worker start and per-step figures above. Step and build "
+        "counts can differ by a step or two: a step whose verdict stopped mattering is "
+        "cancelled, and whether it had finished by then depends on timing.",
     ]
     text = "\n".join(lines) + "\n"
     print(text)

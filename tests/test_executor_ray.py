@@ -292,3 +292,18 @@ def test_a_step_whose_verdict_no_longer_matters_is_stopped_on_its_node(cluster, 
     assert pids.exists(), proc.stderr
     stopped = [int(p) for p in pids.read_text().split()]
     assert stopped and not any(_alive(p) for p in stopped)
+
+
+def test_a_worker_lost_twice_aborts_with_the_reason(cluster, tmp_path):
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    shas = linear(repo, 12, culprit=6)
+    # every run of this commit's test kills the worker running it
+    test = f"if [ \"$TRITONBISECT_COMMIT\" = {shas[-1]} ]; then kill -9 $PPID; sleep 5; fi; grep -q ok out/state"
+    proc = tb(*_ray_run(repo, home, cluster.address, shas[0], test=test), cwd=repo, home=home,
+              timeout=240)
+    assert proc.returncode == 4, proc.stderr[-3000:]
+    out = last_json(proc.stdout)
+    assert out["status"] == "aborted"
+    assert "infrastructure failure, twice" in out["reason"] and "was lost mid-step" in out["reason"]
+    rec = next(r for r in journal(home, out["session"]) if r["commit"] == shas[-1])
+    assert rec["kind"] == "infra" and rec["verdict"] == "abort" and len(rec["attempts"]) == 1

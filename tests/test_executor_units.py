@@ -210,3 +210,22 @@ def test_step_lines_show_the_node():
     PlainUI(stream).step_finished("main", {"role": "search", "commit": "c" * 40, "verdict": "bad",
                                            "kind": "fail", "seconds": 2, "node": "gpu-3"}, "subj", None)
     assert " on gpu-3 subj" in stream.getvalue()
+
+
+def test_live_display_shows_where_each_running_step_is():
+    import io
+
+    from rich.console import Console
+
+    from tritonbisect.bisect.display import RichUI
+
+    ui = RichUI(Console(file=io.StringIO(), force_terminal=True, width=200))
+    try:
+        ui.step_running("a" * 40, "build", "cpu-1")  # may come before step_started
+        ui.step_started("main", "a" * 40, "search", "")
+        ui.step_started("main", "b" * 40, "search", "")
+        ui.step_running("b" * 40, "test", "gpu-2")
+        text = ui._render().plain
+    finally:
+        ui.close()
+    assert f"{'a' * 12} (build@cpu-1)" in text and f"{'b' * 12} (test@gpu-2)" in text

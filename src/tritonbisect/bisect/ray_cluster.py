@@ -146,6 +146,22 @@ def private_resources(needs: Sequence[Mapping[str, float]], jobs: int) -> tuple[
 
 def connect(address: str, *, needs: Sequence[Mapping[str, float]], jobs: int) -> Cluster:
     """Connect the driver (ray.init) to the cluster at `address`; see the module docstring."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return _connect(address, needs=needs, jobs=jobs)
+    # ray.init puts its own SIGTERM handler (sys.exit) in place of the session's, which
+    # turns SIGTERM into an interrupt that saves the state and prints the resume command
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        return _connect(address, needs=needs, jobs=jobs)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _connect(address: str, *, needs: Sequence[Mapping[str, float]], jobs: int) -> Cluster:
     import ray
 
     if ray.is_initialized():  # e.g. a previous phase of this process
