@@ -66,7 +66,8 @@ class RayPool:
         self.jobs = max(1, settings.jobs)
         self.note = note
         build, test = resources_of(settings)
-        self.split = build != test and bool(getattr(recipe, "caches_builds", False))
+        # every recipe but a plain command one caches its builds (as phase_search assumes)
+        self.split = build != test and bool(getattr(recipe, "caches_builds", True))
         if build != test and not self.split:
             note("this recipe keeps no build artifact to move between nodes: each step builds "
                  "and tests on one worker with the test resources")
