@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tritonbisect.errors import InputError
@@ -121,11 +121,3 @@ def make_pool(
 
         return RayPool(settings, spec, repo_id, recipe, policy, note=note)
     raise InputError(f"session uses unknown executor {kind!r} (known: {', '.join(EXECUTORS)})")
-
-
-def describe(settings: BisectSettings | Mapping[str, Any]) -> str:
-    """One line for the display: where the steps of a session run."""
-    get = settings.get if isinstance(settings, Mapping) else lambda k, d=None: getattr(settings, k, d)
-    if (get("executor") or "local") != "ray":
-        return "local workers"
-    return f"Ray cluster {get('ray_address') or 'auto'}"
