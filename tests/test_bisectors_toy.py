@@ -155,6 +155,24 @@ def test_second_identical_run_builds_nothing(world, home, capsys):
     assert all(not r["build"]["performed"] for r in _journal(res))
 
 
+def test_triton_on_ray_builds_on_a_builder_and_tests_on_a_tester(world, home, capsys):
+    pytest.importorskip("ray")
+    t = world.truth
+    good, bad = _around(t["triton_order"], t["triton_regression"])
+    argv = _triton(world, home, good, bad, "--jobs", "2", "--executor", "ray",
+                   "--ray-address", "local", "--build-resources", "builder=1",
+                   "--test-resources", "tester=1")
+    code, res, err = run_json(argv, capsys)
+    assert code == 0, err[-3000:]
+    assert res["culprit"] == t["triton_regression"]
+    tested = [r for r in _journal(res) if r["tests"]]
+    assert tested
+    for rec in tested:  # the tester installed the wheel the builder put in the cache
+        assert rec["build"].get("install", {}).get("node") == rec["node"], rec
+        assert "wheel taken from the cache" in rec["build"]["install"]["reason"]
+    assert "building on {builder: 1} and testing on {tester: 1}" in err
+
+
 def test_infra_failure_aborts_with_its_reason(world, home, capsys):
     t = world.truth
     test = "echo 'write: No space left on device' >&2; exit 1"

@@ -239,6 +239,21 @@ def test_verify_build_passes(world, workdir, venv, reference_map, capsys):
     assert "OK (3 rows, every row builds at both ends)" in captured.out
 
 
+def test_verify_build_probes_on_a_ray_cluster(world, workdir, venv, reference_map, capsys):
+    pytest.importorskip("ray")
+    _, out, _, _ = reference_map
+    rc = cli("verify", "--csv", out, "--triton-dir", world.triton, "--llvm-dir", world.llvm,
+             "--build", "--workdir", workdir, "--venv", venv,
+             "--executor", "ray", "--ray-address", "local")
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    assert "probes run on the Ray cluster at local" in captured.err
+    assert "OK (3 rows, every row builds at both ends)" in captured.out
+    logs = list(Path(workdir).glob("compat/verify-*/line*/*.log"))
+    assert logs  # the probes' logs were copied back from the worker
+    assert not list(Path(workdir).glob("ray-probes/*/*"))  # and its scratch dropped
+
+
 def test_verify_names_the_bad_line(world, workdir, reference_map, tmp_path, capsys):
     _, out, _, _ = reference_map
     bad = tmp_path / "bad.csv"

@@ -33,6 +33,18 @@ def log_of(rec: Mapping[str, Any] | None) -> str | None:
     return build.get("log")
 
 
+def where_of(rec: Mapping[str, Any]) -> str:
+    """Where a step ran, for its line: on which Ray node (built on one, tested on another);
+    nothing for a local step."""
+    node = rec.get("node")
+    if not node:
+        return ""
+    built = (rec.get("build") or {}).get("node")
+    if built and built != node:
+        return f" built on {built}, tested on {node}"
+    return f" on {node}"
+
+
 def format_eta(seconds: float | None) -> str:
     if seconds is None:
         return "?"
@@ -59,6 +71,9 @@ class NullUI:
 
     def step_started(self, phase: str, commit: str, role: str, subject: str) -> None:
         pass
+
+    def step_running(self, commit: str, stage: str, node: str) -> None:
+        """A stage ("build", "test", or the whole "step") of a step began on a Ray node."""
 
     def step_finished(self, phase: str, rec: Mapping[str, Any], subject: str, progress: Any) -> None:
         if rec.get("seconds") is not None:
@@ -114,7 +129,7 @@ class PlainUI(NullUI):
         verdict = _VERDICT_MARK.get(str(rec.get("verdict")), str(rec.get("verdict")))
         line = (
             f"  [{rec.get('role')}] {short(rec.get('commit'))} {verdict:5} "
-            f"{rec.get('kind')} ({float(rec.get('seconds') or 0):.1f}s) {subject[:50]}"
+            f"{rec.get('kind')} ({float(rec.get('seconds') or 0):.1f}s){where_of(rec)} {subject[:50]}"
         )
         if progress is not None:
             line += (
@@ -182,7 +197,10 @@ class RichUI(PlainUI):
         from rich.text import Text
 
         elapsed = format_eta(time.monotonic() - self._started)
-        flying = ", ".join(f"{c}" for c in list(self._flying)[:4])
+        flying = ", ".join(
+            f"{c}" + (f" ({where})" if "@" in where else "")
+            for c, where in list(self._flying.items())[:4]
+        )
         text = Text(f"{self._phase} {self._status} | elapsed {elapsed}", style="bold cyan")
         if flying:
             text.append(f" | testing {flying}", style="yellow")
@@ -197,7 +215,10 @@ class RichUI(PlainUI):
         self._status = f"{n} commits in range"
 
     def step_started(self, phase: str, commit: str, role: str, subject: str) -> None:
-        self._flying[short(commit)] = role
+        self._flying.setdefault(short(commit), role)  # step_running may have come first
+
+    def step_running(self, commit: str, stage: str, node: str) -> None:
+        self._flying[short(commit)] = f"{stage}@{node}"
 
     def step_finished(self, phase: str, rec: Mapping[str, Any], subject: str, progress: Any) -> None:
         self._flying.pop(short(rec.get("commit")), None)

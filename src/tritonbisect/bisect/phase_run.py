@@ -93,6 +93,9 @@ class PhaseRun(SearchLoop):
         from tritonbisect.bisect.runner import StepRequest
 
         request = StepRequest(commit=commit, log_dir=self._step_dir(commit, role), record=record)
+        running = getattr(self.ui, "step_running", None)
+        if running is not None:  # where it runs (a Ray node), once a worker takes it
+            request.notify = lambda stage, node: running(commit, stage, node)
         future = self.pool.submit(request)
         self.ui.step_started(self.spec.name, commit, role, self.subject(commit))
         return request, future
@@ -120,8 +123,8 @@ class PhaseRun(SearchLoop):
     # the phase -------------------------------------------------------------------------
 
     def run(self) -> None:
+        from tritonbisect.bisect.executor import make_pool
         from tritonbisect.bisect.history import History
-        from tritonbisect.bisect.runner import WorkerPool
         from tritonbisect.bisect.search import Candidates
         from tritonbisect.build.recipes import recipe_from_config
 
@@ -150,16 +153,8 @@ class PhaseRun(SearchLoop):
         self.ui.phase_started(self.session, self.phase, len(self.cands.order), self.subject)
         if self.records:
             self.ui.note(f"resuming: {len(self.records)} finished steps replayed from the journal")
-        self.pool = WorkerPool(
-            spec.repo,
-            self.settings.workdir,
-            self.history.repo_id(),
-            self.settings.jobs,
-            self.recipe,
-            self.policy,
-            repeat=self.settings.repeat,
-            env=self.settings.env,
-            timeout=self.settings.timeout,
+        self.pool = make_pool(
+            self.settings, spec, self.history.repo_id(), self.recipe, self.policy, note=self.ui.note
         )
         try:
             if not self._endpoints():

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,7 +50,17 @@ class CancelToken:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._groups: set[int] = set()
+        self._callbacks: list[Callable[[], object]] = []
         self.cancelled = False
+
+    def on_cancel(self, callback: Callable[[], object]) -> None:
+        """Call `callback` when the step is cancelled (now, when it already is): a step that
+        runs elsewhere (a Ray actor) is stopped there by it."""
+        with self._lock:
+            if not self.cancelled:
+                self._callbacks.append(callback)
+                return
+        _call_quietly(callback)
 
     def _register(self, pgid: int) -> bool:
         with self._lock:
@@ -67,8 +77,17 @@ class CancelToken:
         with self._lock:
             self.cancelled = True
             groups = list(self._groups)
+            callbacks, self._callbacks = self._callbacks, []
         for pgid in groups:
             _killpg(pgid, signal.SIGKILL)
+        for callback in callbacks:
+            _call_quietly(callback)
+
+
+def _call_quietly(callback: Callable[[], object]) -> None:
+    # a cancellation hook that fails (e.g. its actor is already gone) must not stop the others
+    with contextlib.suppress(Exception):
+        callback()
 
 
 _ALL_TOKENS: set[CancelToken] = set()
@@ -181,6 +200,33 @@ def run_logged(
             _killpg(pgid, signal.SIGKILL)
             token._unregister(pgid)
     return ProcessResult(rc, time.monotonic() - start, timed_out, log, cancelled=token.cancelled)
+
+
+def kill_child_groups() -> list[int]:
+    """Kill the process group of every child of this process that leads its own (every
+    command `run_logged` started). For a process whose only job is running one caller's
+    commands, such as a Ray actor probing for compat-builder. Linux only (reads /proc)."""
+    me = os.getpid()
+    own = os.getpgid(0)
+    killed: list[int] = []
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return killed
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            # the field after the parenthesised name: state, then ppid
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) != me:
+                continue
+            pgid = os.getpgid(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+        if pgid != own:
+            _killpg(pgid, signal.SIGKILL)
+            killed.append(pgid)
+    return killed
 
 
 def read_tail(path: Path | None, limit: int = TAIL_BYTES) -> str:

@@ -64,6 +64,7 @@ class StepResult:
     attempts: list[dict[str, Any]] = field(default_factory=list)  # earlier infra attempts
     log_dir: str = ""
     cancelled: bool = False
+    node: str | None = None  # the cluster node the step ran on (Ray executor only)
 
     def to_record(self) -> dict[str, Any]:
         rec: dict[str, Any] = {
@@ -83,6 +84,8 @@ class StepResult:
             rec["record"] = self.record
         if self.attempts:
             rec["attempts"] = self.attempts
+        if self.node:
+            rec["node"] = self.node
         return rec
 
 
@@ -196,6 +199,30 @@ def execute_step(
     return done(kind, verdict, reason, build=build, tests=tests, record=record_entry)
 
 
+def execute_build(
+    recipe: Recipe, commit: str, ctx: StepContext, policy: Policy, *, token: CancelToken | None = None
+) -> StepResult:
+    """Only the build of a step (`recipe.prepare`), for an executor that builds on one node
+    and tests on another: the artifact reaches the tester through the shared cache."""
+    started_iso = now_iso()
+    t0 = time.monotonic()
+    ctx.log_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        prep = recipe.prepare(commit, ctx)
+    except Exception as exc:  # a recipe bug or an OSError: the infrastructure failed
+        kind, reason, build = Kind.INFRA, _crash_reason("build", exc, ctx.log_dir), None
+    else:
+        kind = prep.kind if isinstance(prep.kind, Kind) else Kind(prep.kind)
+        reason = prep.reason or f"build {kind.value}"
+        build = _build_entry(prep, performed=not prep.cached and prep.log is not None)
+    return StepResult(
+        commit=commit, kind=kind.value, verdict=policy.verdict(kind).value, reason=reason,
+        worker=ctx.worker, started=started_iso, finished=now_iso(),
+        seconds=time.monotonic() - t0, build=build, log_dir=str(ctx.log_dir),
+        cancelled=bool(token and token.cancelled),
+    )
+
+
 def combine_runs(kinds: Sequence[Kind], reasons: Sequence[str], policy: Policy) -> tuple[Kind, Verdict, str]:
     """Majority verdict of repeated runs; disagreeing verdicts make the kind FLAKY."""
     verdicts = [policy.verdict(k) for k in kinds]
@@ -251,6 +278,66 @@ class StepRequest:
     log_dir: Path
     record: bool = False
     token: CancelToken = field(default_factory=CancelToken)
+    # told (stage, where) when a stage of the step starts on a node: "build"/"test"/"step"
+    notify: Callable[[str, str], None] | None = None
+
+
+@dataclass
+class StepSettings:
+    """How every step of a phase runs, wherever it runs (a thread here, a Ray actor)."""
+
+    policy: Policy
+    repeat: int = 1
+    env: dict[str, str] = field(default_factory=dict)
+    timeout: float | None = None
+    workdir: Path | None = None
+    cache_dir: str | None = None
+
+
+def run_in_worktree(
+    wt: Worktree | Callable[[], Worktree],
+    recipe: Recipe,
+    commit: str,
+    log_dir: Path,
+    settings: StepSettings,
+    *,
+    token: CancelToken,
+    record: bool = False,
+    build_only: bool = False,
+    worker: int | None = None,
+) -> StepResult:
+    """Check `commit` out in the worker's worktree and run the step (or only its build)."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    started = now_iso()
+    try:
+        tree = wt() if callable(wt) else wt
+        tree.checkout(commit)
+    except (GitError, OSError) as exc:
+        reason = f"could not prepare the worktree: {exc}"[:300]
+        return StepResult(
+            commit=commit, kind=Kind.INFRA.value, verdict=Verdict.ABORT.value,
+            reason=reason, worker=worker if worker is not None else -1, started=started,
+            finished=now_iso(), seconds=0.0, log_dir=str(log_dir),
+        )
+    ctx = StepContext(
+        worktree=tree.path,
+        log_dir=log_dir,
+        worker=tree.index,
+        env=dict(settings.env),
+        timeout=settings.timeout,
+        workdir=settings.workdir,
+        cache_dir=settings.cache_dir,
+    )
+    _CTX_TOKENS[id(ctx)] = token
+    try:
+        if build_only:
+            return execute_build(recipe, commit, ctx, settings.policy, token=token)
+        return execute_step(
+            recipe, commit, ctx, settings.policy,
+            repeat=settings.repeat, record=record, token=token,
+        )
+    finally:
+        _CTX_TOKENS.pop(id(ctx), None)
 
 
 class WorkerPool:
@@ -268,6 +355,7 @@ class WorkerPool:
         repeat: int = 1,
         env: Mapping[str, str] | None = None,
         timeout: float | None = None,
+        cache_dir: str | None = None,
     ) -> None:
         self.repo = repo
         self.workdir = workdir
@@ -278,6 +366,10 @@ class WorkerPool:
         self.repeat = repeat
         self.env = dict(env or {})
         self.timeout = timeout
+        self.step_settings = StepSettings(
+            policy=policy, repeat=repeat, env=self.env, timeout=timeout, workdir=workdir,
+            cache_dir=cache_dir,
+        )
         self._executor = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="tb-worker")
         self._free: queue.Queue[int] = queue.Queue()
         for slot in range(self.jobs):
@@ -312,34 +404,10 @@ class WorkerPool:
             untrack_token(request.token)
 
     def _attempt(self, request: StepRequest, slot: int, log_dir: Path) -> StepResult:
-        log_dir.mkdir(parents=True, exist_ok=True)
-        started = now_iso()
-        try:
-            wt = self._worktree(slot)
-            wt.checkout(request.commit)
-        except (GitError, OSError) as exc:
-            reason = f"could not prepare the worktree: {exc}"[:300]
-            return StepResult(
-                commit=request.commit, kind=Kind.INFRA.value, verdict=Verdict.ABORT.value,
-                reason=reason, worker=slot, started=started, finished=now_iso(), seconds=0.0,
-                log_dir=str(log_dir),
-            )
-        ctx = StepContext(
-            worktree=wt.path,
-            log_dir=log_dir,
-            worker=wt.index,
-            env=dict(self.env),
-            timeout=self.timeout,
-            workdir=self.workdir,
+        return run_in_worktree(
+            lambda: self._worktree(slot), self.recipe, request.commit, log_dir,
+            self.step_settings, token=request.token, record=request.record, worker=slot,
         )
-        _CTX_TOKENS[id(ctx)] = request.token
-        try:
-            return execute_step(
-                self.recipe, request.commit, ctx, self.policy,
-                repeat=self.repeat, record=request.record, token=request.token,
-            )
-        finally:
-            _CTX_TOKENS.pop(id(ctx), None)
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)

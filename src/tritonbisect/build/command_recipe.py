@@ -7,8 +7,12 @@ Both commands run with bash in the worker's worktree (the commit under test), wi
     TRITONBISECT_WORKTREE  the checkout the command runs in
     TRITONBISECT_RESULT    (tests only) where the test may write a JSON result {"status": ...}
 
-Nothing is cached: every step runs the build command again (an incremental build system in
-the worker's kept worktree makes that cheap).
+Without `artifact` nothing is cached: every step runs the build command again (an
+incremental build system in the worker's kept worktree makes that cheap). With `artifact`
+(`run --artifact PATH`: a file or folder the build leaves in the checkout), the build output
+of each commit is stored in the artifact cache and restored into the checkout instead of
+rebuilding, and a failed build is recorded; so a commit built on one node of a Ray cluster
+is tested on another.
 """
 
 from __future__ import annotations
@@ -31,19 +35,28 @@ NAME = "command"
 
 class CommandRecipe:
     name = NAME
-    caches_builds = False  # every step runs the build command again
 
-    def __init__(self, build: str | None, test: TestSpec, *, build_timeout: float | None = None) -> None:
+    def __init__(self, build: str | None, test: TestSpec, *, build_timeout: float | None = None,
+                 artifact: str | None = None) -> None:
         self.build = build or None
         self.test_spec = test
         self.build_timeout = build_timeout
+        self.artifact = artifact or None
+
+    @property
+    def caches_builds(self) -> bool:
+        """Only a declared build output is cached; otherwise every step builds again."""
+        return bool(self.build and self.artifact)
 
     def config(self) -> dict[str, Any]:
-        return {
+        config = {
             "build": self.build,
             "test": self.test_spec.to_dict(),
             "build_timeout": self.build_timeout,
         }
+        if self.artifact:
+            config["artifact"] = self.artifact
+        return config
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> CommandRecipe:
@@ -51,6 +64,7 @@ class CommandRecipe:
             config.get("build"),
             TestSpec.from_dict(config["test"]),
             build_timeout=config.get("build_timeout"),
+            artifact=config.get("artifact"),
         )
 
     def _env(self, commit: str, ctx: StepContext) -> dict[str, str]:
@@ -63,10 +77,17 @@ class CommandRecipe:
         return env
 
     def prepare(self, commit: str, ctx: StepContext) -> PrepareResult:
-        from tritonbisect.bisect.runner import cancel_token_for, read_tail, run_logged
-
         if not self.build:
             return PrepareResult(Kind.PASS, "no build command", cached=False, seconds=0.0, log=None)
+        if self.artifact:
+            from tritonbisect.build.command_artifact import cached_output
+
+            return cached_output(self, commit, ctx, self._build)
+        return self._build(commit, ctx)
+
+    def _build(self, commit: str, ctx: StepContext) -> PrepareResult:
+        from tritonbisect.bisect.runner import cancel_token_for, read_tail, run_logged
+
         log = ctx.log_dir / "build.log"
         proc = run_logged(
             self.build,

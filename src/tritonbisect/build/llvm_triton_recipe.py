@@ -13,6 +13,7 @@ Config: the "triton" recipe's keys (see triton_recipe) plus
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -76,8 +77,7 @@ class LLVMTritonRecipe(TritonRecipe):
     def test(self, commit: str, ctx: StepContext, *, record: bool = False) -> TestRun:
         triton_commit = self.triton_commit_for(commit) or ""
         tree = self.triton_worktree(ctx, triton_commit)
-        tctx = StepContext(worktree=tree, log_dir=ctx.log_dir, worker=ctx.worker, env=ctx.env,
-                           timeout=ctx.timeout, workdir=ctx.workdir)
+        tctx = dataclasses.replace(ctx, worktree=tree)
         return run_test(self.target_env(ctx), self.test_spec, triton_commit, tctx, record=record,
                         runner=step_runner(ctx))
 

@@ -53,6 +53,7 @@ class StepContext:
     env: dict[str, str] = field(default_factory=dict)  # extra variables (--env) for build+test
     timeout: float | None = None  # per-test timeout in seconds
     workdir: Path | None = None  # the tool's workdir (caches, venvs, TRITON_HOME)
+    cache_dir: str | None = None  # --cache-dir: the artifact cache (default <workdir>/cache)
 
 
 @dataclass

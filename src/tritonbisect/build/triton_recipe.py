@@ -20,7 +20,7 @@ Recipe config (JSON, saved in session.json; unknown keys are ignored):
   venv          the user's own venv (--venv); default: a venv per worker under
                 <workdir>/venvs, reused across sessions, Triton purged at every install
   build_timeout seconds for one build (default: none)
-  cache_dir     artifact cache root (default: <workdir>/cache)
+  cache_dir     artifact cache root (default: the session's --cache-dir, else <workdir>/cache)
   llvm_dir      an llvm-project checkout: build the LLVM each Triton commit pins in
                 cmake/llvm-hash.txt from it (cached) and build Triton against it
                 (LLVM_SYSPATH); without it Triton's setup.py finds LLVM itself
@@ -70,6 +70,7 @@ from tritonbisect.build.recipes import (
     register_recipe,
     test_files,
 )
+from tritonbisect.build.store import ArtifactStore, open_cache
 from tritonbisect.build.toolchain import compiler_id, which
 from tritonbisect.build.venv_pool import EnvPool, ensure_build_requirements, project_dir
 
@@ -293,9 +294,10 @@ class TritonRecipe:
         """Names this worker's private dirs (its worktree is locked to it by the engine)."""
         return f"{ctx.worktree.parent.name}-{ctx.worktree.name}"
 
-    def cache(self, ctx: StepContext) -> ArtifactCache:
-        root = self._config.get("cache_dir")
-        return ArtifactCache(Path(root) if root else self.workdir(ctx) / "cache")
+    def cache(self, ctx: StepContext) -> ArtifactStore:
+        """The recipe's own cache_dir (compat-builder's probes), else the session's
+        --cache-dir, else <workdir>/cache."""
+        return open_cache(self._config.get("cache_dir") or ctx.cache_dir, workdir=self.workdir(ctx))
 
     def target_env(self, ctx: StepContext) -> TargetEnv:
         return self._envs.get(ctx)

@@ -120,8 +120,9 @@ def _workdir_flag(session: Any) -> str:
 @click.option("--good", required=True, metavar="REV", help="A commit where the test passes.")
 @click.option("--bad", required=True, metavar="REV", help="A later commit where it fails.")
 @click.option("--build", "build_cmd", metavar="CMD", help="Build command (bash), run in each commit's checkout before the test.")
+@click.option("--artifact", metavar="PATH", help="What --build leaves in the checkout (file or folder): cached per commit and restored instead of rebuilt, so a commit built on one Ray node is tested on another.")
 @common_bisect_options
-def run_cmd(repo: Path, good: str, bad: str, build_cmd: str | None, **kwargs: Any) -> None:
+def run_cmd(repo: Path, good: str, bad: str, build_cmd: str | None, artifact: str | None, **kwargs: Any) -> None:
     """Bisect REPO between GOOD and BAD with your own build and test commands."""
     from tritonbisect.bisect.history import History
     from tritonbisect.bisect.session import PhaseSpec, Session, candidates_of
@@ -135,7 +136,7 @@ def run_cmd(repo: Path, good: str, bad: str, build_cmd: str | None, **kwargs: An
     bad_sha = history.resolve(bad)
     candidates_of(history, good_sha, bad_sha, first_parent=settings.first_parent)  # validates
     spec = settings.test_spec(repo=Path(history.root), bad=bad_sha, history=history)
-    recipe = CommandRecipe(build_cmd, spec)
+    recipe = CommandRecipe(build_cmd, spec, artifact=_artifact_path(artifact, build_cmd))
     phase = PhaseSpec(
         name="main",
         repo=Path(history.root),
@@ -147,6 +148,20 @@ def run_cmd(repo: Path, good: str, bad: str, build_cmd: str | None, **kwargs: An
     )
     session = Session.create(settings.workdir, settings, [phase], argv=list(sys.argv[1:]))
     execute(session, json_out=settings.json)
+
+
+def _artifact_path(artifact: str | None, build_cmd: str | None) -> str | None:
+    """--artifact as a clean path inside the checkout."""
+    import posixpath
+
+    if artifact is None:
+        return None
+    if not build_cmd:
+        raise InputError("--artifact names what --build produces; give --build CMD too")
+    norm = posixpath.normpath(artifact.strip())
+    if not artifact.strip() or norm in (".", "") or norm.startswith("../") or norm == ".." or posixpath.isabs(norm):
+        raise InputError(f"--artifact {artifact!r}: give a path inside the checkout, e.g. build/out")
+    return norm
 
 
 # --- resume / status / report ------------------------------------------------------------

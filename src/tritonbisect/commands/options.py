@@ -1,4 +1,4 @@
-"""Options shared by every bisecting command (`run`, `triton`, `llvm`, `torch`, `pairs`).
+"""Options shared by every bisecting command (`run`, `triton`, `llvm`, `torch`, `pairs`, ...).
 
     @click.command()
     @common_bisect_options                 # with --test / --repro
@@ -75,6 +75,12 @@ class BisectSettings:
     check: list[str] = field(default_factory=list)
     codegen_thresholds: list[str] = field(default_factory=list)
     compile_target: str | None = None
+    # where steps run (issue 11): see the "executor" block below
+    executor: str = "local"
+    ray_address: str = "auto"
+    build_resources: dict[str, float] | None = None
+    test_resources: dict[str, float] | None = None
+    cache_dir: str | None = None
 
     def policy(self) -> Policy:
         return Policy(regress=self.regress, on_build_failure=self.on_build_failure)
@@ -237,6 +243,56 @@ def _add_options(f: F, options: list[Callable[[F], F]]) -> F:
     return f
 
 
+# --- executor: where steps run, and the artifact cache they share (issue 11) ---------------
+# Part of every bisector's options (common_bisect_options); compat-builder's probes take the
+# same block with `executor_options(test_resources=False)`.
+
+
+def executor_options(f: F | None = None, *, test_resources: bool = True) -> Any:
+    """Click decorator: --executor, --ray-address, --build-resources, --test-resources,
+    --cache-dir (validated by `executor_values`)."""
+
+    def decorate(func: F) -> F:
+        options: list[Callable[[F], F]] = [
+            click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True, help="Where steps run: worker threads here, or Ray actors on a cluster (pip install 'tritonbisect[ray]')."),
+            click.option("--ray-address", metavar="auto|HOST:PORT|local", help="With --executor ray: the cluster to join (auto: the one `ray start` made here), or local: a private one on this machine, stopped afterwards. Default: auto."),
+            click.option("--build-resources", metavar="JSON", help="With --executor ray: what a build needs, e.g. '{\"CPU\": 32}' or '{\"builder\": 1}' (default {\"CPU\": 1})."),
+        ]
+        if test_resources:
+            options.append(click.option("--test-resources", metavar="JSON", help="With --executor ray: what a test needs, e.g. '{\"GPU\": 1}'. When it differs from --build-resources, builds and tests run on different workers and the artifact moves through the cache."))
+        options.append(click.option("--cache-dir", metavar="DIR", help="The artifact cache (default <workdir>/cache); for a Ray cluster, a directory every node reaches (NFS or similar)."))
+        return _add_options(func, options)
+
+    if f is not None:
+        return decorate(f)
+    return decorate
+
+
+def executor_values(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The validated executor fields of BisectSettings from the options' values."""
+    from tritonbisect.bisect.executor import check_address, parse_resources, require_ray
+    from tritonbisect.build.store import check_location
+
+    executor = kwargs.get("executor") or "local"
+    build = parse_resources(kwargs.get("build_resources"), "--build-resources")
+    test = parse_resources(kwargs.get("test_resources"), "--test-resources")
+    address = kwargs.get("ray_address")
+    if executor != "ray":
+        given = [name for name, value in (("--ray-address", address), ("--build-resources", build),
+                                          ("--test-resources", test)) if value is not None]
+        if given:
+            raise InputError(f"{', '.join(given)} only apply with --executor ray")
+    else:
+        require_ray()
+    return {
+        "executor": executor,
+        "ray_address": check_address(address),
+        "build_resources": build,
+        "test_resources": test,
+        "cache_dir": check_location(kwargs.get("cache_dir")),
+    }
+
+
 def common_bisect_options(f: F | None = None, *, test: bool = True) -> Any:
     """Click decorator adding the shared bisect options (see module docstring)."""
 
@@ -261,7 +317,7 @@ def common_bisect_options(f: F | None = None, *, test: bool = True) -> Any:
             click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Where sessions, worktrees and caches live (default: $TRITONBISECT_HOME or the user cache dir)."),
             click.option("--json", "json_out", is_flag=True, help="Print one JSON object with the result at the end."),
         ]
-        return _add_options(func, options)
+        return executor_options(_add_options(func, options))
 
     if f is not None:
         return decorate(f)
@@ -306,6 +362,7 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
         kernel=kernel,
         launch_id=launch_id,
         **compile_oracle,
+        **executor_values(kwargs),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sys
@@ -13,7 +14,7 @@ import click
 
 from tritonbisect.bisect.history import History
 from tritonbisect.cli_main import run_cli
-from tritonbisect.commands.options import resolve_workdir
+from tritonbisect.commands.options import executor_options, executor_values, resolve_workdir
 from tritonbisect.compat_builder import gitops
 from tritonbisect.compat_builder.agent import DEFAULT_MODEL, AgentSettings, AnthropicAgent
 from tritonbisect.compat_builder.csvmap import order_problems, read_map
@@ -33,6 +34,7 @@ from tritonbisect.compat_builder.state import (
 from tritonbisect.errors import EXIT_MANUAL_FIX_NEEDED, InputError, TritonBisectError
 
 AI_CHOICES = ("anthropic", "claude-cli", "none")
+_EXECUTOR_KEY = "tritonbisect.executor"
 
 
 def _echo(message: str) -> None:
@@ -75,7 +77,39 @@ def _ai_options(f):
     return f
 
 
+def _executor_block(f):
+    """--executor, --ray-address, --build-resources, --cache-dir: where probes run. Their
+    values go to the click context (`_new_prober` reads them), not to the command."""
+
+    @functools.wraps(f)
+    def wrapper(*args, executor, ray_address, build_resources, cache_dir, **kwargs):
+        click.get_current_context().meta[_EXECUTOR_KEY] = executor_values(
+            {"executor": executor, "ray_address": ray_address,
+             "build_resources": build_resources, "cache_dir": cache_dir})
+        return f(*args, **kwargs)
+
+    return executor_options(wrapper, test_resources=False)
+
+
+def _new_prober(**kwargs):
+    """A Prober here, or one whose probes run on a Ray cluster (--executor ray)."""
+    ctx = click.get_current_context()
+    executor = ctx.meta.get(_EXECUTOR_KEY) or {}
+    kwargs["cache_dir"] = executor.get("cache_dir")
+    if executor.get("executor") != "ray":
+        return Prober(**kwargs)
+    from tritonbisect.bisect.executor import DEFAULT_RESOURCES
+    from tritonbisect.compat_builder.remote_probe import RemoteProber
+
+    prober = RemoteProber(kwargs, address=executor["ray_address"],
+                          build_resources=executor.get("build_resources") or DEFAULT_RESOURCES,
+                          log=_echo)
+    ctx.call_on_close(prober.close)
+    return prober
+
+
 def _probe_options(f):
+    f = _executor_block(f)
     options = [
         click.option("--smoke", default=None,
                      help=f"Smoke command run in Triton's tree with the venv's python (default: {DEFAULT_SMOKE})."),
@@ -116,7 +150,7 @@ def _agent(state: MapState, api_key: str | None, timeout: float | None, backoff:
 
 def _mapper(state: MapState, workdir: Path, *, api_key: str | None, ai_timeout=None, ai_backoff=None,
             build_timeout=None, venv=None) -> Mapper:
-    prober = Prober(
+    prober = _new_prober(
         triton_repo=Path(state.triton_repo), llvm_repo=Path(state.llvm_repo), workdir=workdir,
         llvm_source=state.dir / "llvm-src", smoke=state.smoke, timeout=build_timeout,
         venv=str(venv) if venv else None,
@@ -364,9 +398,9 @@ def _verify_builds(cmap, csv_path, order, triton_repo, llvm_repo, workdir, smoke
 
     sessions_root(workdir).mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="verify-", dir=sessions_root(workdir)))
-    prober = Prober(triton_repo=triton_repo, llvm_repo=llvm_repo, workdir=workdir,
-                    llvm_source=scratch / "llvm-src", smoke=smoke, timeout=timeout,
-                    venv=str(venv) if venv else None)
+    prober = _new_prober(triton_repo=triton_repo, llvm_repo=llvm_repo, workdir=workdir,
+                         llvm_source=scratch / "llvm-src", smoke=smoke, timeout=timeout,
+                         venv=str(venv) if venv else None)
     problems = []
     previous: int | None = None
     with _api_key_kept_apart():

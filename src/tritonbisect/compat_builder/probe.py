@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tritonbisect.bisect.outcome import Kind
-from tritonbisect.build.cache import ArtifactCache
 from tritonbisect.build.llvm_recipe import LLVMConfig, build_llvm, llvm_cache_key
 from tritonbisect.build.llvm_triton_recipe import LLVMTritonRecipe
 from tritonbisect.build.recipes import StepContext, TestSpec
+from tritonbisect.build.store import open_cache
 from tritonbisect.build.triton_recipe import base_build_env, checkout_worktree
 from tritonbisect.compat_builder import gitops
 from tritonbisect.errors import AbortError
@@ -74,12 +74,13 @@ class Prober:
         timeout: float | None = None,
         venv: str | None = None,
         python: str | None = None,
+        cache_dir: str | None = None,
     ) -> None:
         self.llvm_repo = Path(llvm_repo)
         self.workdir = Path(workdir)
         self.llvm_source = Path(llvm_source)  # our own LLVM worktree (moved between commits)
         self.llvm_config = llvm_config or LLVMConfig()
-        self.cache = ArtifactCache(self.workdir / "cache")
+        self.cache = open_cache(cache_dir, workdir=self.workdir)
         config = {
             "test": TestSpec(smoke).to_dict(),
             "triton_dir": str(triton_repo),

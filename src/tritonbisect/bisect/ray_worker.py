@@ -1,0 +1,125 @@
+"""One worker slot on a Ray node (the body of a Ray actor; `ray_pool` makes it remote).
+
+It owns a worktree of the bisected repository (and, through the recipe, the build folders
+keyed by that worktree) for the whole session, so incremental builds stay incremental. A
+step's logs go to a scratch folder on the node, which the driver copies as they grow
+(`read_logs`) and drops when it has them all (`forget`). `cancel` kills the process groups
+of a step, as Ctrl-C or a step whose verdict no longer matters does locally. Methods run on
+several threads of the actor: `run` on one, `read_logs`/`cancel` beside it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+from tritonbisect.bisect.logsync import read_new
+from tritonbisect.bisect.outcome import Policy
+from tritonbisect.bisect.process import CancelToken
+from tritonbisect.bisect.runner import StepSettings, run_in_worktree
+from tritonbisect.bisect.worktree import Worktree, acquire_worktree
+from tritonbisect.build.recipes import recipe_from_config
+
+
+@dataclasses.dataclass
+class WorkerSpec:
+    """Everything an actor needs to rebuild the phase's step runner on its node."""
+
+    repo: str
+    workdir: str
+    repo_id: str
+    recipe_name: str
+    recipe_config: dict[str, Any]
+    regress: str
+    on_build_failure: str
+    repeat: int = 1
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+    timeout: float | None = None
+    cache_dir: str | None = None
+    prefer_worktree: int = 0  # take this worktree slot when free (a dead worker's, say)
+
+
+class StepWorker:
+    def __init__(self, spec: WorkerSpec) -> None:
+        self.spec = spec
+        self.workdir = Path(spec.workdir)
+        self.recipe = recipe_from_config(spec.recipe_name, spec.recipe_config)
+        self.settings = StepSettings(
+            policy=Policy(regress=spec.regress, on_build_failure=spec.on_build_failure),
+            repeat=spec.repeat, env=dict(spec.env), timeout=spec.timeout,
+            workdir=self.workdir, cache_dir=spec.cache_dir,
+        )
+        self._lock = threading.Lock()
+        self._tokens: dict[str, CancelToken] = {}
+        self._worktree: Worktree | None = None
+        self.scratch = self.workdir / "ray-steps" / f"{socket.gethostname()}-{os.getpid()}"
+
+    def _wt(self) -> Worktree:
+        with self._lock:
+            if self._worktree is None:
+                self._worktree = acquire_worktree(
+                    Path(self.spec.repo), self.workdir, self.spec.repo_id,
+                    start=self.spec.prefer_worktree,
+                )
+            return self._worktree
+
+    def describe(self) -> dict[str, Any]:
+        """Where this worker lives (asked once, when the driver first uses it)."""
+        import ray
+
+        from tritonbisect import __version__
+
+        wt = self._wt()  # a worktree problem shows now, not in the middle of a step
+        return {
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "worktree": wt.index,
+            "version": __version__,
+        }
+
+    def _token(self, step_id: str) -> CancelToken:
+        with self._lock:
+            return self._tokens.setdefault(step_id, CancelToken())
+
+    def run(self, step_id: str, commit: str, record: bool, build_only: bool) -> dict[str, Any]:
+        """Check out and run the step (or only its build); the StepResult as a dict, with
+        paths in this node's scratch folder (`scratch_of(step_id)`)."""
+        token = self._token(step_id)
+        result = run_in_worktree(
+            self._wt, self.recipe, commit, self.scratch_of(step_id), self.settings,
+            token=token, record=record, build_only=build_only,
+        )
+        return dataclasses.asdict(result)
+
+    def scratch_of(self, step_id: str) -> Path:
+        return self.scratch / step_id
+
+    def read_logs(self, step_id: str, offsets: dict[str, int]) -> dict[str, tuple[int, bytes]]:
+        return read_new(self.scratch_of(step_id), offsets)
+
+    def cancel(self, step_id: str) -> bool:
+        """Kill the step's processes (and any it would start later)."""
+        self._token(step_id).cancel()
+        return True
+
+    def forget(self, step_id: str) -> None:
+        with self._lock:
+            self._tokens.pop(step_id, None)
+        shutil.rmtree(self.scratch_of(step_id), ignore_errors=True)
+
+    def release(self) -> None:
+        """End of the session: cancel what still runs, unlock the worktree, drop the scratch."""
+        with self._lock:
+            tokens = list(self._tokens.values())
+            wt, self._worktree = self._worktree, None
+        for token in tokens:
+            token.cancel()
+        if wt is not None:
+            wt.release()
+        shutil.rmtree(self.scratch, ignore_errors=True)
