@@ -51,7 +51,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gitworld import broken_clusters, make_world  # noqa: E402
 from results_md import RESULTS, write_section  # noqa: E402
-
 from tritonbisect.bisect import bayes, search  # noqa: E402
 from tritonbisect.bisect.evidence import evidence_of  # noqa: E402
 from tritonbisect.bisect.phase_flaky import (  # noqa: E402

@@ -206,20 +206,24 @@ def clean_all(workdir: Path, *, keep_cache: bool) -> CleanReport:
     """Everything tritonbisect made in the workdir but compat-builder's state (and the
     caches with keep_cache)."""
     from tritonbisect.bisect.journal import LOCK_FILE, SessionLock
+    from tritonbisect.bisect.session import Session
 
     workdir = Path(workdir)
     report = CleanReport()
     sessions = workdir / "sessions"
     running = []
+    repos: set[Path] = set()  # also those whose worktree folders are already gone
     if sessions.is_dir():
         for sdir in sorted(p for p in sessions.iterdir() if p.is_dir()):
             if SessionLock(sdir / LOCK_FILE, sdir.name).is_locked_elsewhere():
                 running.append(sdir.name)
+            with contextlib.suppress(InputError, OSError):
+                repos |= session_repos(Session.open(workdir, sdir.name))
     if running:
         raise InputError(f"session(s) {', '.join(running)} are running; stop them first, then clean")
     worktrees = kept_worktrees(workdir)
     remove_worktrees(worktrees, workdir, report)
-    prune({wt.common_dir for wt in worktrees if wt.common_dir is not None}, report)
+    prune(repos | {wt.common_dir for wt in worktrees if wt.common_dir is not None}, report)
     names = ["sessions", "venvs", *_SCRATCH, *(() if keep_cache else _CACHES)]
     for name in names:
         path = workdir / name

@@ -16,6 +16,7 @@ are the person's own: they are recorded as given, not tested.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -103,7 +104,12 @@ class ManualJudge:
     def __init__(self, ui: Any, *, stdin: IO[str] | None = None, out: IO[str] | None = None) -> None:
         self.ui = ui
         self.stdin = stdin or sys.stdin
-        self.out = out or sys.stderr
+        self._out = out
+
+    @property
+    def out(self) -> IO[str]:
+        # looked up when used: a live display (rich) replaces sys.stderr while it runs
+        return self._out or sys.stderr
 
     # the endpoints ----------------------------------------------------------------------------
 
@@ -181,10 +187,10 @@ class ManualJudge:
         if worktree:
             lines.append(f"  checkout: {worktree}")
         venv = info.get("venv")
-        if venv:
+        if venv and venv != os.environ.get("VIRTUAL_ENV"):  # not just inherited from us
             lines.append(f"  venv:     . {venv}/bin/activate")
         else:
-            lines.append("  venv:     none (the build's output is in the checkout)")
+            lines.append("  venv:     none of ours (the build's output is in the checkout)")
         build = result.build or {}
         if build.get("log"):
             lines.append(f"  build log: {build['log']}")
