@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tritonbisect.bisect.evidence import Evidence, evidence_of
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.bisect.evidence import Evidence
 
 FLAKY_MODES = ("detect", "auto", "off")
 ENDPOINT_RUNS = 3  # per endpoint under --flaky auto
@@ -93,6 +94,8 @@ class FlakySearch:
     # evidence -----------------------------------------------------------------------------
 
     def _evidence(self) -> Evidence:
+        from tritonbisect.bisect.evidence import evidence_of
+
         return evidence_of(self.records)
 
     def _flake_aware(self) -> bool:

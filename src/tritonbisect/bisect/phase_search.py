@@ -8,7 +8,6 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from tritonbisect.bisect.evidence import classic_verdicts
 from tritonbisect.bisect.journal import ROLE_SEARCH
 from tritonbisect.bisect.phase_flaky import FlakySearch
 
@@ -21,6 +20,7 @@ class SearchLoop(FlakySearch):
 
     def _search(self):
         from tritonbisect.bisect import search
+        from tritonbisect.bisect.evidence import classic_verdicts
 
         if self._flake_aware():
             return self._bayes_search()
