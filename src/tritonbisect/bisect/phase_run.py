@@ -312,10 +312,12 @@ class PhaseRun(SearchLoop):
         phase.culprit = culprit
         phase.candidates = [culprit]
         self.session.save()
-        marks = self._evidence().marks  # a person's verdict is not re-tested
+        ev = self._evidence()
+        marks = ev.marks  # a person's verdict is not re-tested
         confirm: dict[str, dict[str, Any]] = {}
         for rec in self.records:
-            if rec.get("role") == ROLE_CONFIRM and rec.get("verdict") in ("good", "bad", "skip"):
+            undone = int(rec.get("seq") or 0) in ev.undone
+            if rec.get("role") == ROLE_CONFIRM and rec.get("verdict") in ("good", "bad", "skip") and not undone:
                 confirm[rec["commit"]] = rec
         todo = [c for c in dict.fromkeys((culprit, parent)) if c not in confirm and c not in marks]
         if todo:
