@@ -241,3 +241,32 @@ def test_without_test_and_without_a_terminal_the_run_is_refused(tmp_path: Path) 
               "--test", TEST, cwd=repo, home=home)
     assert both.returncode == 2 and "mutually exclusive" in _one_line(both)
     assert not (home / "sessions").exists()
+
+
+def test_a_mark_in_an_earlier_phase_supersedes_the_later_ones(tmp_path: Path) -> None:
+    from tritonbisect.bisect.session import PhaseSpec, Session, drive
+    from tritonbisect.build.command_recipe import CommandRecipe
+    from tritonbisect.build.recipes import TestSpec
+    from tritonbisect.commands.options import bisect_settings
+
+    home = tmp_path / "home"
+    first, second = tmp_path / "first", tmp_path / "second"
+    a = linear(first, 12, culprit=5)
+    b = linear(second, 12, culprit=8)
+    recipe = CommandRecipe(BUILD, TestSpec(TEST))
+    phases = [PhaseSpec(name, repo, shas[0], shas[-1], recipe.name, recipe.config())
+              for name, repo, shas in (("one", first, a), ("two", second, b))]
+    settings = bisect_settings(workdir=str(home), test=TEST)
+    session = Session.create(home, settings, phases)
+    drive(session)
+    drive(session)  # no workflow: one phase per run
+    assert [p.culprit for p in session.phases()] == [a[5], b[8]]
+    proc = tb("mark", session.id, a[5], "good", cwd=first, home=home)
+    assert proc.returncode == 0, proc.stderr
+    status = tb("status", session.id, cwd=first, home=home).stdout
+    assert "phase one: pending" in status and "phase two: superseded" in status
+    res = tb("resume", session.id, "--json", cwd=first, home=home)
+    assert res.returncode == 0, res.stderr
+    out = last_json(res.stdout)
+    assert out["phase"] == "one" and out["culprit"] == a[6]
+    assert [p["status"] for p in out["phases"]] == ["found", "superseded"]

@@ -19,9 +19,9 @@ from tritonbisect.bisect.evidence import (
     evidence_of,
     undone_seqs,
 )
+from tritonbisect.bisect.phases import STATUS_SUPERSEDED
 from tritonbisect.errors import InputError
 
-STATUS_SUPERSEDED = "superseded"  # a phase that followed from a result since corrected
 MARK_VERDICTS = ("good", "bad", "skip")
 
 
