@@ -263,17 +263,20 @@ def test_first_parent_blames_the_merge(tmp_path: Path) -> None:
     assert last_json(proc.stdout)["culprit"] == shas["merge"]
 
 
-def test_confirmation_that_disagrees_gives_low_confidence(tmp_path: Path) -> None:
-    repo, home = tmp_path / "repo", tmp_path / "home"
-    shas = linear(repo, 16, culprit=12)
+def _first_run_fails(tmp_path: Path, shas: list[str]) -> str:
+    """A test under which every good commit but the endpoint fails the first time."""
     marks = tmp_path / "marks"
     marks.mkdir()
-    # every good commit but the endpoint fails the first time it is tested
-    test = (
+    return (
         f'grep -q bad out/state && exit 1; [ "$TRITONBISECT_COMMIT" = {shas[0]} ] && exit 0; '
         f"m={marks}/$TRITONBISECT_COMMIT; [ -e $m ] && exit 0; touch $m; exit 1"
     )
-    proc = _run(repo, home, shas[0], "main", test=test)
+
+
+def test_confirmation_that_disagrees_gives_low_confidence_with_flaky_off(tmp_path: Path) -> None:
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    shas = linear(repo, 16, culprit=12)
+    proc = _run(repo, home, shas[0], "main", "--flaky", "off", test=_first_run_fails(tmp_path, shas))
     assert proc.returncode == 0, proc.stderr
     out = last_json(proc.stdout)
     assert out["status"] == "found"
@@ -282,10 +285,24 @@ def test_confirmation_that_disagrees_gives_low_confidence(tmp_path: Path) -> Non
     assert "confirmation disagrees" in out["reason"]
 
 
-def test_contradicting_verdicts_are_retested(tmp_path: Path) -> None:
+def test_confirmation_that_disagrees_switches_to_the_flake_aware_search(tmp_path: Path) -> None:
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    shas = linear(repo, 16, culprit=12)
+    proc = _run(repo, home, shas[0], "main", test=_first_run_fails(tmp_path, shas))
+    assert proc.returncode == 0, proc.stderr
+    assert "switching to the flake-aware search" in proc.stderr
+    out = last_json(proc.stdout)
+    assert out["culprit"] == shas[12] and out["confidence"] == "high"
+    post = out["posterior"]
+    assert post["search"] == "flake-aware" and post["probability"] >= 0.95
+    assert post["top"][0] == {"commit": shas[12], "probability": post["probability"]}
+    assert post["p"] > 0.1  # the first-run failures were noticed as false failures
+
+
+def test_contradicting_verdicts_are_retested_with_flaky_off(tmp_path: Path) -> None:
     repo, home = tmp_path / "repo", tmp_path / "home"
     shas = linear(repo, 31, culprit=25)
-    out = last_json(_run(repo, home, shas[0], "main").stdout)
+    out = last_json(_run(repo, home, shas[0], "main", "--flaky", "off").stdout)
     sdir = home / "sessions" / out["session"]
     # a journal where a flaky test said c10 bad but its descendant c20 good
     recs = journal(home, out["session"])[:2]

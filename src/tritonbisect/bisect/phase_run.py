@@ -7,7 +7,6 @@ resumed phase replays the journal and goes on without re-running finished steps.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,8 +56,13 @@ class PhaseRun(SearchLoop):
     # helpers ---------------------------------------------------------------------------
 
     def _journal(self, result: Any, role: str, round_: int | None) -> dict[str, Any]:
+        extra = None
+        if self.judge is not None:  # --manual: a person gives the verdict (bisect/manual.py)
+            result, extra = self.judge.judge(self, result, role)
         rec = {"seq": self._next_seq(), "phase": self.spec.name, "role": role, "round": round_}
         rec.update(result.to_record())
+        if extra:
+            rec.update(extra)
         self.session.journal.append(rec)
         self.records.append(rec)
         return rec
@@ -102,6 +106,10 @@ class PhaseRun(SearchLoop):
 
     def _progress(self) -> Progress:
         from tritonbisect.bisect import search
+
+        if self._bayes:
+            remaining, steps = self._bayes_progress()
+            return Progress(remaining, steps, len(self.records), len(self.in_flight))
 
         try:
             rem = search.remaining(self.cands, self._effective())
@@ -150,6 +158,11 @@ class PhaseRun(SearchLoop):
         self.cancelled: set[Future] = set()
         self._children: dict[str, list[str]] | None = None
         self._in_set = frozenset(self.cands.order)
+        self.judge = None
+        if getattr(self.settings, "manual", False):
+            from tritonbisect.bisect.manual import ManualJudge
+
+            self.judge = ManualJudge(self.ui)
         self.ui.phase_started(self.session, self.phase, len(self.cands.order), self.subject)
         if self.records:
             self.ui.note(f"resuming: {len(self.records)} finished steps replayed from the journal")
@@ -202,35 +215,41 @@ class PhaseRun(SearchLoop):
         return out
 
     def _endpoints(self) -> bool:
+        """Test the endpoints (each `_endpoint_runs()` times: several under --flaky auto) and
+        check that they bracket a regression; a person's own endpoints are taken as given."""
         from tritonbisect.build.command_recipe import test_spec_of
 
         spec = self.spec
-        done = self._endpoint_records()
+        if self.judge is not None:
+            self.judge.declare_endpoints(self)
+            return True
+        runs = self._endpoint_runs()
+        tally = self._endpoint_tally()
+        todo = {c: runs - sum(tally.get(c, {}).values()) for c in (spec.good, spec.bad)}
         test_spec = test_spec_of(self.recipe)
         needs_record = bool(test_spec and test_spec.record_command)
-        order = [c for c in (spec.good, spec.bad) if c not in done]
-        if order:
-            self.ui.note("checking the endpoints: the good commit must pass, the bad one must fail")
-        if needs_record and spec.good in order:
+        if any(n > 0 for n in todo.values()):
+            self.ui.note(
+                "checking the endpoints: the good commit must pass, the bad one must fail"
+                + (f" ({runs} runs each, to measure how flaky the test is)" if runs > 1 else "")
+            )
+        if needs_record and todo[spec.good] > 0 and not tally.get(spec.good):
             # the good endpoint records the reference the bad endpoint is compared against
             request, future = self._submit(spec.good, ROLE_ENDPOINT, record=True)
             self.in_flight[future] = (request, spec.good, ROLE_ENDPOINT, 0)
             if not self._collect_endpoints():
                 return False
-            order = [c for c in order if c != spec.good]
-        for commit in order:
-            request, future = self._submit(commit, ROLE_ENDPOINT, record=needs_record and commit == spec.good)
-            self.in_flight[future] = (request, commit, ROLE_ENDPOINT, 0)
+            todo[spec.good] -= 1
+        for commit in (spec.good, spec.bad):
+            for _ in range(max(0, todo[commit])):
+                request, future = self._submit(commit, ROLE_ENDPOINT)
+                self.in_flight[future] = (request, commit, ROLE_ENDPOINT, 0)
         if not self._collect_endpoints():
             return False
-        done = self._endpoint_records()
-        good, bad = done.get(spec.good), done.get(spec.bad)
-        problems = []
-        if good is None or good["verdict"] != "good":
-            problems.append(f"the good commit {spec.good[:12]} is not good ({_describe(good)})")
-        if bad is None or bad["verdict"] != "bad":
-            problems.append(f"the bad commit {spec.bad[:12]} is not bad ({_describe(bad)})")
+        problems = self._endpoint_problems(self._endpoint_tally())
         if problems:
+            done = self._endpoint_records()
+            good, bad = done.get(spec.good), done.get(spec.bad)
             self.phase.status = STATUS_INVALID
             self.phase.reason = "; ".join(problems)
             self.session.save()
@@ -267,6 +286,9 @@ class PhaseRun(SearchLoop):
     def _finish(self, action: Any) -> None:
         from tritonbisect.bisect import search
 
+        if self._bayes:
+            self._finish_bayes(action)
+            return
         phase = self.phase
         if isinstance(action, search.Inconclusive):
             phase.status = STATUS_INCONCLUSIVE
@@ -276,6 +298,7 @@ class PhaseRun(SearchLoop):
                 f"{len(action.candidates)} candidates remain; they could not be tested "
                 "(e.g. they do not build)"
             )
+            self._record_posterior(None, phase.candidates)
             self.session.save()
             self.ui.phase_finished(self.session, phase)
             return
@@ -284,32 +307,49 @@ class PhaseRun(SearchLoop):
         phase.culprit = culprit
         phase.candidates = [culprit]
         self.session.save()
+        ev = self._evidence()
+        marks = ev.marks  # a person's verdict is not re-tested
         confirm: dict[str, dict[str, Any]] = {}
         for rec in self.records:
-            if rec.get("role") == ROLE_CONFIRM and rec.get("verdict") in ("good", "bad", "skip"):
+            undone = int(rec.get("seq") or 0) in ev.undone
+            if rec.get("role") == ROLE_CONFIRM and rec.get("verdict") in ("good", "bad", "skip") and not undone:
                 confirm[rec["commit"]] = rec
-        todo = [c for c in dict.fromkeys((culprit, parent)) if c not in confirm]
+        todo = [c for c in dict.fromkeys((culprit, parent)) if c not in confirm and c not in marks]
         if todo:
             self.ui.note(f"confirming: re-testing {culprit[:12]} and its parent {parent[:12]}")
-        for commit in todo:
-            request, future = self._submit(commit, ROLE_CONFIRM)
-            self.in_flight[future] = (request, commit, ROLE_CONFIRM, None)
-        while self.in_flight:
-            for fut, (_req, commit, role, round_) in self._wait_one():
-                result = fut.result()
-                rec = self._journal(result, role, round_)
-                self.ui.step_finished(self.spec.name, rec, self.subject(commit), None)
-                if result.verdict == "abort":
-                    self._abort(f"confirmation of {commit[:12]}: {result.reason}")
-                    return
-                confirm[commit] = rec
+        # judged by hand: one commit at a time, so the checkout shown is the one judged
+        for batch in [[c] for c in todo] if self.judge is not None else [todo]:
+            for commit in batch:
+                request, future = self._submit(commit, ROLE_CONFIRM)
+                self.in_flight[future] = (request, commit, ROLE_CONFIRM, None)
+            while self.in_flight:
+                for fut, (_req, commit, role, round_) in self._wait_one():
+                    result = fut.result()
+                    rec = self._journal(result, role, round_)
+                    self.ui.step_finished(self.spec.name, rec, self.subject(commit), None)
+                    if result.verdict == "abort":
+                        self._abort(f"confirmation of {commit[:12]}: {result.reason}")
+                        return
+                    confirm[commit] = rec
+        for commit, verdict in marks.items():
+            confirm[commit] = {"verdict": verdict, "kind": "marked"}
         c_ok = confirm[culprit]["verdict"] == "bad"
         p_ok = confirm[parent]["verdict"] == "good"
+        if not (c_ok and p_ok) and self._switch_on_flakiness():
+            action = self._bayes_search()
+            if action is not None:
+                self._finish_bayes(action)
+            return
+        prob = self._record_posterior(culprit)
+        threshold = self._confidence()
+        stated = "" if prob is None else f"; P(culprit) = {prob:.3f}"
         phase.status = STATUS_FOUND
         if c_ok and p_ok:
-            phase.confidence = "high"
+            phase.confidence = "high" if prob is None or prob >= threshold else "low"
             phase.reason = (
                 f"confirmed: {culprit[:12]} is bad again and its parent {parent[:12]} good again"
+                + stated
+                + ("" if phase.confidence == "high" else f" (below {threshold:g})")
             )
         else:
             phase.confidence = "low"
@@ -321,13 +361,8 @@ class PhaseRun(SearchLoop):
             phase.reason = (
                 "low confidence: the confirmation disagrees with the search: "
                 + "; ".join(parts)
-                + " (flaky test? try --repeat 3)"
+                + stated
+                + " (flaky test? try --flaky auto)"
             )
         self.session.save()
         self.ui.phase_finished(self.session, phase)
-
-
-def _describe(rec: Mapping[str, Any] | None) -> str:
-    if rec is None:
-        return "not tested"
-    return f"{rec.get('kind')}: {rec.get('reason')}"

@@ -9,16 +9,21 @@ from collections.abc import Callable
 from typing import Any
 
 from tritonbisect.bisect.journal import ROLE_SEARCH
+from tritonbisect.bisect.phase_flaky import FlakySearch
 
 
-class SearchLoop:
+class SearchLoop(FlakySearch):
     """The search part of `phase_run.PhaseRun`, which sets up the state it works on (cands,
     records, verdicts, overrides, in_flight, cancelled, pool, recipe, ui) and the step helpers
-    (_submit, _journal, _wait_one, _abort, _effective, subject, _progress)."""
+    (_submit, _journal, _wait_one, _abort, _effective, subject, _progress). The flake-aware
+    search and the switch to it are in `phase_flaky.FlakySearch`."""
 
     def _search(self):
         from tritonbisect.bisect import search
+        from tritonbisect.bisect.evidence import classic_verdicts
 
+        if self._flake_aware():
+            return self._bayes_search()
         spec = self.spec
         in_set = self._in_set
         search_counts: Counter[str] = Counter()
@@ -27,8 +32,9 @@ class SearchLoop:
             if rec.get("role") == ROLE_SEARCH:
                 search_counts[rec["commit"]] += 1
                 finished_round = max(finished_round, int(rec.get("round") or 0))
-                if rec.get("verdict") in ("good", "bad", "skip") and rec["commit"] in in_set:
-                    self.verdicts[rec["commit"]] = rec["verdict"]
+        ev = self._evidence()
+        marks = ev.marks  # a person's verdicts: never re-tested, never overridden
+        self.verdicts.update(classic_verdicts(ev, in_set))
         self.verdicts.setdefault(spec.bad, "bad")
         cached = self._known_cached()
         guard = 0
@@ -53,9 +59,11 @@ class SearchLoop:
                     self.in_flight[future] = (request, commit, ROLE_SEARCH, finished_round + 1)
                     submitted += 1
             elif isinstance(action, search.Conflict):
+                if self._switch_on_flakiness("verdicts contradict the history"):
+                    return self._bayes_search()
                 retest = []
                 for commit in action.commits:
-                    if commit in flying:
+                    if commit in flying or commit in marks:
                         continue
                     if search_counts[commit] >= 2 or commit not in in_set:
                         # tested twice and still contradicting: do not trust it
@@ -107,10 +115,13 @@ class SearchLoop:
                 if self._caches and (rec.get("build") or {}).get("kind") == "pass":
                     cached = cached | {commit}
                 if role == ROLE_SEARCH and commit in in_set:
-                    self.verdicts[commit] = result.verdict
+                    if commit not in marks:
+                        self.verdicts[commit] = result.verdict
                     finished_round = max(finished_round, round_ or 0)
                     learned = True
                 self.ui.step_finished(spec.name, rec, self.subject(commit), self._progress())
+            if learned and self._switch_on_flakiness():
+                return self._bayes_search()
             if learned:
                 self._cancel_useless()
 

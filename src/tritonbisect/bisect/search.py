@@ -175,6 +175,12 @@ def _index(cands: Candidates) -> _Index:
     return idx
 
 
+def ancestry(cands: Candidates) -> _Index:
+    """Positions and ancestor bitsets of the set (memoised): `pos`, `order`, `n`, `linear`,
+    `anc(i)`. For the flake-aware search (bayes.py), which shares the model."""
+    return _index(cands)
+
+
 def _bits(mask: int):
     """Indices of the set bits of mask, ascending."""
     while mask:
@@ -320,6 +326,18 @@ def _skip_risk(st: _State, cached: set[int]) -> list[float] | None:
                 ok *= 1.0 - _SKIP_NEAR * math.exp(-(d - 1) / scale)
         risk[i] = 1.0 - ok
     return risk
+
+
+def skip_risk(
+    cands: Candidates, skipped: AbstractSet[str], known_ok: AbstractSet[str]
+) -> list[float] | None:
+    """`_skip_risk` for callers outside this module: the estimated probability that each
+    commit (by position) is untestable, given the skipped commits and those known to build."""
+    idx = _index(cands)
+    skip = {idx.pos[c] for c in skipped if c in idx.pos}
+    ok = [idx.pos[c] for c in known_ok if c in idx.pos]
+    st = _State(idx, good=ok, bad=[], skip=skip, conflict=(), R=0, m=0, lo=0)
+    return _skip_risk(st, set())
 
 
 def next_step(

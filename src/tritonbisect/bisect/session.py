@@ -336,7 +336,8 @@ def counters_of(records: list[Mapping[str, Any]]) -> dict[str, int]:
         "tests": tests,
         "builds": builds,
         "cached_builds": cached,
-        "steps": len(records),
+        # a person's corrections (mark, undo: bisect/evidence.py) are records, not steps
+        "steps": sum(1 for r in records if r.get("role") not in ("mark", "undo")),
         "rounds": sum(rounds.values()),
     }
 

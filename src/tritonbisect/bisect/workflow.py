@@ -24,6 +24,7 @@ from tritonbisect.bisect.llvm import (
     open_llvm_repo,
     resolve_llvm,
 )
+from tritonbisect.bisect.phases import STATUS_SUPERSEDED
 from tritonbisect.bisect.session import PhaseSpec, register_workflow
 from tritonbisect.bisect.triton import (
     HASH_FILE,
@@ -116,7 +117,7 @@ def descent_phase(triton_repo: Path, bump: LLVMBump, plan: DescentPlan) -> Phase
 
 def continue_after_triton(session, result) -> bool:
     """Workflow continuation: append the LLVM phase after a Triton bump culprit."""
-    phases = session.phases()
+    phases = [p for p in session.phases() if p.status != STATUS_SUPERSEDED]  # corrected away
     if not phases:
         return False
     last = phases[-1]

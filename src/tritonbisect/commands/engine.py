@@ -40,6 +40,8 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
         "session": session.id,
         "session_dir": str(session.dir),
         "phase": result.phase,
+        # the probability of the answer and the top candidates (bisect/phase_flaky.py)
+        "posterior": session.extra.get("posterior", {}).get(result.phase),
         "phases": [
             {
                 "name": p.spec.name,
@@ -48,6 +50,7 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
                 "candidates": p.candidates,
                 "confidence": p.confidence,
                 "reason": p.reason,
+                "posterior": session.extra.get("posterior", {}).get(p.spec.name),
             }
             for p in session.phases()
         ],
@@ -88,7 +91,9 @@ def summary(session: Any, result: Any) -> str:
             except Exception:  # noqa: BLE001
                 subject = ""
         lines.append(f"culprit: {result.culprit}{subject}")
-        lines.append(f"confidence: {result.confidence}")
+        post = session.extra.get("posterior", {}).get(result.phase) or {}
+        prob = f" (P = {post['probability']:.3f})" if post.get("probability") is not None else ""
+        lines.append(f"confidence: {result.confidence}{prob}")
     elif result.status == "inconclusive":
         lines.append(
             f"inconclusive: the culprit is one of {len(result.candidates)} commits that could "
@@ -183,6 +188,10 @@ def resume_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
 
     session = Session.open(resolve_workdir(workdir), session_id)
     session.journal.records()  # a corrupt journal is reported before anything runs
+    if session.settings.manual:
+        from tritonbisect.bisect.manual import require_terminal
+
+        require_terminal()
     execute(session, json_out=json_out)
 
 
@@ -209,6 +218,7 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
                     "counters": counters,
                     "phases": [p.to_dict() for p in session.phases()],
                     "last_steps": records[-10:],
+                    "posterior": session.extra.get("posterior", {}),
                 }
             )
         )
@@ -240,6 +250,12 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
         )
     if not running and any(p.status in ("pending", "running", "aborted") for p in session.phases()):
         click.echo(f"  resume with: {session.resume_command()}")
+    from tritonbisect.bisect.cleanup import describe
+
+    kept = describe(session, session.dir.parent.parent)
+    if kept:
+        click.echo("\n".join(kept))
+        click.echo(f"  remove them with: tritonbisect clean {session.id}{_workdir_flag(session)}")
 
 
 @click.command("report")

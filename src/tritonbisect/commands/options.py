@@ -81,6 +81,12 @@ class BisectSettings:
     build_resources: dict[str, float] | None = None
     test_resources: dict[str, float] | None = None
     cache_dir: str | None = None
+    # --- issue 12: flaky tests and judging by hand (bisect/phase_flaky.py, bisect/manual.py)
+    flaky: str = "detect"  # --flaky auto|detect|off
+    flake_rate: list[float] | None = None  # --flake-rate P[,Q]: fixed error rates
+    confidence: float = 0.95  # --confidence: the posterior an answer must reach
+    max_tests: int | None = None  # --max-tests: search tests allowed (flake-aware search)
+    manual: bool = False  # no --test, or --manual: a person judges each commit
 
     def policy(self) -> Policy:
         return Policy(regress=self.regress, on_build_failure=self.on_build_failure)
@@ -100,7 +106,7 @@ class BisectSettings:
 
     @property
     def wants_test(self) -> bool:
-        return bool(self.test or self.repro)
+        return bool(self.test or self.repro or self.manual)
 
     def test_spec(
         self,
@@ -120,6 +126,10 @@ class BisectSettings:
         """
         if self.repro:
             return self._repro_spec(out_dir)
+        if self.manual:
+            from tritonbisect.bisect.manual import PROBE_COMMAND
+
+            return TestSpec(command=PROBE_COMMAND)
         if not self.test:
             raise InputError("give the test to run: --test CMD (or --repro TRACE --kernel K)")
         return TestSpec(
@@ -317,11 +327,62 @@ def common_bisect_options(f: F | None = None, *, test: bool = True) -> Any:
             click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Where sessions, worktrees and caches live (default: $TRITONBISECT_HOME or the user cache dir)."),
             click.option("--json", "json_out", is_flag=True, help="Print one JSON object with the result at the end."),
         ]
+        options += verdict_options(test=test)
         return executor_options(_add_options(func, options))
 
     if f is not None:
         return decorate(f)
     return decorate
+
+
+# --- issue 12: flaky tests and judging by hand ---------------------------------------------
+
+
+def verdict_options(*, test: bool = True) -> list[Callable[[F], F]]:
+    """--flaky, --flake-rate, --confidence, --max-tests, and (with --test) --manual."""
+    options: list[Callable[[F], F]] = [
+        click.option("--flaky", type=click.Choice(["detect", "auto", "off"]), default="detect", show_default=True, help="Flaky tests: 'auto' runs each endpoint 3 times to measure the error rates and searches by probability from the start; 'detect' does so from the first contradicting verdict; 'off' never."),
+        click.option("--flake-rate", metavar="P[,Q]", help="The test's known error rates: P false failures on good commits, Q false passes on bad ones (default 0); implies the flake-aware search."),
+        click.option("--confidence", type=float, default=0.95, show_default=True, help="Posterior probability an answer must reach (flake-aware search), and that 'high' confidence means."),
+        click.option("--max-tests", type=int, metavar="N", help="Search tests allowed to the flake-aware search (default: 6*log2(range)+10)."),
+    ]
+    if test:
+        options.append(click.option("--manual", is_flag=True, help="Judge each commit by hand (the default without --test): it is built and installed, then you answer good/bad/skip."))
+    return options
+
+
+def _verdict_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The issue-12 fields of BisectSettings from the command's keyword arguments."""
+    from tritonbisect.bisect.manual import require_terminal
+    from tritonbisect.bisect.phase_flaky import parse_flake_rate
+
+    out: dict[str, Any] = {"flaky": kwargs.get("flaky") or "detect"}
+    rate = kwargs.get("flake_rate")
+    if rate:
+        try:
+            out["flake_rate"] = list(parse_flake_rate(str(rate)))
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+    confidence = kwargs.get("confidence")
+    if confidence is not None:
+        if not 0.5 <= float(confidence) < 1.0:
+            raise InputError(f"--confidence must be at least 0.5 and below 1, got {confidence}")
+        out["confidence"] = float(confidence)
+    max_tests = kwargs.get("max_tests")
+    if max_tests is not None:
+        if int(max_tests) < 1:
+            raise InputError("--max-tests must be at least 1")
+        out["max_tests"] = int(max_tests)
+    has_test_options = "test" in kwargs or "repro" in kwargs
+    given = bool(kwargs.get("test") or kwargs.get("repro"))
+    if kwargs.get("manual") and given:
+        raise InputError("--manual and --test/--repro are mutually exclusive: a person or a test judges")
+    if kwargs.get("manual") or (has_test_options and not given):
+        if (kwargs.get("jobs") or 1) > 1:
+            raise InputError("commits judged by hand are built one at a time: drop --jobs")
+        require_terminal()
+        out["manual"] = True
+    return out
 
 
 def bisect_settings(**kwargs: Any) -> BisectSettings:
@@ -363,6 +424,7 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
         launch_id=launch_id,
         **compile_oracle,
         **executor_values(kwargs),
+        **_verdict_settings(kwargs),
     )
 
 
