@@ -47,7 +47,8 @@ TEST_FAILURE_KINDS = frozenset(
     {Kind.FAIL, Kind.CRASH, Kind.COMPILE_ERROR, Kind.MISMATCH, Kind.TIMEOUT, Kind.PERF}
 )
 
-REGRESS_MODES = ("fail", "crash", "mismatch", "compile_error", "fixed")
+# "perf": a step is bad when its metric is worse than the good endpoint's (bisect.perf)
+REGRESS_MODES = ("fail", "crash", "mismatch", "compile_error", "fixed", "perf")
 BUILD_FAILURE_MODES = ("skip", "abort", "bad")
 
 
@@ -57,8 +58,9 @@ class Policy:
 
     `regress` picks which kinds count as the regression:
       fail           every test failure kind is bad (default)
-      crash / mismatch / compile_error
-                     only that kind is bad; a pass is good; other failures are skipped,
+      crash / mismatch / compile_error / perf
+                     only that kind is bad (perf: slower than the good endpoint, judged
+                     from repeated samples by `bisect.perf`); a pass is good; other failures are skipped,
                      because they hide whether the narrowed symptom is present
       fixed          find the commit that fixed it: failures are "good" (the old state),
                      a pass is "bad" (the new state)

@@ -92,10 +92,22 @@ class PhaseRun(SearchLoop):
     def _submit(self, commit: str, role: str, *, record: bool = False):
         from tritonbisect.bisect.runner import StepRequest
 
-        request = StepRequest(commit=commit, log_dir=self._step_dir(commit, role), record=record)
+        request = StepRequest(
+            commit=commit, log_dir=self._step_dir(commit, role), record=record,
+            baseline=self._perf_baseline(commit),
+        )
         future = self.pool.submit(request)
         self.ui.step_started(self.spec.name, commit, role, self.subject(commit))
         return request, future
+
+    def _perf_baseline(self, commit: str) -> tuple[float, ...] | None:
+        """--regress perf: the good endpoint's samples, the yardstick of every other step
+        (None for the good endpoint itself, which measures them)."""
+        if self.perf is None or commit == self.spec.good:
+            return None
+        from tritonbisect.bisect.perf import baseline_of
+
+        return baseline_of(self.records, self.spec.good)
 
     def _progress(self) -> Progress:
         from tritonbisect.bisect import search
@@ -136,6 +148,7 @@ class PhaseRun(SearchLoop):
         self.phase.range_size = len(self.cands.order)
         self.recipe = recipe_from_config(spec.recipe_name, spec.recipe_config)
         self.policy = self.settings.policy()
+        self.perf = self.settings.perf_settings()
         all_records = self.session.journal.records()  # read once: phases share the journal
         self.records = [r for r in all_records if r.get("phase") == spec.name]
         self._seq = max((int(r.get("seq", 0)) for r in all_records), default=0)
@@ -160,6 +173,7 @@ class PhaseRun(SearchLoop):
             repeat=self.settings.repeat,
             env=self.settings.env,
             timeout=self.settings.timeout,
+            perf=self.perf,
         )
         try:
             if not self._endpoints():
@@ -216,9 +230,10 @@ class PhaseRun(SearchLoop):
         order = [c for c in (spec.good, spec.bad) if c not in done]
         if order:
             self.ui.note("checking the endpoints: the good commit must pass, the bad one must fail")
-        if needs_record and spec.good in order:
+        if (needs_record or self.perf is not None) and spec.good in order:
             # the good endpoint records the reference the bad endpoint is compared against
-            request, future = self._submit(spec.good, ROLE_ENDPOINT, record=True)
+            # (the oracle's golden output, or the perf samples)
+            request, future = self._submit(spec.good, ROLE_ENDPOINT, record=needs_record)
             self.in_flight[future] = (request, spec.good, ROLE_ENDPOINT, 0)
             if not self._collect_endpoints():
                 return False

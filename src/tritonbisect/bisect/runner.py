@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonbisect.bisect.outcome import Kind, Policy, Verdict, classify_test
+from tritonbisect.bisect.perf import PerfSettings, judge_step, metric_of
 from tritonbisect.bisect.process import (
     CancelToken,
     GitError,
@@ -64,6 +65,7 @@ class StepResult:
     attempts: list[dict[str, Any]] = field(default_factory=list)  # earlier infra attempts
     log_dir: str = ""
     cancelled: bool = False
+    perf: dict[str, Any] | None = None  # --regress perf: samples and their judgement
 
     def to_record(self) -> dict[str, Any]:
         rec: dict[str, Any] = {
@@ -83,6 +85,8 @@ class StepResult:
             rec["record"] = self.record
         if self.attempts:
             rec["attempts"] = self.attempts
+        if self.perf is not None:
+            rec["perf"] = self.perf
         return rec
 
 
@@ -125,11 +129,16 @@ def execute_step(
     repeat: int = 1,
     record: bool = False,
     token: CancelToken | None = None,
+    perf: PerfSettings | None = None,
+    baseline: Sequence[float] | None = None,
 ) -> StepResult:
     """Build/install `commit` (already checked out in ctx.worktree) and test it `repeat` times.
 
     The outcome kind is classified from the processes; the verdict comes from `policy`.
     With `repeat` > 1 the verdict is the majority; runs that disagree make the kind "flaky".
+    With `perf` (--regress perf) the runs' metrics are judged against `baseline` (the good
+    endpoint's samples; None: this step is that reference) by `bisect.perf.judge_step`,
+    which may ask for more runs.
     """
     started_iso = now_iso()
     t0 = time.monotonic()
@@ -175,23 +184,46 @@ def execute_step(
 
     tests: list[dict[str, Any]] = []
     kinds: list[Kind] = []
-    for _ in range(max(1, repeat)):
-        if token is not None and token.cancelled:
-            break
-        try:
-            run = recipe.test(commit, ctx)
-        except Exception as exc:
-            return done(
-                Kind.INFRA, Verdict.ABORT, _crash_reason("test", exc, ctx.log_dir),
-                build=build, tests=tests, record=record_entry,
-            )
-        kind, reason = _classify_run(run)
-        tests.append(_test_entry(run, kind, reason))
-        kinds.append(kind)
-        if kind is Kind.INFRA:
-            return done(kind, policy.verdict(kind), reason, build=build, tests=tests, record=record_entry)
+
+    def run_tests(count: int) -> StepResult | None:
+        """Run the test `count` more times; a StepResult when the step must end now."""
+        for _ in range(count):
+            if token is not None and token.cancelled:
+                return None
+            try:
+                run = recipe.test(commit, ctx)
+            except Exception as exc:
+                return done(
+                    Kind.INFRA, Verdict.ABORT, _crash_reason("test", exc, ctx.log_dir),
+                    build=build, tests=tests, record=record_entry,
+                )
+            kind, reason = _classify_run(run)
+            entry = _test_entry(run, kind, reason)
+            if perf is not None:
+                entry["metric"] = metric_of(read_tail(run.log), run.result)
+            tests.append(entry)
+            kinds.append(kind)
+            if kind is Kind.INFRA:
+                return done(kind, policy.verdict(kind), reason, build=build, tests=tests, record=record_entry)
+        return None
+
+    ended = run_tests(perf.first_batch(baseline) if perf is not None else max(1, repeat))
+    if ended is not None:
+        return ended
     if not kinds:
         return done(Kind.INFRA, Verdict.ABORT, "step cancelled", build=build, tests=tests)
+    if perf is not None:
+        while True:
+            decision = judge_step(perf, policy, kinds, tests, baseline, combine_runs)
+            if not decision.more or (token is not None and token.cancelled):
+                break
+            ended = run_tests(decision.more)
+            if ended is not None:
+                return ended
+        return done(
+            decision.kind, decision.verdict, decision.reason,
+            build=build, tests=tests, record=record_entry, perf=decision.record,
+        )
     kind, verdict, reason = combine_runs(kinds, [t["reason"] for t in tests], policy)
     return done(kind, verdict, reason, build=build, tests=tests, record=record_entry)
 
@@ -251,6 +283,7 @@ class StepRequest:
     log_dir: Path
     record: bool = False
     token: CancelToken = field(default_factory=CancelToken)
+    baseline: tuple[float, ...] | None = None  # --regress perf: the reference's samples
 
 
 class WorkerPool:
@@ -268,8 +301,10 @@ class WorkerPool:
         repeat: int = 1,
         env: Mapping[str, str] | None = None,
         timeout: float | None = None,
+        perf: PerfSettings | None = None,
     ) -> None:
         self.repo = repo
+        self.perf = perf
         self.workdir = workdir
         self.repo_id = repo_id
         self.jobs = max(1, jobs)
@@ -337,6 +372,7 @@ class WorkerPool:
             return execute_step(
                 self.recipe, request.commit, ctx, self.policy,
                 repeat=self.repeat, record=request.record, token=request.token,
+                perf=self.perf, baseline=request.baseline,
             )
         finally:
             _CTX_TOKENS.pop(id(ctx), None)
