@@ -162,7 +162,7 @@ class PhaseRun(SearchLoop):
         self._in_set = frozenset(self.cands.order)
         self.ui.phase_started(self.session, self.phase, len(self.cands.order), self.subject)
         if self.records:
-            self.ui.note(f"resuming: {len(self.records)} finished steps replayed from the journal")
+            self.ui.note(f"{len(self.records)} finished steps replayed from the journal")
         self.pool = WorkerPool(
             spec.repo,
             self.settings.workdir,
