@@ -43,6 +43,23 @@ def test_workflows_and_action_match_their_schemas() -> None:
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_readme_examples_are_valid(tmp_path: Path) -> None:
+    pytest.importorskip("check_jsonschema")
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### In GitHub Actions"):]
+    caller, steps = re.findall(r"```yaml\n(.*?)```", section, re.S)[:2]
+    (tmp_path / "caller.yml").write_text(caller)
+    job = "name: x\non: push\njobs:\n  hunt:\n    runs-on: ubuntu-latest\n" + steps
+    (tmp_path / "job.yml").write_text(job)
+    proc = subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows",
+         str(tmp_path / "caller.yml"), str(tmp_path / "job.yml")],
+        capture_output=True, text=True, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert load_yaml(tmp_path / "caller.yml") == load_yaml(EXAMPLE)  # the same example twice
+
+
 def test_schema_check_rejects_a_broken_action(tmp_path: Path) -> None:
     """The check above can fail: a composite step without `shell` is refused."""
     pytest.importorskip("check_jsonschema")
