@@ -385,3 +385,45 @@ def _wait(predicate, timeout: float = 60.0) -> None:
 def _wait_for_session(home: Path) -> Path:
     _wait(lambda: bool(sessions(home)))
     return home / "sessions" / sessions(home)[0]
+
+
+def test_a_test_with_a_reference_output_records_it_once_at_a_good_commit(tmp_path: Path) -> None:
+    """An oracle's golden output (`--repro`: TestSpec.record_command) is recorded at a good
+    commit once; later nights compare against it in one test, and the bisect's good endpoint
+    is the night's own step (the golden is not recorded again)."""
+    from tritonbisect.bisect.display import NullUI
+    from tritonbisect.commands.options import bisect_settings
+    from tritonbisect.hunt.night import Night, NightOptions
+    from tritonbisect.hunt.state import HuntState
+    from tritonbisect.hunt.targets import CommandTarget
+
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    golden = tmp_path / "golden"
+    shas = history(repo, 3)
+    test = {"command": f"cmp -s out/state {golden}",
+            "record_command": f"cp out/state {golden}"}
+    settings = bisect_settings(test="unused", workdir=str(home))
+
+    def one_night() -> tuple:
+        target = CommandTarget(repo, BUILD, test)
+        state = HuntState.load(home / "state.json")
+        night = Night(target, settings, state, NightOptions(), NullUI(), hunt_dir=home / "hunt",
+                      bisect_argv=lambda g, b: ["run", "--good", g, "--bad", b],
+                      record_command=test["record_command"])
+        return night.run(), state
+
+    res, st = one_night()
+    assert (res.status, [r["role"] for r in res.steps]) == ("green", ["reference"])
+    assert res.steps[0]["record"] and golden.read_text() == "ok\n"
+    assert st.reference["commit"] == shas[-1]
+
+    shas += add_commits(repo, 2, bad_from=None)
+    res, st = one_night()
+    assert (res.status, [r["role"] for r in res.steps]) == ("green", ["head"])
+
+    shas += add_commits(repo, 6, bad_from=3)
+    res, st = one_night()
+    assert (res.status, res.new.culprit) == ("new", shas[-3])
+    assert [r["role"] for r in res.steps] == ["head", "retest-head", "retest-head", "last-good"]
+    assert not any(r.get("record") for r in res.session_records)  # not recorded again
+    assert golden.read_text() == "ok\n"

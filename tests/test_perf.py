@@ -102,7 +102,7 @@ def test_judge_worse_within_undecided_and_rates() -> None:
 # --- a step's samples -------------------------------------------------------------------------
 
 PERF = PerfSettings(samples=5, max_samples=15, threshold=0.05, significance=0.01)
-POLICY = Policy(regress="perf")
+POLICY = Policy(regress="perf", perf=PERF)
 
 
 def _tests(values, kind="pass"):
@@ -158,6 +158,15 @@ def test_metric_of_a_run() -> None:
     assert metric_of("TRITONBISECT_METRIC=fast\n", None) is None
     assert metric_of("no metric here", {"metric": True}) is None
     assert metric_of("xTRITONBISECT_METRIC=1\n", None) is None
+
+
+def test_the_policy_carries_the_perf_settings_to_the_steps() -> None:
+    assert Policy(regress="perf", perf=PERF).verdict(Kind.PERF) is Verdict.BAD
+    assert Policy(regress="perf", perf=PERF).verdict(Kind.FAIL) is Verdict.SKIP
+    with pytest.raises(ValueError):
+        Policy(regress="perf")
+    with pytest.raises(ValueError):
+        Policy(regress="fail", perf=PERF)
 
 
 def test_threshold_and_settings_validation() -> None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 
 class Kind(str, Enum):
@@ -69,12 +70,17 @@ class Policy:
     regress: str = "fail"
     on_build_failure: str = "skip"
     mapping: Mapping[Kind, Verdict] = field(default_factory=dict, compare=False)
+    # --regress perf: how steps are sampled and judged (a bisect.perf.PerfSettings); it
+    # travels with the policy to wherever a step runs
+    perf: Any = None
 
     def __post_init__(self) -> None:
         if self.regress not in REGRESS_MODES:
             raise ValueError(f"unknown regress mode {self.regress!r}; choose from {REGRESS_MODES}")
         if self.on_build_failure not in BUILD_FAILURE_MODES:
             raise ValueError(f"unknown build-failure mode {self.on_build_failure!r}")
+        if (self.perf is None) != (self.regress != "perf"):
+            raise ValueError("perf settings go with regress='perf', and it needs them")
         object.__setattr__(self, "mapping", self._build_mapping())
 
     def _build_mapping(self) -> dict[Kind, Verdict]:

@@ -148,7 +148,7 @@ class PhaseRun(SearchLoop):
         self.phase.range_size = len(self.cands.order)
         self.recipe = recipe_from_config(spec.recipe_name, spec.recipe_config)
         self.policy = self.settings.policy()
-        self.perf = self.settings.perf_settings()
+        self.perf = self.policy.perf  # --regress perf: the good endpoint measures the reference
         all_records = self.session.journal.records()  # read once: phases share the journal
         self.records = [r for r in all_records if r.get("phase") == spec.name]
         self._seq = max((int(r.get("seq", 0)) for r in all_records), default=0)
@@ -173,7 +173,6 @@ class PhaseRun(SearchLoop):
             repeat=self.settings.repeat,
             env=self.settings.env,
             timeout=self.settings.timeout,
-            perf=self.perf,
         )
         try:
             if not self._endpoints():

@@ -129,17 +129,17 @@ def execute_step(
     repeat: int = 1,
     record: bool = False,
     token: CancelToken | None = None,
-    perf: PerfSettings | None = None,
     baseline: Sequence[float] | None = None,
 ) -> StepResult:
     """Build/install `commit` (already checked out in ctx.worktree) and test it `repeat` times.
 
     The outcome kind is classified from the processes; the verdict comes from `policy`.
     With `repeat` > 1 the verdict is the majority; runs that disagree make the kind "flaky".
-    With `perf` (--regress perf) the runs' metrics are judged against `baseline` (the good
-    endpoint's samples; None: this step is that reference) by `bisect.perf.judge_step`,
-    which may ask for more runs.
+    Under --regress perf (`policy.perf`) the runs' metrics are judged against `baseline`
+    (the good endpoint's samples; None: this step is that reference) by
+    `bisect.perf.judge_step`, which may ask for more runs.
     """
+    perf: PerfSettings | None = policy.perf
     started_iso = now_iso()
     t0 = time.monotonic()
     ctx.log_dir.mkdir(parents=True, exist_ok=True)
@@ -301,10 +301,8 @@ class WorkerPool:
         repeat: int = 1,
         env: Mapping[str, str] | None = None,
         timeout: float | None = None,
-        perf: PerfSettings | None = None,
     ) -> None:
         self.repo = repo
-        self.perf = perf
         self.workdir = workdir
         self.repo_id = repo_id
         self.jobs = max(1, jobs)
@@ -372,7 +370,7 @@ class WorkerPool:
             return execute_step(
                 self.recipe, request.commit, ctx, self.policy,
                 repeat=self.repeat, record=request.record, token=request.token,
-                perf=self.perf, baseline=request.baseline,
+                baseline=request.baseline,
             )
         finally:
             _CTX_TOKENS.pop(id(ctx), None)

@@ -216,7 +216,7 @@ def hunt_cmd(ctx: click.Context, state_path: Path, bad: str | None, good: str | 
         with StateLock(state_path):
             state = HuntState.load(state_path)
             notes = state.check_target({**target.identity(), "regress": settings.regress,
-                                        "test": settings.test or f"--repro {settings.repro} --kernel {settings.kernel}"})
+                                        "test": _test_identity(settings)})
             for note in notes:
                 ui.note(note)
             night = Night(
@@ -249,6 +249,19 @@ def hunt_cmd(ctx: click.Context, state_path: Path, bad: str | None, good: str | 
     else:
         click.echo(_plain(data))
     raise click.exceptions.Exit(result.exit_code)
+
+
+def _test_identity(settings: BisectSettings) -> str:
+    """The test as the user gave it (not the generated oracle's command)."""
+    if settings.test:
+        return settings.test
+    words = [f"--repro {settings.repro}", f"--kernel {settings.kernel}"]
+    if settings.launch_id is not None:
+        words.append(f"--launch-id {settings.launch_id}")
+    oracle = getattr(settings, "oracle", None)  # --oracle compile (issue 8), where present
+    if oracle and oracle != "runtime":
+        words.append(f"--oracle {oracle}")
+    return " ".join(words)
 
 
 def _hunt_dir(workdir: Path, state_path: Path) -> Path:

@@ -85,7 +85,7 @@ class BisectSettings:
     higher_is_better: bool = False
 
     def policy(self) -> Policy:
-        return Policy(regress=self.regress, on_build_failure=self.on_build_failure)
+        return Policy(regress=self.regress, on_build_failure=self.on_build_failure, perf=self.perf_settings())
 
     def perf_settings(self) -> PerfSettings | None:
         """How steps are judged under --regress perf (None under any other mode)."""

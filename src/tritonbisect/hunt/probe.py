@@ -44,7 +44,7 @@ class Prober:
         s = self.settings
         return WorkerPool(
             self.spec.repo, s.workdir, History(self.spec.repo).repo_id(), 1, self.recipe,
-            s.policy(), repeat=s.repeat, env=s.env, timeout=s.timeout, perf=s.perf_settings(),
+            s.policy(), repeat=s.repeat, env=s.env, timeout=s.timeout,
         )
 
     def step(
