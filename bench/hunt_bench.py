@@ -263,16 +263,34 @@ def render(night: dict, sims: list[dict], hunts: list[dict], runs: int) -> str:
             f"{h['wrong']} | {h['other_slow']} | **{h['false_alarm']}/{h['runs']}** | "
             f"{h['green']}/{h['runs']} | {h['other_flat']} | {h['mean_tests']:.0f} |"
         )
+    wrong = sum(h["wrong"] for h in hunts)
+    alarms = sum(h["false_alarm"] for h in hunts)
+    undecided = [s for s in sims if s["change"] == 0 and s["cv"] >= s["threshold"]]
+    quiet = [h for h in hunts if h["cv"] * 2 <= float(h["threshold"].rstrip("%")) / 100]
     lines += [
         "",
-        "Reading: with noise well under the threshold, every step is decided on its first 5 "
-        "samples and the hunt finds the culprit every time with no false alarm. When the noise "
-        "is as large as the threshold, unchanged commits are often left undecided after 20 "
-        "samples (flaky: skipped by the search), which can leave a range inconclusive; no "
-        "wrong culprit and no false alarm result, because a commit is only called slower on "
-        "evidence at p < 0.01 against the *threshold-scaled* reference. Set `--threshold` to a "
-        "few times the test's noise. The machine is shared by concurrent sessions (2 cores): "
-        "seconds vary.",
+        "Reading: "
+        + (
+            f"with the noise at most half the threshold, the hunts found the culprit in "
+            f"{sum(h['found'] for h in quiet)} of {sum(h['runs'] for h in quiet)} runs. "
+            if quiet else ""
+        )
+        + (
+            "No run named a wrong culprit and none reported a regression where there was none, "
+            if wrong == alarms == 0
+            else f"{wrong} run(s) named a wrong culprit and {alarms} reported a false alarm, "
+        )
+        + "since a commit is called slower only on evidence at p < 0.01 against the "
+        "threshold-scaled reference. "
+        + (
+            f"When the noise is as large as the threshold, "
+            f"{undecided[0]['undecided'] * 100:.0f}% of unchanged commits stay undecided after "
+            "20 samples (flaky, skipped by the search), which can leave the range inconclusive "
+            "or the head untestable (the *other* columns). "
+            if undecided else ""
+        )
+        + "Set `--threshold` a few times the test's noise. The machine is shared by "
+        "concurrent sessions (2 cores): seconds vary.",
         "",
     ]
     return "\n".join(lines)

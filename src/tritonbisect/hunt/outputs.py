@@ -147,9 +147,10 @@ def summary_markdown(result: NightResult, state: HuntState, subject: Callable[[s
     if result.new is not None:
         out.append(f"- **New regression:** {issue_title(result.new)}")
     for reg in result.fixed:
-        out.append(f"- **Fixed:** {_commit(reg.culprit, reg.subject) if reg.culprit else reg.key} "
-                   f"(fix in `{reg.fixed_between[0][:12]}..{reg.fixed_between[1][:12]}`)"
-                   if reg.fixed_between else f"- **Fixed:** {reg.key}")
+        where = ""
+        if reg.fixed_between:
+            where = f" (the fix is in `{reg.fixed_between[0][:12]}..{reg.fixed_between[1][:12]}`)"
+        out.append(f"- **Fixed:** {_commit(reg.culprit, reg.subject) if reg.culprit else reg.key}{where}")
     still = state.open_regressions()
     if still:
         out.append(f"- **Open regressions ({len(still)}):**")

@@ -9,7 +9,6 @@ a new class here and a factory in `commands.hunt`; the night does not change.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,6 +20,7 @@ from tritonbisect.bisect.session import PhaseSpec, Session
 class HuntTarget(Protocol):
     kind: str  # "command", "triton", "torch", ...
     command: str  # the tritonbisect command that bisects like this target ("run", "triton")
+    test: dict  # the TestSpec (as a dict) every step runs; set by the command once resolved
 
     def identity(self) -> dict[str, Any]:
         """What the state file is about: the bisector kind and the repository identity."""
@@ -204,5 +204,3 @@ class TorchTarget(GitTarget):
             use=self.use, first_parent=self.first_parent, llvm_dir=self.llvm_dir,
         ).phase()
 
-
-TargetFactory = Callable[..., HuntTarget]
