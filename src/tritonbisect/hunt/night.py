@@ -131,7 +131,8 @@ class Night:
         if self.prober is None:
             spec = self.target.phase(self.state.last_good or head, head)
             self.prober = Prober(spec, self.settings, self.dir, self.ui, self.subject)
-        return self.prober.step(commit, role, record=record, baseline=baseline)
+        step = self.target.step_commit(self.prober.spec, commit)
+        return self.prober.step(step, role, record=record, baseline=baseline)
 
     def _result(self, status: str, message: str, **kw: Any) -> NightResult:
         steps = self.prober.records if self.prober else []

@@ -41,6 +41,10 @@ class HuntTarget(Protocol):
     def phase(self, good: str, bad: str) -> PhaseSpec:
         """The phase that tests revisions (its recipe) and bisects good..bad."""
 
+    def step_commit(self, phase: PhaseSpec, rev: str) -> str:
+        """The commit of `phase.repo` that stands for `rev` in a step (a git target: `rev`
+        itself; a published-version target: the version's commit in its ladder)."""
+
     def workflow(self) -> str | None:
         """The session workflow to continue the phase with, if any."""
 
@@ -86,6 +90,9 @@ class GitTarget:
         from tritonbisect.bisect.session import candidates_of
 
         return len(candidates_of(self.history, good, bad, first_parent=self.first_parent).order)
+
+    def step_commit(self, phase: PhaseSpec, rev: str) -> str:
+        return rev
 
     def workflow(self) -> str | None:
         return None
