@@ -8,7 +8,7 @@ import click
 
 from tritonbisect import __version__
 from tritonbisect.cli_main import run_cli
-from tritonbisect.commands import clean, corrections, domains, engine, oracle
+from tritonbisect.commands import clean, corrections, domains, engine, hunt, oracle
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -17,7 +17,7 @@ def root() -> None:
     """Find the commit that broke a Triton kernel, with as few builds as possible."""
 
 
-for _command in [*engine.COMMANDS, *domains.COMMANDS, *oracle.COMMANDS,
+for _command in [*engine.COMMANDS, *domains.COMMANDS, *oracle.COMMANDS, *hunt.COMMANDS,
                  *corrections.COMMANDS, *clean.COMMANDS]:
     root.add_command(_command)
 

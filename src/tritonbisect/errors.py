@@ -8,6 +8,7 @@ EXIT_INCONCLUSIVE = 1
 EXIT_USAGE = 2
 EXIT_ENDPOINTS_INVALID = 3
 EXIT_ABORTED = 4
+EXIT_NEW_REGRESSION = 5  # hunt: a new regression was found (and its culprit named)
 EXIT_MANUAL_FIX_NEEDED = 10  # compat-builder: state saved, a person must commit a fix
 EXIT_INTERRUPTED = 130
 

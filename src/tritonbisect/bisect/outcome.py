@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 
 class Kind(str, Enum):
@@ -47,7 +48,8 @@ TEST_FAILURE_KINDS = frozenset(
     {Kind.FAIL, Kind.CRASH, Kind.COMPILE_ERROR, Kind.MISMATCH, Kind.TIMEOUT, Kind.PERF}
 )
 
-REGRESS_MODES = ("fail", "crash", "mismatch", "compile_error", "fixed")
+# "perf": a step is bad when its metric is worse than the good endpoint's (bisect.perf)
+REGRESS_MODES = ("fail", "crash", "mismatch", "compile_error", "fixed", "perf")
 BUILD_FAILURE_MODES = ("skip", "abort", "bad")
 
 
@@ -57,8 +59,9 @@ class Policy:
 
     `regress` picks which kinds count as the regression:
       fail           every test failure kind is bad (default)
-      crash / mismatch / compile_error
-                     only that kind is bad; a pass is good; other failures are skipped,
+      crash / mismatch / compile_error / perf
+                     only that kind is bad (perf: slower than the good endpoint, judged
+                     from repeated samples by `bisect.perf`); a pass is good; other failures are skipped,
                      because they hide whether the narrowed symptom is present
       fixed          find the commit that fixed it: failures are "good" (the old state),
                      a pass is "bad" (the new state)
@@ -67,12 +70,17 @@ class Policy:
     regress: str = "fail"
     on_build_failure: str = "skip"
     mapping: Mapping[Kind, Verdict] = field(default_factory=dict, compare=False)
+    # --regress perf: how steps are sampled and judged (a bisect.perf.PerfSettings); it
+    # travels with the policy to wherever a step runs
+    perf: Any = None
 
     def __post_init__(self) -> None:
         if self.regress not in REGRESS_MODES:
             raise ValueError(f"unknown regress mode {self.regress!r}; choose from {REGRESS_MODES}")
         if self.on_build_failure not in BUILD_FAILURE_MODES:
             raise ValueError(f"unknown build-failure mode {self.on_build_failure!r}")
+        if (self.perf is None) != (self.regress != "perf"):
+            raise ValueError("perf settings go with regress='perf', and it needs them")
         object.__setattr__(self, "mapping", self._build_mapping())
 
     def _build_mapping(self) -> dict[Kind, Verdict]:

@@ -96,13 +96,25 @@ class PhaseRun(SearchLoop):
     def _submit(self, commit: str, role: str, *, record: bool = False):
         from tritonbisect.bisect.runner import StepRequest
 
-        request = StepRequest(commit=commit, log_dir=self._step_dir(commit, role), record=record)
+        request = StepRequest(
+            commit=commit, log_dir=self._step_dir(commit, role), record=record,
+            baseline=self._perf_baseline(commit),
+        )
         running = getattr(self.ui, "step_running", None)
         if running is not None:  # where it runs (a Ray node), once a worker takes it
             request.notify = lambda stage, node: running(commit, stage, node)
         future = self.pool.submit(request)
         self.ui.step_started(self.spec.name, commit, role, self.subject(commit))
         return request, future
+
+    def _perf_baseline(self, commit: str) -> tuple[float, ...] | None:
+        """--regress perf: the good endpoint's samples, the yardstick of every other step
+        (None for the good endpoint itself, which measures them)."""
+        if self.perf is None or commit == self.spec.good:
+            return None
+        from tritonbisect.bisect.perf import baseline_of
+
+        return baseline_of(self.records, self.spec.good)
 
     def _progress(self) -> Progress:
         from tritonbisect.bisect import search
@@ -147,6 +159,7 @@ class PhaseRun(SearchLoop):
         self.phase.range_size = len(self.cands.order)
         self.recipe = recipe_from_config(spec.recipe_name, spec.recipe_config)
         self.policy = self.settings.policy()
+        self.perf = self.policy.perf  # --regress perf: the good endpoint measures the reference
         all_records = self.session.journal.records()  # read once: phases share the journal
         self.records = [r for r in all_records if r.get("phase") == spec.name]
         self._seq = max((int(r.get("seq", 0)) for r in all_records), default=0)
@@ -165,7 +178,7 @@ class PhaseRun(SearchLoop):
             self.judge = ManualJudge(self.ui)
         self.ui.phase_started(self.session, self.phase, len(self.cands.order), self.subject)
         if self.records:
-            self.ui.note(f"resuming: {len(self.records)} finished steps replayed from the journal")
+            self.ui.note(f"{len(self.records)} finished steps replayed from the journal")
         self.pool = make_pool(
             self.settings, spec, self.history.repo_id(), self.recipe, self.policy, note=self.ui.note
         )
@@ -233,9 +246,10 @@ class PhaseRun(SearchLoop):
                 "checking the endpoints: the good commit must pass, the bad one must fail"
                 + (f" ({runs} runs each, to measure how flaky the test is)" if runs > 1 else "")
             )
-        if needs_record and todo[spec.good] > 0 and not tally.get(spec.good):
+        if (needs_record or self.perf is not None) and todo[spec.good] > 0 and not tally.get(spec.good):
             # the good endpoint records the reference the bad endpoint is compared against
-            request, future = self._submit(spec.good, ROLE_ENDPOINT, record=True)
+            # (the oracle's golden output, or the perf samples)
+            request, future = self._submit(spec.good, ROLE_ENDPOINT, record=needs_record)
             self.in_flight[future] = (request, spec.good, ROLE_ENDPOINT, 0)
             if not self._collect_endpoints():
                 return False

@@ -190,7 +190,7 @@ class RayPool:
                 request.notify(stage, actor.node)
         step_id = uuid.uuid4().hex[:16]
         request.token.on_cancel(lambda: actor.handle.cancel.remote(step_id))
-        ref = actor.handle.run.remote(step_id, request.commit, request.record, build_only)
+        ref = actor.handle.run.remote(step_id, request.commit, request.record, build_only, request.baseline)
         mirror = LogMirror(log_dir)
         while True:
             ready, _ = ray.wait([ref], timeout=POLL_S)

@@ -87,13 +87,14 @@ class StepWorker:
         with self._lock:
             return self._tokens.setdefault(step_id, CancelToken())
 
-    def run(self, step_id: str, commit: str, record: bool, build_only: bool) -> dict[str, Any]:
+    def run(self, step_id: str, commit: str, record: bool, build_only: bool,
+            baseline: tuple[float, ...] | None = None) -> dict[str, Any]:
         """Check out and run the step (or only its build); the StepResult as a dict, with
         paths in this node's scratch folder (`scratch_of(step_id)`)."""
         token = self._token(step_id)
         result = run_in_worktree(
             self._wt, self.recipe, commit, self.scratch_of(step_id), self.settings,
-            token=token, record=record, build_only=build_only,
+            token=token, record=record, baseline=baseline, build_only=build_only,
         )
         return dataclasses.asdict(result)
 

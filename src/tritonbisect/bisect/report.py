@@ -6,6 +6,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from tritonbisect.bisect.perf import format_summary, summary_of
 from tritonbisect.bisect.session import Session, counters_of
 
 
@@ -85,6 +86,7 @@ def _step(rec: Mapping[str, Any], subject: str) -> dict[str, Any]:
             for t in tests
         ],
         "dir": rec.get("dir"),
+        "metric": summary_of(rec),  # --regress perf: median, samples, change vs the reference
     }
 
 
@@ -166,6 +168,14 @@ def _commit_line(info: Mapping[str, str] | None, sha: str | None) -> str:
     )
 
 
+def _tests_cell(tests: list[dict[str, Any]]) -> str:
+    """Each run's time; many runs (perf samples) as a count and a total."""
+    if len(tests) > 4:
+        total = sum(float(t["seconds"] or 0) for t in tests)
+        return f"{len(tests)} runs, {_fmt_seconds(total)}"
+    return " + ".join(_fmt_seconds(t["seconds"]) for t in tests) or "—"
+
+
 def render_markdown(session: Session) -> str:
     data = report_data(session)
     out: list[str] = []
@@ -213,8 +223,15 @@ def render_markdown(session: Session) -> str:
         out.append("")
         out.append(f"{level} Steps")
         out.append("")
-        out.append("| # | role | commit | subject | outcome | verdict | build | test | worker |")
-        out.append("|---|------|--------|---------|---------|---------|-------|------|--------|")
+        metrics = any(step["metric"] for step in phase["steps"])
+        out.append(
+            "| # | role | commit | subject | outcome | verdict | build | test | worker |"
+            + (" metric |" if metrics else "")
+        )
+        out.append(
+            "|---|------|--------|---------|---------|---------|-------|------|--------|"
+            + ("--------|" if metrics else "")
+        )
         for step in phase["steps"]:
             build = step["build"] or {}
             if not build or (not build.get("performed") and not build.get("cached")):
@@ -223,11 +240,12 @@ def render_markdown(session: Session) -> str:
                 build_cell = "cached"
             else:
                 build_cell = _fmt_seconds(build.get("seconds"))
-            test_cell = " + ".join(_fmt_seconds(t["seconds"]) for t in step["tests"]) or "—"
+            test_cell = _tests_cell(step["tests"])
             out.append(
                 f"| {step['seq']} | {step['role']} | `{(step['commit'] or '')[:12]}` "
                 f"| {_md_escape(step['subject'])[:60]} | {step['kind']} | {step['verdict']} "
                 f"| {build_cell} | {test_cell} | {step['worker']} |"
+                + (f" {format_summary(step['metric'])} |" if metrics else "")
             )
     out.append("")
     out.append("### Reproduce")

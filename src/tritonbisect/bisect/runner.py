@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonbisect.bisect.outcome import Kind, Policy, Verdict, classify_test
+from tritonbisect.bisect.perf import PerfSettings, judge_step, metric_of
 from tritonbisect.bisect.process import (
     CancelToken,
     GitError,
@@ -65,6 +66,7 @@ class StepResult:
     log_dir: str = ""
     cancelled: bool = False
     node: str | None = None  # the cluster node the step ran on (Ray executor only)
+    perf: dict[str, Any] | None = None  # --regress perf: samples and their judgement
 
     def to_record(self) -> dict[str, Any]:
         rec: dict[str, Any] = {
@@ -86,6 +88,8 @@ class StepResult:
             rec["attempts"] = self.attempts
         if self.node:
             rec["node"] = self.node
+        if self.perf is not None:
+            rec["perf"] = self.perf
         return rec
 
 
@@ -128,12 +132,17 @@ def execute_step(
     repeat: int = 1,
     record: bool = False,
     token: CancelToken | None = None,
+    baseline: Sequence[float] | None = None,
 ) -> StepResult:
     """Build/install `commit` (already checked out in ctx.worktree) and test it `repeat` times.
 
     The outcome kind is classified from the processes; the verdict comes from `policy`.
     With `repeat` > 1 the verdict is the majority; runs that disagree make the kind "flaky".
+    Under --regress perf (`policy.perf`) the runs' metrics are judged against `baseline`
+    (the good endpoint's samples; None: this step is that reference) by
+    `bisect.perf.judge_step`, which may ask for more runs.
     """
+    perf: PerfSettings | None = policy.perf
     started_iso = now_iso()
     t0 = time.monotonic()
     ctx.log_dir.mkdir(parents=True, exist_ok=True)
@@ -178,23 +187,46 @@ def execute_step(
 
     tests: list[dict[str, Any]] = []
     kinds: list[Kind] = []
-    for _ in range(max(1, repeat)):
-        if token is not None and token.cancelled:
-            break
-        try:
-            run = recipe.test(commit, ctx)
-        except Exception as exc:
-            return done(
-                Kind.INFRA, Verdict.ABORT, _crash_reason("test", exc, ctx.log_dir),
-                build=build, tests=tests, record=record_entry,
-            )
-        kind, reason = _classify_run(run)
-        tests.append(_test_entry(run, kind, reason))
-        kinds.append(kind)
-        if kind is Kind.INFRA:
-            return done(kind, policy.verdict(kind), reason, build=build, tests=tests, record=record_entry)
+
+    def run_tests(count: int) -> StepResult | None:
+        """Run the test `count` more times; a StepResult when the step must end now."""
+        for _ in range(count):
+            if token is not None and token.cancelled:
+                return None
+            try:
+                run = recipe.test(commit, ctx)
+            except Exception as exc:
+                return done(
+                    Kind.INFRA, Verdict.ABORT, _crash_reason("test", exc, ctx.log_dir),
+                    build=build, tests=tests, record=record_entry,
+                )
+            kind, reason = _classify_run(run)
+            entry = _test_entry(run, kind, reason)
+            if perf is not None:
+                entry["metric"] = metric_of(read_tail(run.log), run.result)
+            tests.append(entry)
+            kinds.append(kind)
+            if kind is Kind.INFRA:
+                return done(kind, policy.verdict(kind), reason, build=build, tests=tests, record=record_entry)
+        return None
+
+    ended = run_tests(perf.first_batch(baseline) if perf is not None else max(1, repeat))
+    if ended is not None:
+        return ended
     if not kinds:
         return done(Kind.INFRA, Verdict.ABORT, "step cancelled", build=build, tests=tests)
+    if perf is not None:
+        while True:
+            decision = judge_step(perf, policy, kinds, tests, baseline, combine_runs)
+            if not decision.more or (token is not None and token.cancelled):
+                break
+            ended = run_tests(decision.more)
+            if ended is not None:
+                return ended
+        return done(
+            decision.kind, decision.verdict, decision.reason,
+            build=build, tests=tests, record=record_entry, perf=decision.record,
+        )
     kind, verdict, reason = combine_runs(kinds, [t["reason"] for t in tests], policy)
     return done(kind, verdict, reason, build=build, tests=tests, record=record_entry)
 
@@ -280,6 +312,7 @@ class StepRequest:
     token: CancelToken = field(default_factory=CancelToken)
     # told (stage, where) when a stage of the step starts on a node: "build"/"test"/"step"
     notify: Callable[[str, str], None] | None = None
+    baseline: tuple[float, ...] | None = None  # --regress perf: the reference's samples
 
 
 @dataclass
@@ -303,6 +336,7 @@ def run_in_worktree(
     *,
     token: CancelToken,
     record: bool = False,
+    baseline: Sequence[float] | None = None,
     build_only: bool = False,
     worker: int | None = None,
 ) -> StepResult:
@@ -334,7 +368,7 @@ def run_in_worktree(
             return execute_build(recipe, commit, ctx, settings.policy, token=token)
         return execute_step(
             recipe, commit, ctx, settings.policy,
-            repeat=settings.repeat, record=record, token=token,
+            repeat=settings.repeat, record=record, token=token, baseline=baseline,
         )
     finally:
         _CTX_TOKENS.pop(id(ctx), None)
@@ -406,7 +440,8 @@ class WorkerPool:
     def _attempt(self, request: StepRequest, slot: int, log_dir: Path) -> StepResult:
         return run_in_worktree(
             lambda: self._worktree(slot), self.recipe, request.commit, log_dir,
-            self.step_settings, token=request.token, record=request.record, worker=slot,
+            self.step_settings, token=request.token, record=request.record,
+            baseline=request.baseline, worker=slot,
         )
 
     def close(self) -> None:

@@ -21,6 +21,14 @@ from typing import Any, TypeVar
 import click
 
 from tritonbisect.bisect.outcome import BUILD_FAILURE_MODES, REGRESS_MODES, Policy
+from tritonbisect.bisect.perf import (
+    DEFAULT_SAMPLES,
+    DEFAULT_SIGNIFICANCE,
+    DEFAULT_THRESHOLD,
+    MAX_SAMPLES_FACTOR,
+    PerfSettings,
+    parse_threshold,
+)
 from tritonbisect.build.recipes import TestSpec
 from tritonbisect.errors import InputError
 
@@ -87,9 +95,18 @@ class BisectSettings:
     confidence: float = 0.95  # --confidence: the posterior an answer must reach
     max_tests: int | None = None  # --max-tests: search tests allowed (flake-aware search)
     manual: bool = False  # no --test, or --manual: a person judges each commit
+    # --regress perf (issue 10): see the "performance regressions" block below
+    threshold: float | None = None
+    significance: float | None = None
+    max_samples: int | None = None
+    higher_is_better: bool = False
 
     def policy(self) -> Policy:
-        return Policy(regress=self.regress, on_build_failure=self.on_build_failure)
+        return Policy(regress=self.regress, on_build_failure=self.on_build_failure, perf=self.perf_settings())
+
+    def perf_settings(self) -> PerfSettings | None:
+        """How steps are judged under --regress perf (None under any other mode)."""
+        return perf_settings_of(self)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -318,7 +335,7 @@ def common_bisect_options(f: F | None = None, *, test: bool = True) -> Any:
             ]
         options += [
             click.option("--jobs", "-j", type=int, default=1, show_default=True, callback=_validate_positive_int("--jobs"), help="Workers testing commits in parallel, each in its own worktree."),
-            click.option("--repeat", type=int, default=1, show_default=True, callback=_validate_positive_int("--repeat"), help="Run each test N times; majority verdict, disagreement recorded as flaky."),
+            click.option("--repeat", type=int, default=None, callback=_validate_positive_int("--repeat"), help="Run each test N times; majority verdict, disagreement recorded as flaky (default 1; with --regress perf, 5 samples per step)."),
             click.option("--timeout", type=float, metavar="S", help="Per-test timeout in seconds (kills the whole process group)."),
             click.option("--env", "env", multiple=True, metavar="K=V", help="Environment variable for builds and tests (repeatable)."),
             click.option("--on-build-failure", type=click.Choice(BUILD_FAILURE_MODES), default="skip", show_default=True, help="What a commit that does not build counts as."),
@@ -326,6 +343,7 @@ def common_bisect_options(f: F | None = None, *, test: bool = True) -> Any:
             click.option("--first-parent", is_flag=True, help="Follow only the first parent of merges."),
             click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Where sessions, worktrees and caches live (default: $TRITONBISECT_HOME or the user cache dir)."),
             click.option("--json", "json_out", is_flag=True, help="Print one JSON object with the result at the end."),
+            *PERF_OPTIONS,
         ]
         options += verdict_options(test=test)
         return executor_options(_add_options(func, options))
@@ -405,16 +423,18 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
     if timeout is not None and timeout <= 0:
         raise InputError("--timeout must be a positive number of seconds")
     jobs = kwargs.get("jobs") or 1
-    repeat = kwargs.get("repeat") or 1
+    regress = kwargs.get("regress") or "fail"
+    repeat = kwargs.get("repeat") or (DEFAULT_SAMPLES if regress == "perf" else 1)
     if jobs < 1 or repeat < 1:
         raise InputError("--jobs and --repeat must be at least 1")
+    perf = perf_option_values(kwargs, regress=regress, repeat=repeat)
     return BisectSettings(
         jobs=jobs,
         repeat=repeat,
         timeout=timeout,
         env=parse_env(kwargs.get("env")),
         on_build_failure=kwargs.get("on_build_failure") or "skip",
-        regress=kwargs.get("regress") or "fail",
+        regress=regress,
         first_parent=bool(kwargs.get("first_parent")),
         workdir=resolve_workdir(kwargs.get("workdir")),
         json=bool(kwargs.get("json_out") or kwargs.get("json")),
@@ -425,6 +445,7 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
         **compile_oracle,
         **executor_values(kwargs),
         **_verdict_settings(kwargs),
+        **perf,
     )
 
 
@@ -469,3 +490,59 @@ def compile_oracle_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 
         parse_target_text(target)
     return {"oracle": oracle, "check": check, "codegen_thresholds": thresholds, "compile_target": target}
+
+
+# --- performance regressions (issue 10: --regress perf) ----------------------------------
+# A step runs --repeat times (default 5) and reports a metric each run; bisect.perf judges
+# its samples against the good endpoint's. These options only go with --regress perf.
+
+PERF_OPTIONS = [
+    click.option("--threshold", metavar="PCT", help="With --regress perf: how much worse than the good endpoint a commit must be to be bad, e.g. 5% (default 5%)."),
+    click.option("--significance", type=float, metavar="P", help="With --regress perf: the significance of the one-sided Mann-Whitney U tests (default 0.01)."),
+    click.option("--max-samples", type=int, metavar="N", help="With --regress perf: samples a step may take before it is called flaky; the good endpoint takes this many (default 4 x --repeat)."),
+    click.option("--higher-is-better", is_flag=True, help="With --regress perf: the metric is a rate (higher is better), not a time."),
+]
+
+
+def perf_option_values(kwargs: Mapping[str, Any], *, regress: str, repeat: int) -> dict[str, Any]:
+    """The validated perf fields of BisectSettings; InputError for a misuse, in one line."""
+    given = [
+        name for name, key in (("--threshold", "threshold"), ("--significance", "significance"),
+                               ("--max-samples", "max_samples"), ("--higher-is-better", "higher_is_better"))
+        if kwargs.get(key) not in (None, False)
+    ]
+    if regress != "perf":
+        if given:
+            raise InputError(f"{given[0]} goes with --regress perf")
+        return {}
+    try:
+        threshold = parse_threshold(kwargs["threshold"]) if kwargs.get("threshold") is not None else None
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    values = {
+        "threshold": threshold,
+        "significance": kwargs.get("significance"),
+        "max_samples": kwargs.get("max_samples"),
+        "higher_is_better": bool(kwargs.get("higher_is_better")),
+    }
+    try:
+        _perf_from(values, repeat)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    return values
+
+
+def _perf_from(values: Mapping[str, Any], repeat: int) -> PerfSettings:
+    return PerfSettings(
+        samples=repeat,
+        max_samples=values.get("max_samples") or repeat * MAX_SAMPLES_FACTOR,
+        threshold=DEFAULT_THRESHOLD if values.get("threshold") is None else values["threshold"],
+        significance=values.get("significance") or DEFAULT_SIGNIFICANCE,
+        higher_is_better=bool(values.get("higher_is_better")),
+    )
+
+
+def perf_settings_of(settings: BisectSettings) -> PerfSettings | None:
+    if settings.regress != "perf":
+        return None
+    return _perf_from(asdict(settings), settings.repeat)

@@ -1,0 +1,308 @@
+"""`tritonbisect hunt`: one night of CI regression hunting (see `hunt.night`).
+
+Thin: parse the options, pick the bisector (a `HuntTarget` from `TARGETS`), run the night,
+write its outputs, exit with the documented code:
+
+    0 nothing new (green, fixed, a known regression, a failure that did not confirm)
+    5 a new regression, its culprit named      1 inconclusive (or the head untestable)
+    3 the last good no longer passes (an environment change), or no known good
+    2 usage, 4 aborted, 130 interrupted (the engine's codes)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+from tritonbisect.commands.domains import _build, _build_options, _llvm_config, _llvm_options, _test
+from tritonbisect.commands.options import BisectSettings, bisect_settings, common_bisect_options
+from tritonbisect.errors import InputError
+
+_dir = click.Path(file_okay=False, path_type=Path)
+_file = click.Path(dir_okay=False, path_type=Path)
+
+# options of the hunt itself: not passed on to the bisect command a report reproduces
+HUNT_ONLY = {"state_path", "bad", "good", "confirm", "summary", "issue_body", "github_output", "json_out"}
+
+
+# --- bisectors: what a night tests and how it bisects --------------------------------------
+
+
+@dataclass(frozen=True)
+class TargetFactory:
+    """A bisector of `hunt`: when it is chosen, which hunt options it takes, how it is made."""
+
+    kind: str
+    chooses: Callable[[dict[str, Any]], bool]
+    options: frozenset[str]  # bisector-specific options it accepts (others are refused)
+    create: Callable[[dict[str, Any], BisectSettings], Any]  # -> HuntTarget (test set later)
+
+
+_BUILD = frozenset({"python", "venv", "debug", "max_jobs"})
+_LLVM = frozenset({"llvm_assertions", "llvm_build_type", "compiler"})
+
+
+def _command_target(kw: dict[str, Any], settings: BisectSettings):
+    from tritonbisect.hunt.targets import CommandTarget
+
+    return CommandTarget(kw.get("repo") or Path("."), kw.get("build_cmd"), {}, first_parent=settings.first_parent)
+
+
+def _triton_target(kw: dict[str, Any], settings: BisectSettings):
+    from tritonbisect.hunt.targets import TritonTarget, TritonTargetConfig
+
+    config = TritonTargetConfig(
+        build=_build(kw), llvm_dir=kw.get("llvm_dir"), llvm=_llvm_config(kw),
+        compat_map=kw.get("compat_map"), descend=not kw.get("no_descend_llvm"),
+    )
+    return TritonTarget(kw["triton_dir"], {}, config, first_parent=settings.first_parent)
+
+
+def _torch_target(kw: dict[str, Any], settings: BisectSettings):
+    from tritonbisect.bisect.torch import parse_use_flags
+    from tritonbisect.hunt.targets import TorchTarget
+
+    return TorchTarget(
+        kw["torch_dir"], {}, build=_build(kw), triton_dir=kw.get("triton_dir"),
+        use=parse_use_flags(kw.get("use") or ()), llvm_dir=kw.get("llvm_dir"),
+        first_parent=settings.first_parent,
+    )
+
+
+# First match wins. A new bisector (e.g. published wheels) adds its options to the command
+# and a factory here; the night does not change.
+TARGETS: list[TargetFactory] = [
+    TargetFactory("torch", lambda kw: kw.get("torch_dir") is not None,
+                  frozenset({"torch_dir", "triton_dir", "use", "llvm_dir"}) | _BUILD, _torch_target),
+    TargetFactory("triton", lambda kw: kw.get("triton_dir") is not None,
+                  frozenset({"triton_dir", "llvm_dir", "compat_map", "no_descend_llvm"}) | _BUILD | _LLVM,
+                  _triton_target),
+    TargetFactory("command", lambda kw: True, frozenset({"repo", "build_cmd"}), _command_target),
+]
+_SPECIFIC = frozenset().union(*(f.options for f in TARGETS))
+
+
+def choose_target(ctx: click.Context, kw: dict[str, Any], settings: BisectSettings):
+    factory = next(f for f in TARGETS if f.chooses(kw))
+    for name in sorted(_SPECIFIC - factory.options):
+        if ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
+            flag = _flag(ctx, name)
+            owners = [f.kind for f in TARGETS if name in f.options]
+            raise InputError(
+                f"{flag} does not go with the {factory.kind} bisector (it is an option of: "
+                f"{', '.join(owners)}); the bisector is chosen by --torch-dir, --triton-dir or --repo"
+            )
+    return factory.create(kw, settings)
+
+
+def _flag(ctx: click.Context, name: str) -> str:
+    param = next(p for p in ctx.command.params if p.name == name)
+    return max(param.opts, key=len)
+
+
+def given_args(ctx: click.Context) -> list[tuple[str, list[str]]]:
+    """The options given on the command line, minus the hunt's own, as (name, words): what
+    the bisect command that does the hunt's bisect is given."""
+    out: list[tuple[str, list[str]]] = []
+    for param in ctx.command.params:
+        if not isinstance(param, click.Option) or param.name in HUNT_ONLY or param.name is None:
+            continue
+        if ctx.get_parameter_source(param.name) not in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
+            continue
+        value = ctx.params[param.name]
+        flag = max(param.opts, key=len)
+        if param.is_flag:
+            if value:
+                out.append((param.name, [flag]))
+        elif param.multiple:
+            for item in value:
+                out.append((param.name, [flag, str(item)]))
+        elif value is not None:
+            out.append((param.name, [flag, str(value)]))
+    return out
+
+
+# dropped when the command is rewritten for another mode (--regress fixed: find the fix)
+_MODE_OPTIONS = {"regress", "threshold", "significance", "max_samples", "higher_is_better", "repeat"}
+
+
+def bisect_argv(command: str, args: list[tuple[str, list[str]]], good: str, bad: str,
+                regress: str | None = None) -> list[str]:
+    """`tritonbisect <command> ... --good G --bad B`, the bisect the hunt runs (or, with
+    `regress`, the same bisect in that mode)."""
+    out = [command]
+    for name, words in args:
+        if regress is None or name not in _MODE_OPTIONS:
+            out += words
+    out += ["--good", good, "--bad", bad]
+    if regress is not None:
+        out += ["--regress", regress]
+    return out
+
+
+# --- the command ------------------------------------------------------------------------
+
+
+@click.command("hunt")
+@click.option("--state", "state_path", type=_file, required=True, help="The hunt's memory (JSON, written atomically): last good, regressions found and their fate. Keep it with the workdir.")
+@click.option("--bad", metavar="REV", help="The head to test tonight (default: HEAD of the repository).")
+@click.option("--good", metavar="REV", help="A commit where the test passes: seeds a new state, or replaces the state's last good (after an environment change).")
+@click.option("--confirm", type=click.IntRange(min=0), default=2, show_default=True, help="Re-test a red head this many times before bisecting; one pass and nothing is bisected (flaky).")
+@click.option("--summary", type=_file, help="Write the night's Markdown summary here (it is also appended to $GITHUB_STEP_SUMMARY when set).")
+@click.option("--issue-body", type=_file, help="Write the issue body of a new regression here (and a comment per fixed one beside it: <stem>.fixed-<sha12>.md).")
+@click.option("--github-output", type=_file, help="Append the step outputs here (default: $GITHUB_OUTPUT when set).")
+@click.option("--repo", type=_dir, help="Command bisector: the repository to hunt in, built with --build (default: the current directory).")
+@click.option("--build", "build_cmd", metavar="CMD", help="Command bisector: build command (bash), run in each commit's checkout.")
+@click.option("--triton-dir", type=_dir, help="Triton bisector: the Triton checkout (with --torch-dir: the Triton source of the pinned commits).")
+@click.option("--torch-dir", type=_dir, help="PyTorch bisector: the PyTorch checkout.")
+@click.option("--llvm-dir", type=_dir, help="llvm-project checkout (Triton/PyTorch bisectors), as for `triton`/`torch`.")
+@click.option("--compat-map", type=_file, help="Triton bisector: commits.csv for the LLVM descent.")
+@click.option("--no-descend-llvm", is_flag=True, help="Triton bisector: stop at a culprit that bumps LLVM.")
+@click.option("--use", "use", multiple=True, metavar="FLAG=VAL", help="PyTorch bisector: a USE_* build flag (repeatable).")
+@_build_options
+@_llvm_options
+@common_bisect_options
+@click.pass_context
+def hunt_cmd(ctx: click.Context, state_path: Path, bad: str | None, good: str | None, confirm: int,
+             summary: Path | None, issue_body: Path | None, github_output: Path | None, **kwargs: Any) -> None:
+    """One night of CI regression hunting: test the head; bisect and report only what is new.
+
+    Green: the head becomes the last good (one test). Red: re-tested --confirm times, the last
+    good re-checked, then bisected in a normal session (resume/status/report work on it);
+    each culprit is reported once. Exit: 0 nothing new, 5 new regression, 1 inconclusive,
+    3 environment change, 2/4/130 as every command.
+    """
+    from tritonbisect.bisect.display import make_ui
+    from tritonbisect.bisect.process import cancel_all
+    from tritonbisect.bisect.session import InterruptedRun, _sigterm_as_interrupt
+    from tritonbisect.hunt.night import Night, NightOptions
+    from tritonbisect.hunt.state import HuntState, StateLock
+
+    if kwargs.get("manual") or not (kwargs.get("test") or kwargs.get("repro")):
+        # a nightly job has nobody to judge by hand: refuse before the options turn manual on
+        raise InputError("hunt needs a test: --test CMD (or --repro TRACE --kernel K); it cannot be judged by hand")
+    settings = bisect_settings(**kwargs)
+    if settings.regress == "fixed":
+        raise InputError("hunt looks for regressions; --regress fixed is not for a hunt (use `run --regress fixed`)")
+    if not settings.wants_test:
+        raise InputError("give the test to run: --test CMD (or --repro TRACE --kernel K)")
+    target = choose_target(ctx, kwargs, settings)
+    state_path = state_path.expanduser().resolve()
+    hunt_dir = _hunt_dir(settings.workdir, state_path)
+    head = target.head(bad)
+    if settings.repro:
+        spec = settings.test_spec(out_dir=hunt_dir / "oracle")
+        target.test = spec.to_dict()
+    else:
+        target.test = _test(settings, target.history, head)
+    record_command = target.test.get("record_command")
+    args = given_args(ctx)
+
+    def reproduce(g: str, b: str, regress: str | None = None) -> list[str]:
+        return bisect_argv(target.command, args, g, b, regress)
+
+    def reproduce_line(g: str, b: str, regress: str | None = None) -> str:
+        return f"cd {shlex.quote(os.getcwd())} && tritonbisect {shlex.join(reproduce(g, b, regress))}"
+
+    ui = make_ui()
+    restore = _sigterm_as_interrupt()
+    try:
+        with StateLock(state_path):
+            state = HuntState.load(state_path)
+            notes = state.check_target({**target.identity(), "regress": settings.regress,
+                                        "test": _test_identity(settings)})
+            for note in notes:
+                ui.note(note)
+            night = Night(
+                target, settings, state, NightOptions(bad=bad, good=good, confirm=confirm), ui,
+                hunt_dir=hunt_dir, bisect_argv=reproduce, record_command=record_command,
+            )
+            try:
+                result = night.run()
+            except KeyboardInterrupt:
+                cancel_all()
+                raise InterruptedRun(
+                    "interrupted; the hunt state is saved and the next night goes on from it"
+                ) from None
+            result.notes[:0] = notes
+            step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+            files = _write_outputs(result, state, target, reproduce_line, issue_body, summary,
+                                   Path(step_summary) if step_summary else None)
+    finally:
+        restore()
+        ui.close()
+    from tritonbisect.hunt.outputs import github_outputs, result_json
+
+    data = result_json(result, state, files)
+    gh_out = github_output or (Path(os.environ["GITHUB_OUTPUT"]) if os.environ.get("GITHUB_OUTPUT") else None)
+    if gh_out is not None:
+        with open(gh_out, "a", encoding="utf-8") as f:
+            f.write(github_outputs(data))
+    if settings.json:
+        click.echo(json.dumps(data))
+    else:
+        click.echo(_plain(data))
+    raise click.exceptions.Exit(result.exit_code)
+
+
+def _test_identity(settings: BisectSettings) -> str:
+    """The test as the user gave it (not the generated oracle's command)."""
+    if settings.test:
+        return settings.test
+    words = [f"--repro {settings.repro}", f"--kernel {settings.kernel}"]
+    if settings.launch_id is not None:
+        words.append(f"--launch-id {settings.launch_id}")
+    oracle = getattr(settings, "oracle", None)  # --oracle compile (issue 8), where present
+    if oracle and oracle != "runtime":
+        words.append(f"--oracle {oracle}")
+    return " ".join(words)
+
+
+def _hunt_dir(workdir: Path, state_path: Path) -> Path:
+    """Where one hunt keeps its nights' logs (and its oracle) inside the workdir."""
+    digest = hashlib.sha256(str(state_path).encode()).hexdigest()[:8]
+    return workdir / "hunt" / f"{state_path.stem}-{digest}"
+
+
+def _write_outputs(result, state, target, reproduce_line, issue_body, summary, step_summary):
+    from tritonbisect.hunt.outputs import write_files
+
+    def parent_of(commit: str) -> str | None:
+        try:
+            return target.resolve(f"{commit}^1")
+        except InputError:
+            return None
+
+    return write_files(
+        result, state, subject=target.subject, reproduce=reproduce_line, parent_of=parent_of,
+        issue_body_path=issue_body.expanduser().resolve() if issue_body else None,
+        summary_file=summary.expanduser().resolve() if summary else None,
+        step_summary=step_summary,
+    )
+
+
+def _plain(data: dict[str, Any]) -> str:
+    lines = [f"hunt: {data['status']}: {data['message']}"]
+    if data.get("last_good"):
+        lines.append(f"last good: {data['last_good']}")
+    lines.append(
+        f"{data['tests']} test runs, {data['builds']} builds ({data['cached_builds']} cached) tonight"
+        + (f"; session {data['session']}" if data.get("session") else "")
+    )
+    if data.get("issue"):
+        lines.append(f"issue: {data['issue']['title']} (body: {data['issue']['body_file']})")
+    for note in data.get("notes") or []:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+COMMANDS: list[click.Command] = [hunt_cmd]
