@@ -203,16 +203,19 @@ def test_worker_killed_mid_step_is_retried_on_another_worker(cluster, tmp_path):
 def test_ctrl_c_cancels_remote_steps_and_resume_finishes(cluster, tmp_path):
     repo, home = tmp_path / "repo", tmp_path / "home"
     shas = linear(repo, 30, culprit=19)
-    slow, pids = tmp_path / "slow", tmp_path / "pids"
+    slow, pids, runs = tmp_path / "slow", tmp_path / "pids", tmp_path / "runs"
+    slow.touch()
+    # Every test after the third sleeps for a minute: counting runs, rather than flipping a switch
+    # once three steps are journaled, leaves no window in which a fast search ends first.
     # (the log's first line is the command itself: the output "slow 42" is not in it)
-    test = (f"if [ -e {slow} ]; then echo slow $((6*7)); echo $$ >> {pids}; sleep 60; fi; "
+    test = (f"echo . >> {runs}; "
+            f"if [ -e {slow} ] && [ $(wc -l < {runs}) -gt 3 ]; then "
+            f"echo slow $((6*7)); echo $$ >> {pids}; sleep 60; fi; "
             "grep -q ok out/state")
     proc = popen_tb(*_ray_run(repo, home, cluster.address, shas[0], test=test), cwd=repo, home=home)
     try:
         _wait_for(lambda: (home / "sessions").is_dir() and any((home / "sessions").iterdir()))
         sdir = next((home / "sessions").iterdir())
-        _wait_for(lambda: _n_records(home, sdir.name) >= 3, what="three steps")
-        slow.touch()
         # the running step's log reaches the session while it runs (it sleeps for a minute)
         _wait_for(lambda: any("slow 42" in p.read_text() for p in sdir.glob("steps/*/test-*.log")),
                   what="a streamed log line")
