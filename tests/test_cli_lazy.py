@@ -23,14 +23,14 @@ from tritonbisect.cli import COMMANDS, load_command
 HEAVY = ("git", "rich", "anthropic", "tenacity", "tritonbisect.bisect.session",
          "tritonbisect.bisect.history")
 STEP_MODULES = {"tritonbisect.commands", "tritonbisect.commands.step",
-                "tritonbisect.commands.options"}
+                "tritonbisect.commands.step_args"}
 
 PROBE = """
 import json, sys
 from tritonbisect.cli import main
 code = main(sys.argv[2:])
 heavy = sorted(m for m in sys.modules
-               if m.split(".")[0] in {"git", "rich", "anthropic", "tenacity"}
+               if m.split(".")[0] in {"git", "rich", "anthropic", "tenacity", "click"}
                or m.startswith("tritonbisect.commands") or m.startswith("tritonbisect.bisect.")
                or m.startswith("tritonbisect.build."))
 with open(sys.argv[1], "w") as out:
@@ -80,7 +80,8 @@ def test_help_lists_every_command_without_importing_them(tmp_path: Path) -> None
     assert got["code"] == 0
     listed = [line.split()[0] for line in proc.stdout.split("Commands:")[1].splitlines() if line.strip()]
     assert listed == sorted(COMMANDS)
-    assert got["modules"] == []  # not one command module, nor the bisect core
+    # click, and not one command module, nor the bisect core
+    assert [m for m in got["modules"] if m.split(".")[0] != "click"] == []
     assert "Find the commit that broke a Triton kernel" in proc.stdout
 
 
@@ -101,8 +102,44 @@ def test_step_imports_no_heavy_module_and_keeps_its_exit_codes(tmp_path: Path) -
         got, proc = _probe(["step", "--build", build, "--test", "grep -q ok out/state"], tmp_path, repo)
         assert got["code"] == code, proc.stderr
         assert _heavy(got["modules"]) == [], got["modules"]
-    got, proc = _probe(["step", "--test", "true", "--bogus"], tmp_path, repo)
-    assert got["code"] == 128 and "(exit 128: abort)" in proc.stderr
+        assert "click" not in got["modules"]  # a plain step command line runs without click
+        assert f"-> {'good' if code == 0 else 'bad'} (exit {code})" in proc.stderr
+    # the same options in --opt=value form, with --env and --repeat
+    got, proc = _probe(["step", f"--build={build}", "--test=grep -q ok out/state", "--env=A=1",
+                        "--repeat=2", "--regress=fail", f"--workdir={tmp_path / 'w'}"], tmp_path, repo)
+    assert got["code"] == 1 and "(2 of 2 runs agree)" in proc.stderr, proc.stderr
+    assert "click" not in got["modules"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--test", "true", "--bogus"], "--bogus"),
+        (["--build", "true"], "--test"),
+        (["--test", "true", "--repeat", "x"], "'x' is not a valid integer"),
+        (["--test", "true", "--timeout=soon"], "'soon' is not a valid float"),
+        (["--test", "true", "--regress", "worse"], "worse"),
+        (["--test", "true", "--on-build-failure", "retry"], "retry"),
+        (["--test"], "--test"),
+        (["--test", "true", "extra"], "extra"),
+        (["--test", "true", "--repeat", "0"], "--repeat must be at least 1"),
+        (["--test", "true", "--env", "NOEQUALS"], "--env expects KEY=VALUE"),
+    ],
+)
+def test_step_usage_errors_abort_with_128_and_clicks_message(tmp_path: Path, args, message) -> None:
+    repo = tmp_path / "repo"
+    linear(repo, 2, culprit=1)
+    got, proc = _probe(["step", *args], tmp_path, repo)
+    assert got["code"] == 128, proc.stderr
+    assert message in proc.stderr and "(exit 128: abort)" in proc.stderr
+    assert proc.stderr.count("\n") == 1  # one line, no traceback
+
+
+def test_step_help_comes_from_the_click_command(tmp_path: Path) -> None:
+    got, proc = _probe(["step", "--help"], tmp_path, tmp_path)
+    assert got["code"] == 0
+    assert "Build and test the current checkout once" in proc.stdout
+    assert "--on-build-failure [skip|abort|bad]" in proc.stdout
 
 
 def test_unknown_command_is_a_usage_error(tmp_path: Path) -> None:

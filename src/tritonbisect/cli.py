@@ -13,22 +13,24 @@ Adding a command: one line in COMMANDS below,
 where the attribute is the click command. The one-line help is what `tritonbisect --help`
 lists; tests/test_cli_lazy.py checks that it equals the command's own first sentence, and
 that `--help` and `step` import none of the command modules.
+
+The click group itself is in cli_group.py; `step` with a plain command line does not even
+import click (commands/step.py).
 """
 
 from __future__ import annotations
 
 import sys
 from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-import click
-
-from tritonbisect import __version__
-from tritonbisect.cli_main import run_cli
+if TYPE_CHECKING:  # pragma: no cover
+    import click
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # engine
     "run": ("tritonbisect.commands.engine:run_cmd", "Bisect REPO between GOOD and BAD with your own build and test commands."),
-    "step": ("tritonbisect.commands.step:step_cmd", "Build and test the current checkout once, for `git bisect run`."),
+    "step": ("tritonbisect.commands.step_cli:step_cmd", "Build and test the current checkout once, for `git bisect run`."),
     "resume": ("tritonbisect.commands.engine:resume_cmd", "Continue an interrupted session (the latest when SESSION is omitted)."),
     "status": ("tritonbisect.commands.engine:status_cmd", "Show where a session stands (the latest when SESSION is omitted)."),
     "report": ("tritonbisect.commands.engine:report_cmd", "A report of a session: Markdown for a GitHub issue, or JSON."),
@@ -57,6 +59,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def load_command(name: str) -> click.Command:
     """Import the command `name` of COMMANDS."""
+    import click
+
     module, _, attr = COMMANDS[name][0].partition(":")
     command = getattr(import_module(module), attr)
     if not isinstance(command, click.Command):  # pragma: no cover - a wrong table entry
@@ -64,45 +68,29 @@ def load_command(name: str) -> click.Command:
     return command
 
 
-class LazyGroup(click.Group):
-    """A group whose commands are imported on first use, listed in `--help` from COMMANDS."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*COMMANDS, *self.commands})
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands and cmd_name in COMMANDS:
-            self.commands[cmd_name] = load_command(cmd_name)
-        return self.commands.get(cmd_name)
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        from click.utils import make_default_short_help
-
-        names = self.list_commands(ctx)
-        if not names:
-            return
-        # the same layout as click's own listing, without importing the commands
-        limit = formatter.width - 6 - max(len(n) for n in names)
-        rows = []
-        for name in names:
-            if name in COMMANDS:
-                text = make_default_short_help(COMMANDS[name][1], limit)
-            else:
-                text = self.commands[name].get_short_help_str(limit)
-            rows.append((name, text))
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
-
-
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="tritonbisect")
-def root() -> None:
-    """Find the commit that broke a Triton kernel, with as few builds as possible."""
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point: every TritonBisectError becomes one line on stderr and its exit code."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["step"]:
+        # `git bisect run` starts `step` once per commit: a plain command line runs without
+        # click; None means help or a usage error, which the click command answers
+        from tritonbisect.commands.step import fast_main
+
+        code = fast_main(args[1:])
+        if code is not None:
+            return code
+    from tritonbisect.cli_group import root
+    from tritonbisect.cli_main import run_cli
+
     return run_cli(root, "tritonbisect", argv)
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("root", "LazyGroup"):  # the click group, for `from tritonbisect.cli import root`
+        from tritonbisect import cli_group
+
+        return getattr(cli_group, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":
