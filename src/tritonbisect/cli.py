@@ -8,7 +8,7 @@ import click
 
 from tritonbisect import __version__
 from tritonbisect.cli_main import run_cli
-from tritonbisect.commands import clean, corrections, domains, engine, hunt, oracle
+from tritonbisect.commands import clean, corrections, domains, engine, hunt, oracle, wheels
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,7 +18,7 @@ def root() -> None:
 
 
 for _command in [*engine.COMMANDS, *domains.COMMANDS, *oracle.COMMANDS, *hunt.COMMANDS,
-                 *corrections.COMMANDS, *clean.COMMANDS]:
+                 *corrections.COMMANDS, *clean.COMMANDS, *wheels.COMMANDS]:
     root.add_command(_command)
 
 

@@ -22,7 +22,7 @@ from tritonbisect.build.cache import file_sha256
 from tritonbisect.build.install_check import WheelUnreadable, check_installed, wheel_record
 from tritonbisect.build.proc import prepend_path, read_tail, run_logged
 
-TRITON_DISTRIBUTIONS = ("triton", "pytorch-triton", "pytorch-triton-rocm")
+TRITON_DISTRIBUTIONS = ("triton", "pytorch-triton", "pytorch-triton-rocm", "triton-nightly")
 # in the env's root: {distribution: sha256 of the wheel we last installed there, verified}
 INSTALLED_MARKER = ".tritonbisect-installed.json"
 _TOOL_TIMEOUT = 1800.0  # pip install of a wheel; venv creation
