@@ -52,6 +52,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "undo": ("tritonbisect.commands.corrections:undo_cmd", "Take back a verdict (a mark, an answer given by hand, or a test's) with a new record."),
     "log": ("tritonbisect.commands.corrections:log_cmd", "The verdicts of a session in `git bisect log` form (`git bisect replay` takes it)."),
     "replay": ("tritonbisect.commands.corrections:replay_cmd", "Start a session from a `git bisect log`: its verdicts are kept, the search goes on."),
+    # published builds
+    "wheels": ("tritonbisect.commands.wheels:wheels_cmd", "Bisect published versions (releases, nightlies): installs only, no builds."),
     # clean-up
     "clean": ("tritonbisect.commands.clean:clean_cmd", "Remove a session (or --all) with its worktrees, pruned from your repository, and venvs."),
 }
