@@ -319,7 +319,7 @@ def generate_oracle(
             f"the source of '{kernel}' in the trace does not match launch {launch.index}: "
             f"parameters {ks.params}, recorded arguments {recorded}"
         )
-    warnings: list[str] = []
+    warnings: list[str] = list(ks.tuning.notes)
     copied: dict[Path, str] = {}
     args: list[dict[str, Any]] = []
     for name in ks.params:
@@ -348,6 +348,10 @@ def generate_oracle(
             "helpers": ks.helpers,
             "autotuned": ks.autotuned,
             "dropped_decorators": ks.dropped_decorators,
+            "inductor": ks.inductor,
+            # applied by the oracle before each launch, as the autotuner does
+            "reset_to_zero": ks.tuning.reset_to_zero,
+            "restore_value": ks.tuning.restore_value,
             "pinned_config": {**pinned, **{k: compile_params[k] for k in ("num_warps", "num_stages") if k in compile_params}},
         },
         "launch": {

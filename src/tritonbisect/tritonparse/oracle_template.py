@@ -339,6 +339,9 @@ def build_state(torch, ctx, device, vector, blob_cache):
                 values[name] = tl.dtype(text)
         else:
             raise Outcome("usage_error", "argument %s has kind %s, which this oracle cannot rebuild" % (name, kind))
+    for name in ctx["kernel"].get("reset_to_zero") or []:  # the autotuner zeroes these before a launch
+        if name in tensors:
+            values[name].zero_()
     return {"values": values, "tensors": tensors, "storages": storages}
 
 
