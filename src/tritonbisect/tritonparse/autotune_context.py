@@ -30,6 +30,19 @@ class AutotuneContext:
         return {"reset_to_zero": self.reset_to_zero, "restore_value": self.restore_value, "notes": self.notes}
 
 
+def resets_before(launch: object, launches: list) -> bool:
+    """Whether the autotuner zeroed `reset_to_zero` right before this launch.
+
+    Triton's Autotuner and Inductor's CachingAutotuner reset around each benchmark run and once
+    after benchmarking, before the launch with the chosen config; a launch that reuses a cached
+    config (or a single-config autotuner) gets no reset.
+    """
+    if getattr(launch, "autotune_benchmark", False):
+        return True
+    index = next((i for i, other in enumerate(launches) if other is launch), None)
+    return bool(index) and bool(getattr(launches[index - 1], "autotune_benchmark", False))
+
+
 def decorator_name(dec: ast.expr) -> str:
     target = dec.func if isinstance(dec, ast.Call) else dec
     try:
@@ -54,9 +67,7 @@ def _module_value(name: str, tree: ast.Module | None) -> ast.expr | None:
         return None
     found = None
     for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
-            found = stmt.value
-        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == name:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets) or isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == name:
             found = stmt.value
     return found
 

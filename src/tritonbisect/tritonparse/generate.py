@@ -19,6 +19,7 @@ from typing import Any
 
 from tritonbisect import __version__
 from tritonbisect.errors import InputError
+from tritonbisect.tritonparse.autotune_context import resets_before
 from tritonbisect.tritonparse.reader import Launch, Trace, load_trace, resolve_blob
 from tritonbisect.tritonparse.source import KernelSource, extract_kernel_source
 
@@ -320,6 +321,10 @@ def generate_oracle(
             f"parameters {ks.params}, recorded arguments {recorded}"
         )
     warnings: list[str] = list(ks.tuning.notes)
+    resets = resets_before(launch, tr.launches_of(kernel))
+    if ks.tuning.reset_to_zero and not resets:
+        warnings.append(f"reset_to_zero ({', '.join(ks.tuning.reset_to_zero)}) not applied: launch {launch.index} "
+                        "followed no benchmarking, so the autotuner did not reset before it")
     copied: dict[Path, str] = {}
     args: list[dict[str, Any]] = []
     for name in ks.params:
@@ -350,7 +355,8 @@ def generate_oracle(
             "dropped_decorators": ks.dropped_decorators,
             "inductor": ks.inductor,
             # applied by the oracle before each launch, as the autotuner does
-            "reset_to_zero": ks.tuning.reset_to_zero,
+            "reset_to_zero": ks.tuning.reset_to_zero if resets else [],
+            "reset_to_zero_declared": ks.tuning.reset_to_zero,
             "restore_value": ks.tuning.restore_value,
             "pinned_config": {**pinned, **{k: compile_params[k] for k in ("num_warps", "num_stages") if k in compile_params}},
         },

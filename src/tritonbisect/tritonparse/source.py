@@ -18,7 +18,11 @@ from dataclasses import dataclass, field
 
 from tritonbisect.errors import InputError
 from tritonbisect.tritonparse import inductor_source
-from tritonbisect.tritonparse.autotune_context import AutotuneContext, is_tuning_decorator, read_autotune_context
+from tritonbisect.tritonparse.autotune_context import (
+    AutotuneContext,
+    is_tuning_decorator,
+    read_autotune_context,
+)
 
 # the prelude of the embedded source binds triton and tl; the oracle's loader sets __file__
 _ALWAYS_AVAILABLE = {"triton", "tl", "__file__", "__name__"}
