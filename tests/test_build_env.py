@@ -44,6 +44,7 @@ def wheels(tmp_path_factory):
         "other": make_wheel(tmp, "triton", "3.6.0+gitdeadbeef"),
         "pt": make_wheel(tmp, "pytorch-triton", "3.5.0+git11111111", module="pytorch_triton_shim"),
         "extra": make_wheel(tmp, "toyextra", "1.0", module="toyextra"),
+        "plain": make_wheel(tmp / "plain", "triton", "3.6.0"),
     }
 
 
@@ -90,7 +91,7 @@ def test_install_triton_purges_and_verifies_version(venv, wheels, tmp_path):
     # a wheel of another commit: installed, but the check fails with a clear reason
     ok, reason = venv.install_triton(wheels["other"], SHA)
     assert not ok
-    assert "3.6.0+gitdeadbeef" in reason and f"+git{SHA[:8]}" in reason
+    assert "3.6.0+gitdeadbeef" in reason and SHA[:12] in reason
     # a file that is not a wheel
     bad = tmp_path / "triton-0-py3-none-any.whl"
     bad.write_bytes(b"not a zip")
@@ -165,3 +166,24 @@ def test_install_wheel_skips_a_wheel_already_there_unless_it_was_removed(wheels,
     assert env.uninstall(["toyextra"])[0]
     assert env.install_wheel(wheels["extra"]) == (True, "")
     assert env.installed_versions(["toyextra"])["toyextra"] == "1.0"
+
+
+def test_a_build_without_git_suffix_passes_by_its_files(wheels, tmp_path):
+    # setup.py rules that miss a git worktree (or a release branch) give a plain 3.6.0:
+    # the wheel we installed is proof enough, for a commit and for a release (commit None)
+    env = TargetEnv.ensure(tmp_path / "venv")
+    assert env.install_wheel(wheels["pt"])[0]
+    ok, reason = env.install_triton(wheels["plain"], SHA)
+    assert ok and reason == "triton 3.6.0", reason
+    assert env.installed_versions(["pytorch-triton"])["pytorch-triton"] is None
+    ok, reason = env.install_triton(wheels["plain"], None)
+    assert ok and reason == "triton 3.6.0 (already installed)", reason
+    # someone changed an installed file: the check notices, and a reinstall repairs it
+    init = Path(env.site_packages()[0]) / "triton" / "__init__.py"
+    record = next(Path(env.site_packages()[0]).glob("triton-3.6.0.dist-info")) / "RECORD"
+    record.write_text(record.read_text().replace("triton/__init__.py,sha256=", "triton/__init__.py,sha256=x"))
+    ok, reason = env.verify_triton(SHA, wheels["plain"])
+    assert not ok and "triton/__init__.py" in reason
+    ok, reason = env.install_triton(wheels["plain"], SHA)
+    assert ok and "already installed" not in reason, reason
+    assert init.exists()

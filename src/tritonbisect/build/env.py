@@ -19,9 +19,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from tritonbisect.build.cache import file_sha256
+from tritonbisect.build.install_check import WheelUnreadable, check_installed, wheel_record
 from tritonbisect.build.proc import prepend_path, read_tail, run_logged
 
-TRITON_DISTRIBUTIONS = ("triton", "pytorch-triton", "pytorch-triton-rocm")
+TRITON_DISTRIBUTIONS = ("triton", "pytorch-triton", "pytorch-triton-rocm", "triton-nightly")
 # in the env's root: {distribution: sha256 of the wheel we last installed there, verified}
 INSTALLED_MARKER = ".tritonbisect-installed.json"
 _TOOL_TIMEOUT = 1800.0  # pip install of a wheel; venv creation
@@ -281,36 +282,61 @@ class TargetEnv:
             self._mark(dist, digest)
         return ok, reason
 
-    def install_triton(self, wheel: Path, commit: str, *, log: Path | None = None,
+    def install_triton(self, wheel: Path, commit: str | None, *, log: Path | None = None,
                        digest: str | None = None) -> tuple[bool, str]:
-        """Purge every Triton distribution, install the wheel, and check that the installed
-        version carries `+git<sha[:8]>` of the commit under test.
+        """Purge every Triton distribution, install the wheel, and check that what is
+        installed is that wheel (install_check.py): its version, the files pip installed,
+        no other Triton beside it, and no `+git<sha>` naming another commit. `commit`: the
+        commit the wheel was built from; None for a published release.
 
         pytorch-triton(-rocm) are uninstalled first; `triton` itself is replaced by
         `pip install --force-reinstall` (which uninstalls it first: one pip run less per step).
         When the env already holds exactly this wheel (marker, as in install_wheel) and the
         check passes with no other Triton next to it, pip is not run at all (a re-test on the
         worker that just tested the commit, a resumed session)."""
-        dist, version = _wheel_dist(wheel)
+        dist, _version = _wheel_dist(wheel)
         digest = digest or file_sha256(Path(wheel))
         if self._marked(dist, digest):
-            versions = self.installed_versions(TRITON_DISTRIBUTIONS)
-            ok, how = _check_triton(versions, commit, self.root)
-            if ok and versions.get(dist) == version:
+            ok, how = self.verify_triton(commit, wheel)
+            if ok:
                 return True, f"{how} (already installed)"
-        ok, reason = self.uninstall([d for d in TRITON_DISTRIBUTIONS if d != "triton"], log=log)
+        purge = [d for d in TRITON_DISTRIBUTIONS if d != dist]
+        ok, reason = self.uninstall(purge, log=log)
         if not ok:
             return False, reason
         ok, reason = self._pip_install(wheel, dist, log)
         if not ok:
             return False, reason
-        ok, how = self.verify_triton(commit)
+        ok, how = self.verify_triton(commit, wheel)
         if ok:
             self._mark(dist, digest)
         return ok, how
 
-    def verify_triton(self, commit: str) -> tuple[bool, str]:
-        return _check_triton(self.installed_versions(TRITON_DISTRIBUTIONS), commit, self.root)
+    def verify_triton(self, commit: str | None, wheel: Path) -> tuple[bool, str]:
+        """Is the installed Triton exactly `wheel` (see install_check.py)?"""
+        dist, version = _wheel_dist(wheel)
+        try:
+            files = wheel_record(Path(wheel))
+        except WheelUnreadable as exc:
+            return False, str(exc)
+        names = tuple(dict.fromkeys((*TRITON_DISTRIBUTIONS, dist)))
+        return check_installed(self.installed_versions(names), self.installed_record(dist),
+                               wheel_version=version, wheel_files=files, commit=commit,
+                               root=self.root, dist=dist)
+
+    def installed_record(self, dist: str) -> str | None:
+        """The RECORD of the installed distribution (None when absent or unreadable)."""
+        code = (
+            "import sys, importlib.metadata as m\n"
+            "try: t = m.distribution(sys.argv[1]).read_text('RECORD')\n"
+            "except m.PackageNotFoundError: t = None\n"
+            "sys.stdout.write('' if t is None else '1' + t)\n"
+        )
+        proc = subprocess.run([str(self.python), "-c", code, dist], capture_output=True,
+                              text=True, env=_clean_env(), timeout=120)
+        if proc.returncode != 0 or not proc.stdout:
+            return None
+        return proc.stdout[1:]
 
     def _pip_install(self, wheel: Path, dist: str, log: Path | None) -> tuple[bool, str]:
         """The forced pip install; the marker forgets `dist` first, so a failed or interrupted
@@ -376,23 +402,6 @@ def _wheel_dist(wheel: Path) -> tuple[str, str]:
     parts = Path(wheel).name.split("-")
     name = re.sub(r"[-_.]+", "-", parts[0]).lower()
     return name, (parts[1] if len(parts) > 1 else "")
-
-
-def _check_triton(versions: Mapping[str, str | None], commit: str, root: Path) -> tuple[bool, str]:
-    """Only `triton` is installed, at a version ending in +git<sha8> of commit."""
-    version = versions.get("triton")
-    want = f"+git{commit[:8]}"
-    if version is None:
-        return False, f"triton is not installed in {root} after installing the wheel"
-    others = [f"{n} {v}" for n, v in versions.items() if n != "triton" and v is not None]
-    if others:
-        return False, f"another Triton is still installed next to it: {', '.join(others)}"
-    if not version.endswith(want):
-        return False, (
-            f"installed triton is {version}, expected a version ending in {want} "
-            f"(commit {commit[:12]}); the build did not come from the commit under test"
-        )
-    return True, f"triton {version}"
 
 
 def _last_line(text: str) -> str:

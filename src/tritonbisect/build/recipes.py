@@ -141,7 +141,8 @@ def _load_builtin_recipes() -> None:
     """Import the modules that register recipes (they may not all exist in every build)."""
     import importlib
 
-    for module in ("command_recipe", "triton_recipe", "llvm_triton_recipe", "llvm_recipe", "torch_recipe"):
+    for module in ("command_recipe", "triton_recipe", "llvm_triton_recipe", "llvm_recipe", "torch_recipe",
+                   "wheel_recipe"):
         try:
             importlib.import_module(f"tritonbisect.build.{module}")
         except ModuleNotFoundError as exc:

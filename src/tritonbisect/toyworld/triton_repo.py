@@ -35,6 +35,10 @@ class TritonState:
     helpers: tuple[int, ...] = ()  # triton.language helpers
     utils: tuple[int, ...] = ()  # C helpers in python/src/utils.c
     unit_tests: tuple[int, ...] = ()
+    # how setup.py decides it is in a git checkout: "rev-parse" (asks git), or "git-dir"
+    # (a .git directory at the top, the rule of some real Triton releases: false in a
+    # `git worktree`, so worktree builds get no +git<sha> suffix)
+    version_rule: str = "rev-parse"
 
     def with_(self, **changes) -> TritonState:
         return replace(self, **changes)
@@ -94,7 +98,7 @@ def render(state: TritonState) -> dict[str, str]:
         "README.md": _f("README.md") + "".join(f"\n{note}\n" for note in state.notes),
         ".gitignore": _t(GITIGNORE),
         "cmake/llvm-hash.txt": state.llvm_hash + "\n",
-        "python/setup.py": _f("python/setup.py.tmpl", BASE_VERSION=BASE_VERSION),
+        "python/setup.py": _setup_py(state.version_rule),
         "python/pyproject.toml": _f("python/pyproject.toml"),
         "python/triton/__init__.py": _f(
             "python/triton/__init__.py.tmpl", BASE_VERSION=BASE_VERSION
@@ -105,6 +109,22 @@ def render(state: TritonState) -> dict[str, str]:
         **sources,
     }
     return files
+
+
+_GIT_DIR_RULE = """def get_version():
+    # a checkout is a tree whose top has a .git directory (a git worktree's .git is a file)
+    if not os.path.isdir(os.path.join(os.path.dirname(HERE), ".git")):
+        return BASE_VERSION + os.environ.get("TRITON_WHEEL_VERSION_SUFFIX", "")
+"""
+
+
+def _setup_py(version_rule: str) -> str:
+    text = _f("python/setup.py.tmpl", BASE_VERSION=BASE_VERSION)
+    if version_rule == "git-dir":
+        return text.replace("def get_version():\n", _GIT_DIR_RULE, 1)
+    if version_rule != "rev-parse":
+        raise ValueError(f"unknown version_rule {version_rule!r} (rev-parse or git-dir)")
+    return text
 
 
 class FillerCycle:

@@ -173,9 +173,10 @@ def _llvm_history(api_breaks: int, llvm_commits: int, extra_sources: int, regres
     return commits, [kind for *_, kind in plan], old_idx, new_idx
 
 
-def _triton_history(triton_commits: int, old_llvm: str, new_llvm: str, api_breaks: int, t0: int):
+def _triton_history(triton_commits: int, old_llvm: str, new_llvm: str, api_breaks: int, t0: int,
+                    version_rule: str = "rev-parse"):
     tr, tb, tf, bump = _spread(4, 1, triton_commits - 2, "the Triton history")
-    state = triton_repo.TritonState(llvm_hash=old_llvm)
+    state = triton_repo.TritonState(llvm_hash=old_llvm, version_rule=version_rule)
     fillers = triton_repo.FillerCycle()
     plan = [(state, "Initial commit of the toy Triton", "", "initial")]
     bump_body = "\n".join(
@@ -260,12 +261,16 @@ def make_world(
     with_torch: bool = False,
     torch_commits: int = 12,
     regression_after_breaks: int = 0,
+    triton_version_rule: str = "rev-parse",
 ) -> ToyWorld:
     """Write the toy world under `root` (llvm-project/, triton/, pytorch/) and return it.
 
     regression_after_breaks: how many API breaks come before the LLVM behaviour regression
     (0, the default, puts it before all of them: the bump's parent then builds on both sides
     of it, so an LLVM descent works even without a compatibility map).
+    triton_version_rule: "rev-parse" (setup.py asks git for the sha), or "git-dir" (only a
+    .git directory counts, as in some real Triton releases: worktree builds then come out
+    as plain BASE_VERSION, with no +git<sha> suffix).
     """
     if not 0 <= api_breaks <= MAX_API_BREAKS:
         raise ValueError(f"api_breaks must be between 0 and {MAX_API_BREAKS}")
@@ -293,7 +298,7 @@ def make_world(
     old_llvm, new_llvm = llvm[old_idx], llvm[new_idx]
 
     triton_specs, triton_kinds, llvm_pins = _triton_history(
-        triton_commits, old_llvm, new_llvm, api_breaks, t0
+        triton_commits, old_llvm, new_llvm, api_breaks, t0, triton_version_rule
     )
     triton = write_history(triton_dir, triton_specs)
 
@@ -333,6 +338,7 @@ def make_world(
             "with_torch": with_torch,
             "torch_commits": torch_commits if with_torch else 0,
             "regression_after_breaks": regression_after_breaks,
+            "triton_version_rule": triton_version_rule,
         },
         # llvm-project
         "llvm_order": llvm,

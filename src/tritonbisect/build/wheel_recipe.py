@@ -1,0 +1,110 @@
+"""Registered as "wheel": a step installs a published wheel instead of building anything.
+
+The commit under test belongs to a *version ladder* (bisect/wheels.py): a small git repo in
+the workdir with one commit per published version, each holding WHEEL.json (package,
+version, filename, url, sha256). So the engine's search, journal, resume and report work on
+versions unchanged. A step: fetch the wheel (download cache keyed by sha256), purge every
+Triton distribution from the target env, install it, verify it by its files (a release has
+no +git<sha> to check), then run the test from the directory the session was started in.
+
+Recipe config: test (TestSpec dict), python, venv (as the "triton" recipe), cwd (where the
+test runs), cache_dir.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tritonbisect.bisect.outcome import Kind
+from tritonbisect.build.env import EnvError
+from tritonbisect.build.recipes import (
+    PrepareResult,
+    StepContext,
+    TestRun,
+    TestSpec,
+    register_recipe,
+)
+from tritonbisect.build.store import open_cache
+from tritonbisect.build.triton_recipe import run_test, step_runner
+from tritonbisect.build.venv_pool import EnvPool
+from tritonbisect.build.wheel_fetch import FetchError, fetch_wheel
+
+RECIPE = "wheel"
+LADDER_FILE = "WHEEL.json"
+STEP_FILE = "wheel-step.json"  # per step: what was downloaded and installed (for the report)
+
+
+class WheelRecipe:
+    name = RECIPE
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self._config = dict(config)
+        self.test_spec = TestSpec.from_dict(config["test"])
+        self._envs = EnvPool(config.get("venv"), config.get("python"))
+        self.cwd = Path(config.get("cwd") or Path.cwd())
+
+    def config(self) -> dict[str, Any]:
+        return dict(self._config)
+
+    def _cache_root(self, ctx: StepContext) -> Path:
+        workdir = Path(ctx.workdir) if ctx.workdir else ctx.worktree.parent
+        store = open_cache(self._config.get("cache_dir") or ctx.cache_dir, workdir=workdir)
+        return Path(getattr(store, "root", workdir / "cache"))
+
+    def prepare(self, commit: str, ctx: StepContext) -> PrepareResult:
+        start = time.monotonic()
+        ctx.log_dir.mkdir(parents=True, exist_ok=True)
+        log = ctx.log_dir / "install.log"
+
+        def result(kind: Kind, reason: str) -> PrepareResult:
+            # nothing is ever compiled: cached=True keeps installs out of the build counters
+            return PrepareResult(kind, reason, cached=True, seconds=time.monotonic() - start,
+                                 log=log if log.exists() else None)
+
+        try:
+            wheel = json.loads((ctx.worktree / LADDER_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            return result(Kind.INFRA, f"{LADDER_FILE} unreadable in {ctx.worktree}: {exc}")
+        version = str(wheel["version"])
+        try:
+            got = fetch_wheel(wheel["url"], wheel["filename"], wheel.get("sha256"),
+                              self._cache_root(ctx))
+        except FetchError as exc:
+            return result(Kind.INFRA, f"{wheel['package']} {version}: {exc}")
+        try:
+            env = self._envs.get(ctx)
+            ok, how = env.install_triton(got.path, None, log=log, digest=got.sha256)
+        except EnvError as exc:
+            ok, how = False, str(exc)
+        installed = ok and "already installed" not in how
+        (ctx.log_dir / STEP_FILE).write_text(json.dumps({
+            "version": version, "filename": wheel["filename"], "sha256": got.sha256,
+            "downloaded": got.downloaded, "bytes": got.nbytes, "installed": installed,
+        }), encoding="utf-8")
+        if not ok:
+            return result(Kind.INFRA, f"install of {wheel['filename']}: {how}")
+        source = f"downloaded {got.nbytes / 1e6:.1f} MB" if got.downloaded else "from the download cache"
+        return result(Kind.PASS, f"{how}: {source}")
+
+    def test(self, commit: str, ctx: StepContext, *, record: bool = False) -> TestRun:
+        try:
+            version = json.loads((ctx.worktree / LADDER_FILE).read_text(encoding="utf-8"))["version"]
+        except (OSError, ValueError, KeyError):
+            version = ""
+        # the test lives in the user's directory, not in the ladder's worktree
+        here = dataclasses.replace(ctx, worktree=self.cwd,
+                                   env={**ctx.env, "TRITONBISECT_WHEEL_VERSION": str(version)})
+        return run_test(self._envs.get(ctx), self.test_spec, commit, here, record=record,
+                        runner=step_runner(ctx))
+
+
+def _factory(config: Mapping[str, Any]) -> WheelRecipe:
+    return WheelRecipe(config)
+
+
+register_recipe(RECIPE, _factory)

@@ -1,0 +1,128 @@
+"""`tritonbisect wheels`: bisect published versions of Triton (installs, no builds).
+
+Thin: list the versions (build/wheel_index.py), make the version ladder and its phase
+(bisect/wheels.py), run it as a session with the engine, print the result in versions
+(bisect/wheels_report.py).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from tritonbisect.commands.options import bisect_settings, common_bisect_options
+from tritonbisect.errors import InputError
+
+_dir = click.Path(file_okay=False, path_type=Path)
+
+
+def _target_python(python: str | None, venv: Path | None) -> str:
+    if python and venv:
+        raise InputError("--python and --venv are mutually exclusive; give one")
+    if venv is not None:
+        if not (venv / "pyvenv.cfg").is_file():
+            raise InputError(f"--venv {venv}: not a virtual environment (no pyvenv.cfg)")
+        return str(venv / "bin" / "python")
+    return python or sys.executable
+
+
+def _platform(python: str):
+    import subprocess
+
+    from tritonbisect.build.wheel_index import PLATFORM_PROBE, Platform
+
+    try:
+        proc = subprocess.run([python, "-c", PLATFORM_PROBE], capture_output=True, text=True,
+                              timeout=120)
+        return Platform.from_facts(json.loads(proc.stdout))
+    except (OSError, ValueError, subprocess.SubprocessError):
+        raise InputError(f"cannot run the target python {python!r}; give --python PY or --venv DIR") from None
+
+
+@click.command("wheels")
+@click.option("--good", required=True, metavar="VERSION", help="A published version where the test passes (e.g. 3.4.0).")
+@click.option("--bad", required=True, metavar="VERSION", help="A later published version where it fails.")
+@click.option("--package", default="triton", show_default=True, help="The distribution: triton, pytorch-triton, pytorch-triton-rocm, triton-nightly, ...")
+@click.option("--index-url", "index_urls", multiple=True, metavar="URL", help="A PEP 503/691 simple index (repeatable; default https://pypi.org/simple).")
+@click.option("--find-links", type=_dir, help="A directory of wheels to use (alone, or with --index-url).")
+@click.option("--pre", is_flag=True, help="Include pre-releases and dev versions between the endpoints.")
+@click.option("--python", metavar="PY", help="Interpreter for the target venv, or the user's own env's python.")
+@click.option("--venv", type=_dir, help="Install into this existing virtual environment (it keeps its torch).")
+@click.option("--triton-dir", type=_dir, help="A Triton checkout: also print the commit range the two versions come from.")
+@common_bisect_options
+def wheels_cmd(good: str, bad: str, package: str, index_urls: tuple[str, ...], find_links: Path | None,
+               pre: bool, python: str | None, venv: Path | None, triton_dir: Path | None,
+               **kwargs: Any) -> None:
+    """Bisect published versions (releases, nightlies): installs only, no builds."""
+    from tritonbisect.bisect.wheels import WheelsBisector, choose_rungs, list_or_abort, make_ladder
+    from tritonbisect.build.wheel_index import list_wheels, normalize_name
+
+    settings = bisect_settings(**kwargs)
+    if not settings.wants_test:
+        raise InputError("give the test to run: --test CMD (or --repro TRACE --kernel K)")
+    package = normalize_name(package)
+    target = _target_python(python, venv)
+    plat = _platform(target)
+    files = list_or_abort(list_wheels, package, index_urls=index_urls, find_links=find_links)
+    if not files:
+        where = ", ".join(index_urls) or (str(find_links) if find_links else "https://pypi.org/simple")
+        raise InputError(f"{package}: no wheels on {where}; check --package and --index-url")
+    rungs = choose_rungs(files, plat, good, bad, package=package, pre=pre)
+    ladder, shas = make_ladder(settings.workdir, package, rungs)
+    spec = settings.test_spec(cwd=Path.cwd())
+    config = {
+        "test": spec.to_dict(), "python": python, "venv": str(venv.resolve()) if venv else None,
+        "cwd": str(Path.cwd().resolve()), "package": package,
+    }
+    bisector = WheelsBisector(package, rungs, ladder, shas, config)
+    click.echo(f"tritonbisect wheels: {len(rungs)} {package} versions from {good} to {bad} "
+               f"for {plat.describe()}", err=True)
+    _run(settings, bisector, triton_dir)
+
+
+def _run(settings: Any, bisector: Any, triton_dir: Path | None) -> NoReturn:
+    from tritonbisect.bisect.display import make_ui
+    from tritonbisect.bisect.session import Session, drive
+    from tritonbisect.bisect.wheels_report import commit_range, wheels_result
+
+    session = Session.create(settings.workdir, settings, [bisector.phase()],
+                             argv=list(sys.argv[1:]))
+    ui = make_ui()
+    try:
+        result = drive(session, ui)
+    finally:
+        ui.close()
+    out = wheels_result(result, session.journal.records(), bisector.versions(), bisector.shas,
+                        session.dir)
+    out.update(session=session.id, session_dir=str(session.dir), exit_code=result.exit_code)
+    if triton_dir is not None:
+        out["commit_range"] = commit_range(triton_dir, out["last_good"], out["first_bad"])
+    if settings.json:
+        click.echo(json.dumps(out))
+    else:
+        click.echo(_summary(out, session))
+    raise click.exceptions.Exit(result.exit_code)
+
+
+def _summary(out: dict[str, Any], session: Any) -> str:
+    if out["status"] == "found":
+        lines = [f"last good: {out['last_good']}", f"first bad: {out['first_bad']}"]
+    elif out["status"] == "inconclusive":
+        lines = ["inconclusive: the first bad version is one of " + ", ".join(out["candidates"])]
+    else:
+        lines = [f"{out['status']}: {out['reason']}"]
+    for t in out["tested"]:
+        lines.append(f"  {t['version']:<16} {t['outcome']:<14} {t['verdict']}")
+    lines.append(f"{out['installs']} installs, {out['downloads']} downloads "
+                 f"({out['download_mb']} MB); session {session.id}: {session.resume_command()}")
+    cr = out.get("commit_range")
+    if cr and cr.get("command"):
+        lines.append(f"commits: {cr['command']} --test ...")
+    return "\n".join(lines)
+
+
+COMMANDS: list[click.Command] = [wheels_cmd]

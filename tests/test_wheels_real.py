@@ -1,0 +1,53 @@
+"""`tritonbisect wheels` over the real `triton` releases on PyPI (network; skipped without it).
+
+The behaviour change was found by running small kernels on every release from 3.2.0 to 3.9.0
+under TRITON_INTERPRET=1 with torch 2.13.0 (CPU): tl.max over a block holding a NaN gives NaN
+up to 3.4.0 and the largest number from 3.5.0 on. The venv (with --system-site-packages, so it
+reuses the installed torch) and the downloads live in one per-session directory: only the
+versions the bisect tests are downloaded.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from bisectors_world import run_json
+
+pytestmark = pytest.mark.slow
+SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "wheels_real" / "max_nan.py"
+
+
+def _online() -> bool:
+    try:
+        urllib.request.urlopen("https://pypi.org/simple/triton/", timeout=10).close()
+        return True
+    except OSError:
+        return False
+
+
+def _has_torch() -> bool:
+    proc = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True)
+    return proc.returncode == 0
+
+
+@pytest.mark.skipif(not _online(), reason="no network to pypi.org")
+@pytest.mark.skipif(not _has_torch(), reason="torch is not installed")
+def test_real_releases_name_the_first_bad(tmp_path_factory, capsys, monkeypatch):
+    base = tmp_path_factory.getbasetemp() / "real-wheels"  # one per session: kept across tests
+    venv = base / "venv"
+    if not (venv / "pyvenv.cfg").exists():
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    code, res, err = run_json(
+        ["wheels", "--good", "3.2.0", "--bad", "3.9.0", "--venv", str(venv),
+         "--test", f"python {SCRIPT}", "--env", "TRITON_INTERPRET=1", "--timeout", "600",
+         "--workdir", str(base / "home")], capsys)
+    assert code == 0, err[-3000:]
+    assert (res["last_good"], res["first_bad"]) == ("3.4.0", "3.5.0")
+    tested = {t["version"] for t in res["tested"]}
+    assert res["downloads"] <= len(tested) <= 2 + 4  # endpoints + ceil(log2(11 versions))
