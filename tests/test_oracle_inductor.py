@@ -280,3 +280,42 @@ def test_real_inductor_and_autotuned_kernels_compile_for_the_h100(gpu_traces: Pa
         assert result["target"] == {"backend": "cuda", "arch": 90, "warp_size": 32}
         assert result["stats"]["regs"] > 0 and result["stats"]["sass.total"] > 0
         assert result["stats"]["shared"] == ctx["compilation"]["traced"]["shared"], kernel
+
+
+HOOKED = '''
+import triton
+import triton.language as tl
+from mylib import make_configs, zero_out, log_done
+
+CONFIGS = make_configs()
+
+
+@triton.autotune(configs=CONFIGS + [triton.Config({"BLOCK": 16}, pre_hook=zero_out)], key=["n"],
+                 prune_configs_by={"early_config_prune": lambda c, a, **k: c, "perf_model": None, "top_k": 2},
+                 reset_to_zero=["acc_ptr"], restore_value=("y_ptr",), pre_hook=zero_out, post_hook=log_done)
+@triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+@triton.jit
+def hooked(y_ptr, acc_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    tl.atomic_add(acc_ptr, tl.sum(tl.load(y_ptr + tl.arange(0, BLOCK)), axis=0))
+'''
+
+
+def test_hooks_and_configs_from_module_code_are_dropped_with_one_note_each() -> None:
+    """Configs from a function of a user module, prune_configs_by, heuristics: dropped (the launch
+    pins them), so `mylib` is never needed. Hooks are code: one note line each, and a user pre_hook
+    takes the place of reset_to_zero, as in Triton's Autotuner."""
+    from tritonbisect.tritonparse.source import extract_kernel_source
+
+    start = HOOKED.splitlines().index("@triton.autotune(configs=CONFIGS + [triton.Config({\"BLOCK\": 16}, "
+                                      "pre_hook=zero_out)], key=[\"n\"],") + 1
+    ks = extract_kernel_source({"code": HOOKED, "file_path": "k.py", "function_start_line": start,
+                                "function_end_line": start + 8}, "hooked")
+    assert ks.dropped_decorators == ["triton.autotune", "triton.heuristics"]
+    assert "mylib" not in ks.text and "CONFIGS" not in ks.text
+    assert ks.tuning.reset_to_zero == [] and ks.tuning.restore_value == ["y_ptr"]
+    notes = ks.tuning.notes
+    assert len(notes) == 4 and all("\n" not in n for n in notes)
+    assert notes[0].startswith("autotune pre_hook=zero_out is code the oracle does not run")
+    assert notes[1].startswith("reset_to_zero (acc_ptr) not applied: the autotuner runs the user's pre_hook")
+    assert notes[2].startswith("autotune post_hook=log_done runs after the launch and is not replayed")
+    assert notes[3].startswith("a triton.Config pre_hook is code the oracle does not run")

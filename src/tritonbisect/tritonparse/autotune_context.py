@@ -5,8 +5,9 @@ decorators and pins the configuration the recorded launch used, so their config 
 be evaluated at all (comprehensions, module globals, prune_configs_by…). What still matters is
 their effect on the arguments before the launch: `reset_to_zero` zeroes tensors before every
 launch, so the oracle zeroes them too. `restore_value` only undoes the benchmark runs, so the
-pinned launch sees the recorded pre-state anyway. Hooks that are arbitrary code cannot be
-replayed and are named in the oracle's warnings.
+pinned launch sees the recorded pre-state anyway. Hooks (`pre_hook`, `post_hook`, a Config's
+`pre_hook`) are arbitrary code: not run, and named in one note line each. The tracer records the
+arguments at the launch, after any pre_hook ran, so the recorded vector holds their effect.
 """
 
 from __future__ import annotations
@@ -117,6 +118,13 @@ def _read_names(ctx: AutotuneContext, what: str, node: ast.expr | None, tree: as
     out.extend(n for n in names if n in params and n not in out)
 
 
+def _hook(call: ast.Call, name: str) -> str | None:
+    value = _keyword(call, name)
+    if value is None or isinstance(value, ast.Constant) and value.value is None:
+        return None
+    return ast.unparse(value)[:60]
+
+
 def read_autotune_context(decorators: list[ast.expr], params: list[str],
                           tree: ast.Module | None = None) -> AutotuneContext:
     """The reset/restore lists and unreplayable hooks of a kernel's tuning decorators."""
@@ -129,14 +137,22 @@ def read_autotune_context(decorators: list[ast.expr], params: list[str],
         if short in AUTOTUNE_NAMES:
             _read_names(ctx, "reset_to_zero", _keyword(dec, "reset_to_zero"), tree, ctx.reset_to_zero, params)
             _read_names(ctx, "restore_value", _keyword(dec, "restore_value"), tree, ctx.restore_value, params)
-            for hook in ("pre_hook", "post_hook"):
-                value = _keyword(dec, hook)
-                if value is not None and not (isinstance(value, ast.Constant) and value.value is None):
-                    ctx.notes.append(f"autotune {hook}={ast.unparse(value)[:60]} is not replayed")
+            pre, post = (_hook(dec, h) for h in ("pre_hook", "post_hook"))
+            if pre is not None:
+                ctx.notes.append(f"autotune pre_hook={pre} is code the oracle does not run: the recorded arguments "
+                                 "already hold what it did before the launch (fresh input vectors do not)")
+                if ctx.reset_to_zero:  # Triton's Autotuner: a user pre_hook takes the place of the reset
+                    ctx.notes.append(f"reset_to_zero ({', '.join(ctx.reset_to_zero)}) not applied: the autotuner "
+                                     "runs the user's pre_hook instead of its reset")
+                    ctx.reset_to_zero.clear()
+            if post is not None:
+                ctx.notes.append(f"autotune post_hook={post} runs after the launch and is not replayed: outputs "
+                                 "are compared before it, as the trace recorded them")
             configs = _keyword(dec, "configs") or (dec.args[0] if dec.args else None)
             if configs is not None and any(k.arg == "pre_hook" for sub in ast.walk(configs)
                                            if isinstance(sub, ast.Call) for k in sub.keywords):
-                ctx.notes.append("a triton.Config pre_hook is not replayed")
+                ctx.notes.append("a triton.Config pre_hook is code the oracle does not run: the recorded arguments "
+                                 "already hold what it did before the launch (fresh input vectors do not)")
         elif is_inductor_decorator(name):
             meta = _keyword(dec, "triton_meta")
             if meta is not None:
