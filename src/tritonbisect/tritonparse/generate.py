@@ -20,6 +20,7 @@ from typing import Any
 from tritonbisect import __version__
 from tritonbisect.errors import InputError
 from tritonbisect.tritonparse.autotune_context import resets_before
+from tritonbisect.tritonparse.composite_args import DESCRIPTOR_TYPES, descriptor_specs, tuple_specs
 from tritonbisect.tritonparse.reader import Launch, Trace, load_trace, resolve_blob
 from tritonbisect.tritonparse.source import KernelSource, extract_kernel_source
 
@@ -174,8 +175,11 @@ def _plan_storages(tensors: list[dict[str, Any]], warnings: list[str]) -> list[d
     return storages
 
 
+_BY_NAME: Any = object()  # the record after the launch: the launch's own, by argument name
+
+
 def _tensor_spec(name: str, info: dict[str, Any], launch: Launch, trace: Trace, out_dir: Path,
-                 copied: dict[Path, str], warnings: list[str]) -> dict[str, Any]:
+                 copied: dict[Path, str], warnings: list[str], after: Any = _BY_NAME) -> dict[str, Any]:
     dtype = _dtype_name(info.get("dtype", ""))
     if dtype not in DTYPE_SIZES:
         raise InputError(f"argument '{name}' of {launch.name} has dtype {info.get('dtype')!r}, which the oracle cannot rebuild")
@@ -218,7 +222,8 @@ def _tensor_spec(name: str, info: dict[str, Any], launch: Launch, trace: Trace, 
             init = {"source": "random"}
             warnings.append(f"'{name}' has neither blob nor statistics: seeded random data")
     spec["init"] = init
-    after = launch.after.get(name) if launch.after else None
+    if after is _BY_NAME:
+        after = launch.after.get(name) if launch.after else None
     if isinstance(after, dict) and isinstance(after.get("blob_path"), str):
         found = resolve_blob(after["blob_path"], launch.file, trace.root)
         if found is not None:
@@ -327,12 +332,24 @@ def generate_oracle(
                         "followed no benchmarking, so the autotuner did not reset before it")
     copied: dict[Path, str] = {}
     args: list[dict[str, Any]] = []
+
+    def tensor(part: str, record: dict[str, Any], after: Any) -> dict[str, Any]:
+        return _tensor_spec(part, record, launch, tr, out, copied, warnings, after)
+
+    def scalar(part: str, record: dict[str, Any]) -> dict[str, Any]:
+        return _scalar_spec(part, record, launch)
+
     for name in ks.params:
         info = launch.args[name]
         if not isinstance(info, dict):
             raise InputError(f"argument '{name}' of launch {launch.index} is not a recorded argument record")
+        after = launch.after.get(name) if launch.after else None
         if info.get("type") == "tensor":
             args.append(_tensor_spec(name, info, launch, tr, out, copied, warnings))
+        elif info.get("type") in DESCRIPTOR_TYPES:
+            args.extend(descriptor_specs(name, info, after, kernel, tensor))
+        elif info.get("type") == "tuple":
+            args.extend(tuple_specs(name, info, after, kernel, tensor, scalar))
         else:
             args.append(_scalar_spec(name, info, launch))
     storages = _plan_storages([a for a in args if a["kind"] == "tensor"], warnings)
