@@ -40,7 +40,11 @@ def _tb_inductor_import(module, name):
                 if attempt == "attribute":
                     tried.append("%s.%s (%s: %s)" % (home, name, type(exc).__name__, exc))
                 continue
-            return found if name != "libdevice" or _tb_on_gpu() else _TbInterpretedLibdevice(found)
+            if _tb_on_gpu():
+                return found
+            if name == "libdevice":
+                return _TbInterpretedLibdevice(found)
+            return _TbInterpretedHelpers(found) if name == "triton_helpers" else found
     fallbacks = {
         "libdevice": [("triton.language.extra.libdevice", None), ("triton.language.extra.cuda.libdevice", None),
                       ("triton.language.extra.cuda", "libdevice"), ("triton.language", "math")],
@@ -61,6 +65,45 @@ def _tb_on_gpu():
     import os
 
     return os.environ.get("TRITON_INTERPRET", "0") in ("", "0")
+
+
+class _TbInterpretedHelpers(object):
+    """triton_helpers under TRITON_INTERPRET=1: max2/min2 reduce with a combine function of
+    Inductor's, which the interpreter calls once per element (a minute for a 128x512 softmax);
+    here they are Triton's own max/min (numpy in the interpreter), with Inductor's NaN
+    propagation kept. Everything else is Inductor's."""
+
+    def __init__(self, module):
+        self._module = module
+        self._fast = {}
+
+    def __getattr__(self, name):
+        if name not in ("max2", "min2"):
+            return getattr(self._module, name)
+        if not self._fast:
+            self._fast.update(_tb_fast_reductions())
+        return self._fast[name]
+
+
+def _tb_fast_reductions():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def max2(a, dim):
+        m = tl.max(a, dim)
+        if a.dtype.is_floating():
+            m = tl.where(tl.max((a != a).to(tl.int8), dim) > 0, float("nan"), m).to(m.dtype)
+        return m
+
+    @triton.jit
+    def min2(a, dim):
+        m = tl.min(a, dim)
+        if a.dtype.is_floating():
+            m = tl.where(tl.max((a != a).to(tl.int8), dim) > 0, float("nan"), m).to(m.dtype)
+        return m
+
+    return {"max2": max2, "min2": min2}
 
 
 class _TbInterpretedLibdevice(object):
