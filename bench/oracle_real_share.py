@@ -8,7 +8,8 @@ default launch (counted `generated`, or the refusal line is kept). Unless --no-r
 generated oracle then runs on the CPU under TRITON_INTERPRET=1: `--record-golden` (counted
 `runs`), and, when the trace recorded the outputs after the launch on the GPU, once against
 them (counted `matches GPU outputs`; interpreter vs GPU numerics, so a miss there is
-information, not necessarily a bug).
+information, not necessarily a bug); and the compile oracle (`repro --mode compile`) of the
+kernel compiles it for the traced target with this Python's Triton (counted `compiles`).
 
     python bench/oracle_real_share.py --traces /work/shared/traces --out /tmp/share [--write-results]
 """
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from results_md import write_section  # noqa: E402
 from tritonbisect.errors import InputError  # noqa: E402
+from tritonbisect.tritonparse.compileoracle.generate import generate_compile_oracle  # noqa: E402
 from tritonbisect.tritonparse.generate import generate_oracle  # noqa: E402
 from tritonbisect.tritonparse.reader import load_trace  # noqa: E402
 from tritonbisect.tritonparse.selfcheck import Job, interpreter_env, run_one  # noqa: E402
@@ -67,6 +71,8 @@ def examine(trace_dir: Path, name: str, out_root: Path, run: bool, timeout: floa
             oracle = generate_oracle(trace, kernel, out)
         except InputError as exc:
             row["reason"] = str(exc)
+            if run:
+                _compile(trace, kernel, out / "compile", row, timeout)
             rows.append(row)
             continue
         row["generated"] = True
@@ -83,8 +89,30 @@ def examine(trace_dir: Path, name: str, out_root: Path, run: bool, timeout: floa
                 gpu = run_one(Job("gpu", oracle.script, [], out / "gpu.json"), env=env, timeout=timeout)
                 row["matches_gpu"] = gpu.status == "pass"
                 row["gpu_reason"] = gpu.reason[:300]
+        if run:
+            _compile(trace, kernel, out / "compile", row, timeout)
         rows.append(row)
     return rows
+
+
+def _compile(trace: object, kernel: str, out: Path, row: dict, timeout: float) -> None:
+    """`repro --mode compile` for the traced target, run with this Python's Triton (no GPU)."""
+    try:
+        generate_compile_oracle(trace, kernel, out)
+    except InputError as exc:
+        row["compiles"] = False
+        row["compile_reason"] = str(exc)[:300]
+        return
+    result = out / "result.json"
+    try:
+        subprocess.run([sys.executable, str(out / "compile_repro.py"), "--result", str(result)],
+                       capture_output=True, timeout=timeout,
+                       env={k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "TRITONBISECT_RESULT")})
+        data = json.loads(result.read_text())
+    except (subprocess.TimeoutExpired, OSError, ValueError) as exc:
+        data = {"status": "missing", "reason": str(exc)}
+    row["compiles"] = data.get("status") == "pass"
+    row["compile_reason"] = str(data.get("reason", ""))[:300]
 
 
 def summarize(rows: list[dict], ran: bool) -> dict:
@@ -95,6 +123,7 @@ def summarize(rows: list[dict], ran: bool) -> dict:
         with_gpu = [r for r in kernels if r.get("has_gpu_outputs")]
         out["with_gpu_outputs"] = len(with_gpu)
         out["matches_gpu"] = sum(bool(r.get("matches_gpu")) for r in with_gpu)
+        out["compiles"] = sum(bool(r.get("compiles")) for r in kernels)
     return out
 
 
@@ -111,17 +140,20 @@ def markdown(rows: list[dict], summary: dict, roots: list[str], before: dict | N
     s = summary
     lines.append(f"**{s['generated']}/{s['kernels']} generated**"
                  + (f", {s['runs']}/{s['kernels']} run under the interpreter, {s['matches_gpu']}/"
-                    f"{s['with_gpu_outputs']} match the GPU outputs recorded in the trace" if "runs" in s else ""))
-    lines += ["", "| trace | kernel | generated | runs (interpreter) | matches GPU outputs | refusal / failure |",
-              "| --- | --- | --- | --- | --- | --- |"]
+                    f"{s['with_gpu_outputs']} match the GPU outputs recorded in the trace, {s['compiles']}/"
+                    f"{s['kernels']} compile for the traced sm90 with `--mode compile`" if "runs" in s else ""))
+    lines += ["", "| trace | kernel | generated | runs (interpreter) | matches GPU outputs | compiles (sm90) "
+              "| refusal / failure |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         why = r.get("reason") or (r.get("run_reason") if r.get("runs") is False else "") or (
-            r.get("gpu_reason") if r.get("matches_gpu") is False else "")
+            r.get("gpu_reason") if r.get("matches_gpu") is False else "") or (
+            r.get("compile_reason") if r.get("compiles") is False else "")
         why = (why or "").replace("|", "\\|").replace("\n", " ")[:160]
         lines.append(
             f"| {r['trace']} | `{r['kernel'][:48]}` | {'yes' if r['generated'] else 'no'} | "
             f"{ {True: 'yes', False: 'no', None: '-'}[r.get('runs')] } | "
-            f"{ {True: 'yes', False: 'no', None: '-'}[r.get('matches_gpu')] } | {why} |"
+            f"{ {True: 'yes', False: 'no', None: '-'}[r.get('matches_gpu')] } | "
+            f"{ {True: 'yes', False: 'no', None: '-'}[r.get('compiles')] } | {why} |"
         )
     return "\n".join(lines) + "\n"
 
