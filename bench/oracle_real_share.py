@@ -12,6 +12,7 @@ information, not necessarily a bug); and the compile oracle (`repro --mode compi
 kernel compiles it for the traced target with this Python's Triton (counted `compiles`).
 
     python bench/oracle_real_share.py --traces /work/shared/traces --out /tmp/share [--write-results]
+    python bench/oracle_real_share.py --archives tests/data/gpu_traces/*.tgz --write-results
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -37,6 +39,8 @@ from tritonbisect.tritonparse.reader import load_trace  # noqa: E402
 from tritonbisect.tritonparse.selfcheck import Job, interpreter_env, run_one  # noqa: E402
 
 TITLE = "Oracle coverage on real traces"
+TRACERS = ("tritonbisect", "tritonparse")  # the folder names of tests/data/gpu_traces/<program>/<tracer>/
+TRACER_NAMES = {"tritonbisect": "`tritonbisect trace`", "tritonparse": "tritonparse 0.6.0"}
 
 
 def find_traces(roots: list[Path]) -> list[Path]:
@@ -127,21 +131,30 @@ def summarize(rows: list[dict], ran: bool) -> dict:
     return out
 
 
-def markdown(rows: list[dict], summary: dict, roots: list[str], before: dict | None) -> str:
+def markdown(rows: list[dict], summary: dict, command: str, before: dict | None, before_note: str = "") -> str:
     lines = [
-        f"`python bench/oracle_real_share.py --traces {' '.join(roots)}` — every kernel of every real trace "
+        f"`python bench/oracle_real_share.py {command}` — every kernel of every real trace "
         "(H100, torch 2.11, Triton 3.6; written by `tritonbisect trace` and by tritonparse 0.6.0): is an oracle "
-        "generated (default launch), does it run on the CPU under TRITON_INTERPRET=1 (`--record-golden`), and "
-        "where the trace holds the GPU's outputs after the launch, does the interpreter's result match them.",
+        "generated (default launch), does it run on the CPU under TRITON_INTERPRET=1 (`--record-golden`, "
+        "torch 2.13 CPU, Triton 3.9), where the trace holds the GPU's outputs after the launch, does the "
+        "interpreter's result match them, and does `repro --mode compile` compile it for the traced sm90.",
         "",
     ]
     if before:
         lines += [f"Before this change: {before['generated']}/{before['kernels']} generated.", ""]
+    if before_note:
+        lines += [f"Before this change: {before_note}", ""]
     s = summary
     lines.append(f"**{s['generated']}/{s['kernels']} generated**"
                  + (f", {s['runs']}/{s['kernels']} run under the interpreter, {s['matches_gpu']}/"
                     f"{s['with_gpu_outputs']} match the GPU outputs recorded in the trace, {s['compiles']}/"
                     f"{s['kernels']} compile for the traced sm90 with `--mode compile`" if "runs" in s else ""))
+    for tracer in TRACERS:
+        mine = [r for r in rows if r["kernel"] != "-" and tracer in r["trace"].split("/")]
+        if mine:
+            t = summarize(mine, "runs" in s)
+            lines.append(f"- traces written by {TRACER_NAMES[tracer]}: {t['generated']}/{t['kernels']} generated"
+                         + (f", {t['runs']} run under the interpreter, {t['compiles']} compile" if "runs" in t else ""))
     lines += ["", "| trace | kernel | generated | runs (interpreter) | matches GPU outputs | compiles (sm90) "
               "| refusal / failure |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
@@ -160,17 +173,28 @@ def markdown(rows: list[dict], summary: dict, roots: list[str], before: dict | N
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--traces", nargs="+", default=["/work/shared/traces"], help="folders to search for traces")
+    ap.add_argument("--traces", nargs="*", default=None, help="folders to search for traces")
+    ap.add_argument("--archives", nargs="*", default=None, metavar="TGZ",
+                    help="trace archives to unpack and search, e.g. tests/data/gpu_traces/*.tgz")
     ap.add_argument("--out", default=None, help="folder for the oracles and share.json (default: a temp dir)")
     ap.add_argument("--no-run", action="store_true", help="only generate, do not run under the interpreter")
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--before", default=None, help="a share.json of an earlier run, quoted as 'before'")
+    ap.add_argument("--before-note", default="", help="a sentence on the share before this change, quoted as is")
     ap.add_argument("--write-results", action="store_true", help=f"write the '{TITLE}' section of bench/RESULTS.md")
     args = ap.parse_args()
-    roots = [Path(t).resolve() for t in args.traces]
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="oracle-share-"))
     out.mkdir(parents=True, exist_ok=True)
+    roots = [Path(t).resolve() for t in args.traces or []]
+    if args.archives:
+        unpacked = out / "gpu_traces"
+        for archive in args.archives:
+            with tarfile.open(archive) as tar:
+                tar.extractall(unpacked, filter="data")
+        roots.append(unpacked.resolve())
+    if not roots:
+        roots = [Path("/work/shared/traces")]
     traces = find_traces(roots)
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         parts = list(pool.map(lambda t: examine(t, label(t, roots), out / "oracles", not args.no_run, args.timeout),
@@ -179,7 +203,9 @@ def main() -> int:
     summary = summarize(rows, not args.no_run)
     before = json.loads(Path(args.before).read_text())["summary"] if args.before else None
     (out / "share.json").write_text(json.dumps({"summary": summary, "rows": rows}, indent=1) + "\n")
-    md = markdown(rows, summary, args.traces, before)
+    command = (f"--traces {' '.join(args.traces)} " if args.traces else "") + (
+        f"--archives {' '.join(args.archives)}" if args.archives else "")
+    md = markdown(rows, summary, command.strip() or "--traces /work/shared/traces", before, args.before_note)
     (out / "share.md").write_text(md)
     print(md)
     if args.write_results:
