@@ -104,7 +104,8 @@ def test_descriptor_records_missing_parts_are_one_line() -> None:
     good = {"type": "TensorDescriptor", "base": base, "shape": [8, 8], "strides": [8, 1], "block_shape": [8, 8]}
     specs = descriptor_specs("d", good, {"base": {"blob_path": "x"}}, "k", _tensor)
     assert specs[0] == {"name": "d.base", "kind": "tensor", "after": {"blob_path": "x"}, "part_of": "d"}
-    assert specs[1]["padding"] == "zero"
+    assert specs[1]["padding"] == "zero" and "round_f32_to_tf32" not in specs[1]
+    assert descriptor_specs("d", {**good, "round_f32_to_tf32": True}, None, "k", _tensor)[1]["round_f32_to_tf32"]
     for broken, why in [({**good, "base": None}, "base tensor"), ({**good, "block_shape": None}, "block shape"),
                         ({**good, "strides": [8]}, "differ in rank"), ({**good, "padding": "ones"}, "padding")]:
         with pytest.raises(InputError, match=why) as info:

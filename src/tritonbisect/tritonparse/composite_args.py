@@ -49,8 +49,11 @@ def descriptor_specs(name: str, info: dict[str, Any], after: Any, kernel: str,
         raise InputError(f"argument '{name}' of {kernel}: TensorDescriptor padding {padding!r} is unknown")
     base_after = after.get("base") if isinstance(after, dict) else None
     part = {**tensor_spec(f"{name}.base", base, base_after), "part_of": name}
-    return [part, {"name": name, "kind": "descriptor", "base": part["name"], "shape": shape, "strides": strides,
-                   "block_shape": block, "padding": padding}]
+    spec = {"name": name, "kind": "descriptor", "base": part["name"], "shape": shape, "strides": strides,
+            "block_shape": block, "padding": padding}
+    if info.get("round_f32_to_tf32"):  # Triton >= 3.5
+        spec["round_f32_to_tf32"] = True
+    return [part, spec]
 
 
 def tuple_specs(name: str, info: dict[str, Any], after: Any, kernel: str, tensor_spec: TensorSpec,

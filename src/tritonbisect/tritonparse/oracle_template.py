@@ -359,10 +359,13 @@ def make_descriptor(base, spec):
     except Exception as exc:
         raise Outcome("usage_error", "argument %s is a TensorDescriptor, which this Triton does not have: %s"
                       % (spec["name"], short_error(exc))) from None
+    extra = {}  # only what the trace recorded, so a Triton without these options still takes the rest
+    if spec.get("padding", "zero") != "zero":
+        extra["padding"] = spec["padding"]
+    if spec.get("round_f32_to_tf32"):
+        extra["round_f32_to_tf32"] = True
     try:
-        if spec.get("padding", "zero") != "zero":
-            return TensorDescriptor(base, spec["shape"], spec["strides"], spec["block_shape"], padding=spec["padding"])
-        return TensorDescriptor(base, spec["shape"], spec["strides"], spec["block_shape"])
+        return TensorDescriptor(base, spec["shape"], spec["strides"], spec["block_shape"], **extra)
     except Exception as exc:
         raise Outcome("usage_error", "cannot rebuild TensorDescriptor %s: %s" % (spec["name"], short_error(exc))) from None
 
