@@ -116,3 +116,53 @@ def test_descriptor_records_missing_parts_are_one_line() -> None:
     assert [(s["name"], s["kind"], s["part_of"]) for s in specs[:-1]] == [
         ("t[0].base", "tensor", "t[0]"), ("t[0]", "descriptor", "t"), ("t[1]", "scalar", "t")]
     assert specs[-1] == {"name": "t", "kind": "tuple", "elements": ["t[0]", "t[1]"]}
+
+
+CPU_PROGRAM = '''
+import torch
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+
+@triton.jit
+def desc_copy(src_desc, dst_desc, pair, BM: tl.constexpr, BN: tl.constexpr):
+    m = tl.program_id(0) * BM
+    x = src_desc.load([m, 0])
+    scale = tl.load(pair[0] + tl.arange(0, BN))
+    dst_desc.store([m, 0], x * scale[None, :] + pair[1])
+
+
+torch.manual_seed(0)
+src = torch.randn(64, 32)
+dst = torch.zeros(64, 32)
+scale = torch.rand(32)
+desc_copy[(4,)](TensorDescriptor.from_tensor(src, [16, 32]), TensorDescriptor.from_tensor(dst, [16, 32]),
+                (scale, 0.5), BM=16, BN=32)
+assert torch.allclose(dst, src * scale + 0.5)
+print("program done")
+'''
+
+
+def test_traced_on_the_cpu_descriptors_and_tuples_round_trip(tmp_path: Path) -> None:
+    """`tritonbisect trace` under the interpreter records the descriptors and the tuple (a tensor
+    and a float) with their outputs; the oracle rebuilds them and catches a planted change."""
+    import sys
+
+    (tmp_path / "prog.py").write_text(CPU_PROGRAM)
+    proc = cli("trace", "--out", str(tmp_path / "t"), "--", sys.executable, str(tmp_path / "prog.py"),
+               env=interpreter_env(), timeout=300)
+    assert proc.returncode == 0 and "program done" in proc.stdout, proc.stdout + proc.stderr
+    out = tmp_path / "o"
+    ctx = _repro(tmp_path / "t", "desc_copy", out)
+    kinds = {a["name"]: a["kind"] for a in ctx["args"]}
+    assert kinds == {"src_desc.base": "tensor", "src_desc": "descriptor", "dst_desc.base": "tensor",
+                     "dst_desc": "descriptor", "pair[0]": "tensor", "pair[1]": "scalar", "pair": "tuple",
+                     "BM": "scalar", "BN": "scalar"}
+    script = (out / "repro.py").read_text()
+    (out / "bad.py").write_text(script.replace("+ pair[1])", "+ pair[1] * 1.001)"))
+    jobs = [Job("good", out / "repro.py", [], out / "good.json"), Job("bad", out / "bad.py", [], out / "bad.json")]
+    results = run_batch(jobs, env=interpreter_env(), timeout=300)
+    assert results["good"].status == "pass", results["good"].reason
+    assert results["good"].data["reference"] == "outputs recorded in the trace after the original launch"
+    assert results["bad"].status == "mismatch" and "dst_desc.base" in results["bad"].reason
