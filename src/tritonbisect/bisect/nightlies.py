@@ -1,0 +1,83 @@
+"""Nightlies as free builds inside `tritonbisect triton` (--wheel-index, --wheels).
+
+A published wheel whose version carries `+git<sha>` is a prebuilt commit. When the index has
+some inside good..bad, the session first runs a "nightlies" phase over those commits only
+(installs, no builds), ordered by their place in the checkout's history (PEP 440 sorts
+local labels as text, not by date); then, with --wheels auto, a "triton" phase builds from
+source only inside the bracket it leaves: the last good nightly (or good) .. the first bad
+nightly (or bad). Both phases use the "triton" recipe, whose config maps the commits that
+have a wheel to it (build/wheel_recipe.install_published).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tritonbisect.bisect.phases import PhaseSpec
+from tritonbisect.build.install_check import git_label
+from tritonbisect.build.wheel_index import WheelFile
+
+PHASE = "nightlies"
+MODES = ("auto", "only", "off")
+
+
+def nightly_commits(history: Any, files: Sequence[WheelFile], order: Sequence[str],
+                    good: str) -> dict[str, dict[str, Any]]:
+    """{commit: wheel entry} for the wheels whose +git<sha> names good or a commit of
+    `order` (good..bad, oldest first); wheels of commits outside the range are ignored."""
+    inside = {*order, good}
+    out: dict[str, dict[str, Any]] = {}
+    for f in files:
+        label = git_label(f.version)
+        if not label:
+            continue
+        sha = next((s for s in inside if s.startswith(label)), None)
+        if sha is None:
+            continue
+        out.setdefault(sha, {"filename": f.filename, "url": f.url, "sha256": f.sha256,
+                             "version": f.version})
+    return out
+
+
+def nightly_phase(repo: Path, good: str, bad: str, order: Sequence[str],
+                  wheels: Mapping[str, Any], recipe_config: dict,
+                  first_parent: bool = False) -> PhaseSpec | None:
+    """The installs-only phase over the nightly commits strictly inside good..bad (and bad),
+    or None when there are none (nothing to gain)."""
+    inner = [c for c in order[:-1] if c in wheels]
+    if not inner:
+        return None
+    return PhaseSpec(name=PHASE, repo=repo, good=good, bad=bad, recipe_name="triton",
+                     recipe_config=recipe_config, first_parent=first_parent,
+                     candidates=[*inner, bad])
+
+
+def continue_after_nightlies(session: Any, last: Any) -> bool:
+    """Append the source-build phase inside the bracket the nightlies left (--wheels auto)."""
+    if last.status != "found" or not last.culprit:
+        return False
+    spec = last.spec
+    cands = list(spec.candidates or [])
+    i = cands.index(last.culprit)
+    lo = cands[i - 1] if i > 0 else spec.good
+    mode = session.extra.get("wheels_mode", "auto")
+    click.echo(f"nightlies: last good {lo[:12]}, first bad {last.culprit[:12]} "
+               f"({_wheel_version(spec, lo)} .. {_wheel_version(spec, last.culprit)})", err=True)
+    if mode == "only":
+        click.echo("--wheels only: not building inside the bracket; to do it: tritonbisect "
+                   f"triton --good {lo[:12]} --bad {last.culprit[:12]} --test ...", err=True)
+        return False
+    session.append_phase(PhaseSpec(
+        name="triton", repo=spec.repo, good=lo, bad=last.culprit, recipe_name=spec.recipe_name,
+        recipe_config=spec.recipe_config, first_parent=spec.first_parent))
+    click.echo(f"building from source inside the bracket {lo[:12]}..{last.culprit[:12]}", err=True)
+    return True
+
+
+def _wheel_version(spec: PhaseSpec, commit: str) -> str:
+    entry = (spec.recipe_config.get("wheels") or {}).get(commit)
+    return entry["version"] if entry else "no wheel"
