@@ -28,6 +28,11 @@ ray_cluster_utils = pytest.importorskip("ray.cluster_utils")
 @pytest.fixture(scope="module")
 def cluster():
     temp = tempfile.mkdtemp(prefix="tbt-", dir="/tmp")  # short: Ray's sockets live under it
+    # Cluster.add_node writes Ray's "current cluster" file into the default temp dir whatever
+    # temp_dir says, and fails on a fresh machine where that dir does not exist yet.
+    from ray._private.utils import get_ray_address_file
+
+    os.makedirs(os.path.dirname(get_ray_address_file(None)), exist_ok=True)
     c = ray_cluster_utils.Cluster(
         initialize_head=True,
         head_node_args={"num_cpus": 8, "resources": {"builder": 8}, "include_dashboard": False,
@@ -198,16 +203,19 @@ def test_worker_killed_mid_step_is_retried_on_another_worker(cluster, tmp_path):
 def test_ctrl_c_cancels_remote_steps_and_resume_finishes(cluster, tmp_path):
     repo, home = tmp_path / "repo", tmp_path / "home"
     shas = linear(repo, 30, culprit=19)
-    slow, pids = tmp_path / "slow", tmp_path / "pids"
+    slow, pids, runs = tmp_path / "slow", tmp_path / "pids", tmp_path / "runs"
+    slow.touch()
+    # Every test after the third sleeps for a minute: counting runs, rather than flipping a switch
+    # once three steps are journaled, leaves no window in which a fast search ends first.
     # (the log's first line is the command itself: the output "slow 42" is not in it)
-    test = (f"if [ -e {slow} ]; then echo slow $((6*7)); echo $$ >> {pids}; sleep 60; fi; "
+    test = (f"echo . >> {runs}; "
+            f"if [ -e {slow} ] && [ $(wc -l < {runs}) -gt 3 ]; then "
+            f"echo slow $((6*7)); echo $$ >> {pids}; sleep 60; fi; "
             "grep -q ok out/state")
     proc = popen_tb(*_ray_run(repo, home, cluster.address, shas[0], test=test), cwd=repo, home=home)
     try:
         _wait_for(lambda: (home / "sessions").is_dir() and any((home / "sessions").iterdir()))
         sdir = next((home / "sessions").iterdir())
-        _wait_for(lambda: _n_records(home, sdir.name) >= 3, what="three steps")
-        slow.touch()
         # the running step's log reaches the session while it runs (it sleeps for a minute)
         _wait_for(lambda: any("slow 42" in p.read_text() for p in sdir.glob("steps/*/test-*.log")),
                   what="a streamed log line")
@@ -280,7 +288,13 @@ def test_a_step_whose_verdict_no_longer_matters_is_stopped_on_its_node(cluster, 
     shas = linear(repo, 30, culprit=5)
     slow_list, pids = tmp_path / "slow-commits", tmp_path / "pids"
     slow_list.write_text("\n".join(shas[12:29]) + "\n")  # above the culprit, endpoints aside
+    waiting_list = tmp_path / "waiting-commits"
+    waiting_list.write_text("\n".join(shas[1:12]) + "\n")
+    # The verdict that makes a slow step moot waits (up to 10 s) until that step's test has
+    # started, so the cancellation always has a running remote process to stop.
     test = (f"if grep -qx $TRITONBISECT_COMMIT {slow_list}; then echo $$ >> {pids}; sleep 60; fi; "
+            f"if grep -qx $TRITONBISECT_COMMIT {waiting_list}; then "
+            f"for _ in $(seq 100); do [ -s {pids} ] && break; sleep 0.1; done; fi; "
             "grep -q ok out/state")
     started = time.monotonic()
     proc = tb(*_ray_run(repo, home, cluster.address, shas[0], test=test), cwd=repo, home=home,

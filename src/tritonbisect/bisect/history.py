@@ -1,18 +1,21 @@
-"""Git facts for the search (GitPython), read from git's machine-readable output only.
+"""Git facts for the search, read from git's machine-readable output only.
 
 Ranges come from ``git rev-list --topo-order --reverse --parents``, ancestry from
 ``git merge-base --is-ancestor``, files from ``git diff-tree -z``, commit metadata from
 ``git log -1 --format`` with NUL separators. Nothing here parses git's English.
+
+Plain `git` processes, not GitPython: every bisecting command opens a History at start,
+and importing GitPython (with its own `git version` calls) cost about 50 ms of each start.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-import git
-
+from tritonbisect.bisect.process import clean_env
 from tritonbisect.bisect.search import Candidates
 from tritonbisect.errors import InputError
 
@@ -28,18 +31,46 @@ class CommitInfo:
     date: str  # author date, strict ISO 8601
 
 
+class GitCommandError(RuntimeError):
+    """A git command of History exited non-zero (`status` is its exit code)."""
+
+    def __init__(self, args: tuple[str, ...], status: int, stderr: str) -> None:
+        super().__init__(f"git {' '.join(args[:3])} exited {status}: {stderr.strip()[-300:]}")
+        self.status = status
+
+
 class History:
     """Read-only view of one repository's history."""
 
     def __init__(self, repo: Path) -> None:
         path = Path(repo).expanduser()
-        try:
-            self._repo = git.Repo(path, search_parent_directories=True)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise InputError(f"{path} is not a git repository") from None
-        work = self._repo.working_tree_dir
-        self.root = Path(work if work is not None else self._repo.git_dir).resolve()
-        self._git = self._repo.git
+        if not path.is_dir():
+            raise InputError(f"{path} is not a git repository")
+        # the top level of a worktree, a bare repository's own folder, or (given a .git
+        # folder) the checkout around it; from a subfolder git finds its repository above
+        proc = subprocess.run(
+            ["git", "rev-parse", "--is-bare-repository", "--absolute-git-dir", "--show-toplevel"],
+            cwd=path, env=clean_env(), capture_output=True, text=True, check=False,
+        )
+        lines = proc.stdout.splitlines()
+        if len(lines) >= 3:
+            root = Path(lines[2])
+        elif len(lines) == 2:
+            git_dir = Path(lines[1])
+            root = git_dir.parent if lines[0] == "false" and git_dir.name == ".git" else git_dir
+        else:
+            raise InputError(f"{path} is not a git repository")
+        self.root = root.resolve()
+
+    def _git(self, *args: str, text: bool = True) -> str:
+        proc = subprocess.run(
+            ["git", *args], cwd=self.root, env=clean_env(), capture_output=True, text=text,
+            check=False,
+        )
+        if proc.returncode != 0:
+            err = proc.stderr if text else proc.stderr.decode("utf-8", "replace")
+            raise GitCommandError(args, proc.returncode, err)
+        return proc.stdout
 
     def __repr__(self) -> str:
         return f"History({str(self.root)!r})"
@@ -52,8 +83,8 @@ class History:
         if not rev or rev.startswith("-"):
             raise InputError(f"unknown revision '{rev}' in {self.root}")
         try:
-            out = self._git.rev_parse("--verify", "--quiet", f"{rev}^{{commit}}")
-        except git.GitCommandError:
+            out = self._git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+        except GitCommandError:
             raise InputError(f"unknown revision '{rev}' in {self.root}") from None
         sha = out.strip()
         if not _SHA.match(sha):
@@ -63,8 +94,8 @@ class History:
     def is_ancestor(self, a: str, b: str) -> bool:
         """Whether commit a is an ancestor of (or equal to) commit b."""
         try:
-            self._git.merge_base("--is-ancestor", a, b)
-        except git.GitCommandError as exc:
+            self._git("merge-base", "--is-ancestor", a, b)
+        except GitCommandError as exc:
             if exc.status == 1:
                 return False
             raise InputError(f"cannot compare {a} and {b} in {self.root}") from None
@@ -89,7 +120,7 @@ class History:
         args = ["--topo-order", "--reverse", "--parents"]
         if first_parent:
             args.append("--first-parent")
-        out = self._git.rev_list(*args, b, f"^{g}")
+        out = self._git("rev-list", *args, b, f"^{g}")
         order: list[str] = []
         all_parents: list[list[str]] = []
         for line in out.splitlines():
@@ -111,21 +142,21 @@ class History:
     # ---- commits ----------------------------------------------------------------------------
 
     def parents(self, sha: str) -> tuple[str, ...]:
-        fields = self._git.rev_list("--parents", "-n", "1", sha, "--").split()
+        fields = self._git("rev-list", "--parents", "-n", "1", sha, "--").split()
         return tuple(fields[1:])
 
     def files_touched(self, sha: str) -> list[str]:
         """Paths changed by the commit, compared with its first parent (all files for a root)."""
         parents = self.parents(sha)
         if parents:
-            out = self._git.diff_tree("-r", "-z", "--name-only", "--no-renames", parents[0], sha)
+            out = self._git("diff-tree", "-r", "-z", "--name-only", "--no-renames", parents[0], sha)
         else:
-            out = self._git.diff_tree("-r", "-z", "--name-only", "--no-commit-id", "--root", sha)
+            out = self._git("diff-tree", "-r", "-z", "--name-only", "--no-commit-id", "--root", sha)
         return [p for p in out.split("\0") if p]
 
     def commit_info(self, sha: str) -> CommitInfo:
-        out = self._git.log(
-            "-1", "--no-show-signature", "--format=%H%x00%s%x00%an%x00%ae%x00%aI", sha, "--"
+        out = self._git(
+            "log", "-1", "--no-show-signature", "--format=%H%x00%s%x00%an%x00%ae%x00%aI", sha, "--"
         )
         full, subject, author, email, date = out.strip("\n").split("\0")
         return CommitInfo(full, subject, author, email, date)
@@ -152,16 +183,14 @@ class History:
     def file_at(self, sha: str, path: str) -> str | None:
         """The text of `path` at commit `sha`; None when absent (or not a file) there."""
         path = path.strip("/")
-        out = self._git.ls_tree("-z", "--full-tree", sha, "--", path)
+        out = self._git("ls-tree", "-z", "--full-tree", sha, "--", path)
         for entry in out.split("\0"):
             if not entry:
                 continue
             meta, _, name = entry.partition("\t")
             mode, kind, obj = meta.split()
             if name == path and kind == "blob":
-                data = self._git.cat_file(
-                    "blob", obj, stdout_as_string=False, strip_newline_in_stdout=False
-                )
+                data = self._git("cat-file", "blob", obj, text=False)
                 return data.decode("utf-8", errors="replace")
         return None
 
@@ -169,8 +198,8 @@ class History:
         """Stable identity of the repository for cache keys (see `root_identity`)."""
         for spec in ("HEAD", "--all"):
             try:
-                out = self._git.log("--max-parents=0", "--format=%ct %H", spec)
-            except git.GitCommandError:
+                out = self._git("log", "--max-parents=0", "--format=%ct %H", spec)
+            except GitCommandError:
                 continue
             if out.strip():
                 return oldest_root(out)

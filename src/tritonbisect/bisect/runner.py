@@ -10,17 +10,14 @@ import contextlib
 import queue
 import threading
 import time
-import traceback
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonbisect.bisect.outcome import Kind, Policy, Verdict, classify_test
-from tritonbisect.bisect.perf import PerfSettings, judge_step, metric_of
 from tritonbisect.bisect.process import (
     CancelToken,
     GitError,
@@ -38,6 +35,14 @@ from tritonbisect.bisect.process import run_logged as run_logged
 from tritonbisect.bisect.process import tail_lines as tail_lines
 from tritonbisect.bisect.worktree import Worktree, acquire_worktree
 from tritonbisect.build.recipes import PrepareResult, Recipe, StepContext, TestRun
+
+if TYPE_CHECKING:  # pragma: no cover
+    from concurrent.futures import Future
+
+    from tritonbisect.bisect.perf import PerfSettings
+
+# concurrent.futures (with logging) and bisect.perf are imported where they are used:
+# `tritonbisect step` runs one step per process and needs neither.
 
 
 def now_iso() -> str:
@@ -203,6 +208,8 @@ def execute_step(
             kind, reason = _classify_run(run)
             entry = _test_entry(run, kind, reason)
             if perf is not None:
+                from tritonbisect.bisect.perf import metric_of
+
                 entry["metric"] = metric_of(read_tail(run.log), run.result)
             tests.append(entry)
             kinds.append(kind)
@@ -216,6 +223,8 @@ def execute_step(
     if not kinds:
         return done(Kind.INFRA, Verdict.ABORT, "step cancelled", build=build, tests=tests)
     if perf is not None:
+        from tritonbisect.bisect.perf import judge_step
+
         while True:
             decision = judge_step(perf, policy, kinds, tests, baseline, combine_runs)
             if not decision.more or (token is not None and token.cancelled):
@@ -278,6 +287,8 @@ def combine_runs(kinds: Sequence[Kind], reasons: Sequence[str], policy: Policy) 
 
 
 def _crash_reason(what: str, exc: BaseException, log_dir: Path) -> str:
+    import traceback
+
     path = log_dir / "error.log"
     with contextlib.suppress(OSError):
         path.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
@@ -404,6 +415,8 @@ class WorkerPool:
             policy=policy, repeat=repeat, env=self.env, timeout=timeout, workdir=workdir,
             cache_dir=cache_dir,
         )
+        from concurrent.futures import ThreadPoolExecutor
+
         self._executor = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="tb-worker")
         self._free: queue.Queue[int] = queue.Queue()
         for slot in range(self.jobs):

@@ -1,4 +1,7 @@
-"""Click commands, one module per area; `tritonbisect.cli` assembles them.
+"""Click commands, one module per area; `tritonbisect.cli` lists them in its COMMANDS table
+(name -> "module:attr" and the one-line help) and imports a module only when its command runs.
 
-Each module exposes `COMMANDS: list[click.Command]`.
+Each module also exposes `COMMANDS: list[click.Command]`; tests/test_cli_lazy.py checks that
+every one of them is in the table. Keep heavy imports (GitPython, rich, the domain packages)
+inside the command functions, not at module top level.
 """

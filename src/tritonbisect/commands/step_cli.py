@@ -1,0 +1,50 @@
+"""The click form of `tritonbisect step` (its help, and the usage errors of a malformed
+command line); a plain command line is run by `commands/step.py` without click."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tritonbisect.commands.step import BUILD_FAILURE_CHOICES, REGRESS_CHOICES, guarded, run_step
+
+
+class ProtocolCommand(click.Command):
+    """A command that exits only with git bisect's codes: 0 good, 1 bad, 125 skip, 128 abort.
+
+    Usage errors and any failure of the tool itself become 128 (abort): git must never take
+    a tool problem for a verdict about the commit.
+    """
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.exceptions.Exit:
+            raise
+        except click.ClickException as exc:
+            click.echo(f"tritonbisect step: {exc.format_message()} (exit 128: abort)", err=True)
+            raise click.exceptions.Exit(128) from None
+
+
+@click.command("step", cls=ProtocolCommand)
+@click.option("--build", "build_cmd", metavar="CMD", help="Build command (bash), run in the current directory first.")
+@click.option("--test", "test_cmd", required=True, metavar="CMD", help="Test command (bash).")
+@click.option("--timeout", type=float, metavar="S", help="Test timeout in seconds (kills the process group).")
+@click.option("--env", "env", multiple=True, metavar="K=V")
+@click.option("--repeat", type=int, default=1, show_default=True)
+@click.option("--regress", type=click.Choice(REGRESS_CHOICES), default="fail", show_default=True)
+@click.option("--on-build-failure", type=click.Choice(BUILD_FAILURE_CHOICES), default="skip", show_default=True)
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Where step logs go.")
+def step_cmd(**kwargs: Any) -> None:
+    """Build and test the current checkout once, for `git bisect run`.
+
+    Exits 0 good, 1 bad, 125 skip (e.g. the commit does not build), 128 abort, and nothing
+    else: a test's own exit code (a segfault's 139, a test's own 125) is classified, never
+    passed through.
+    """
+    raise click.exceptions.Exit(guarded(lambda: run_step(**kwargs)))
+
+
+COMMANDS: list[click.Command] = [step_cmd]
