@@ -1,0 +1,82 @@
+"""`tritonbisect triton --wheel-index` on the toy world: the commits that have a nightly
+(+git<sha8> wheels on a local PEP 503 index served by http.server) are tested first as
+installs, then only the bracket they leave is built from source."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from bisectors_world import run_json
+from nightly_world import build_nightlies, serve_nightlies
+from tritonbisect.toyworld.world import make_world
+from wheel_index_world import LocalIndex
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("nightly")
+    world = make_world(tmp / "world", llvm_commits=20, triton_commits=40)
+    t = world.truth
+    order = t["triton_order"]
+    good, bad = t["triton_regression_range"]
+    lo, hi = order.index(good), order.index(bad)
+    nightly = [c for c in order[lo:hi + 1:4] if c not in t["triton_broken"]]
+    wheels = build_nightlies(world, nightly, tmp / "builder", tmp / "wheels")
+    assert len(wheels) == len(nightly)
+    serve_nightlies(tmp / "index", wheels)
+    idx = LocalIndex(tmp / "index").start()
+    yield world, idx, nightly, good, bad
+    idx.stop()
+
+
+def _journal(res):
+    path = Path(res["session_dir"]) / "journal.jsonl"
+    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
+
+
+def _argv(world, good, bad, home, *extra):
+    return ["triton", "--triton-dir", str(world.triton), "--llvm-dir", str(world.llvm),
+            "--good", good, "--bad", bad, "--test", world.truth["triton_test"],
+            "--workdir", str(home), *extra]
+
+
+def test_nightlies_first_then_builds_inside_the_bracket(setup, tmp_path, capsys):
+    world, idx, nightly, good, bad = setup
+    t = world.truth
+    order = t["triton_order"]
+    code, res, err = run_json(_argv(world, good, bad, tmp_path / "home", "--wheel-index", idx.url),
+                              capsys)
+    assert code == 0, err[-3000:]
+    assert res["culprit"] == t["triton_regression"]
+    assert [p["name"] for p in res["phases"]] == ["nightlies", "triton"]
+    records = _journal(res)
+    first = [r for r in records if r["phase"] == "nightlies"]
+    assert first and all(r["commit"] in nightly or r["commit"] == bad for r in first)
+    assert all(not r["build"]["performed"] or r["commit"] not in nightly for r in first)
+    # the bracket: the nightlies around the regression
+    r = order.index(t["triton_regression"])
+    lo = max(c for c in (order.index(n) for n in nightly) if c < r)
+    hi = min([c for c in (order.index(n) for n in nightly) if c >= r] + [order.index(bad)])
+    built = {r["commit"] for r in records if r["build"]["performed"] and not r["build"]["cached"]}
+    nightlies_installed = [r for r in records if r["commit"] in nightly]
+    assert all("published wheel" in r["build"].get("reason", "") or r["build"]["cached"]
+               for r in nightlies_installed)
+    inside = hi - lo  # commits in (lo, hi]
+    assert all(lo < order.index(c) <= hi for c in built if c != bad), built
+    assert len(built - {good, bad}) <= math.ceil(math.log2(inside + 1)) + 1
+    # --wheels off builds the same range from source: more builds
+    code, res_off, _ = run_json(_argv(world, good, bad, tmp_path / "home-off", "--wheel-index",
+                                      idx.url, "--wheels", "off"), capsys)
+    assert code == 0 and res_off["culprit"] == t["triton_regression"]
+    assert res_off["builds"] > res["builds"]
+    # --wheels only stops at the bracket
+    code, res_only, _ = run_json(_argv(world, good, bad, tmp_path / "home-only", "--wheel-index",
+                                       idx.url, "--wheels", "only"), capsys)
+    assert code == 0 and [p["name"] for p in res_only["phases"]] == ["nightlies"]
+    assert res_only["culprit"] == order[hi] and res_only["builds"] <= 2
