@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bisectors_world import run_json
+from bisectors_world import run_cli, run_json
 from nightly_world import build_nightlies, serve_nightlies
 from tritonbisect.toyworld.world import make_world
 from wheel_index_world import LocalIndex
@@ -70,11 +70,23 @@ def test_nightlies_first_then_builds_inside_the_bracket(setup, tmp_path, capsys)
     inside = hi - lo  # commits in (lo, hi]
     assert all(lo < order.index(c) <= hi for c in built if c != bad), built
     assert len(built - {good, bad}) <= math.ceil(math.log2(inside + 1)) + 1
+    # the JSON and the report say which steps were installs and which were builds
+    w = res["wheels"]
+    assert w["mode"] == "auto" and w["installs"] == res["installs"] > 0
+    assert w["source_builds"] == res["source_builds"] == res["builds"]
+    assert {s["commit"] for s in w["steps"] if s["source"] == "install"} <= set(nightly)
+    assert {s["commit"] for s in w["steps"] if s["source"] == "build"} == built
+    assert w["bracket"]["good"] == order[lo] and w["bracket"]["bad"] == order[hi]
+    assert w["bracket"]["bad_version"] == t["triton_version_prefix"] + order[hi][:8]
+    code, out, _ = run_cli(["report", res["session"], "--workdir", str(tmp_path / "home")], capsys)
+    assert code == 0 and "**Published wheels:** --wheels auto:" in out
+    assert "| install |" in out
     # --wheels off builds the same range from source: more builds
     code, res_off, _ = run_json(_argv(world, good, bad, tmp_path / "home-off", "--wheel-index",
                                       idx.url, "--wheels", "off"), capsys)
     assert code == 0 and res_off["culprit"] == t["triton_regression"]
     assert res_off["builds"] > res["builds"]
+    assert res_off["installs"] == 0 and res_off["wheels"]["mode"] == "off"
     # --wheels only stops at the bracket
     code, res_only, _ = run_json(_argv(world, good, bad, tmp_path / "home-only", "--wheel-index",
                                        idx.url, "--wheels", "only"), capsys)

@@ -32,7 +32,7 @@ def install_published(entry: Mapping[str, Any], commit: str | None, ctx: StepCon
     def result(kind: Kind, reason: str) -> PrepareResult:
         # nothing is compiled: cached=True keeps installs out of the build counters
         return PrepareResult(kind, reason, cached=True, seconds=time.monotonic() - start,
-                             log=log if log.exists() else None)
+                             log=log if log.exists() else None, published=True)
 
     try:
         got = fetch_wheel(entry["url"], entry["filename"], entry.get("sha256"), cache_root)

@@ -154,7 +154,8 @@ def triton_cmd(triton_dir: Path, good: str, bad: str, no_descend_llvm: bool, llv
                                 wheels_mode)
 
     def save(session):
-        session.extra["wheels_mode"] = wheels_mode
+        if wheel_index:  # the JSON and the report then say which steps were installs
+            session.extra["wheels_mode"] = wheels_mode
         plan.save(session)
 
     _start(settings, phases, workflow=WORKFLOW, before_run=save)
