@@ -43,12 +43,27 @@ def nightly_commits(history: Any, files: Sequence[WheelFile], order: Sequence[st
     return out
 
 
+def ancestry_chain(history: Any, commits: Sequence[str], good: str, bad: str) -> list[str]:
+    """The commits that lie on bad's first-parent line back to good (where nightlies are
+    published from), oldest first: each is an ancestor of the next, so a linear search can
+    place them. A nightly of a side branch is left out. Never sorted by version string:
+    PEP 440 compares `+git<sha>` labels as text, not by date."""
+    from tritonbisect.bisect.phase_run import candidates_of
+
+    line = list(candidates_of(history, good, bad, first_parent=True).order)
+    wanted = set(commits)
+    return [c for c in line if c in wanted]
+
+
 def nightly_phase(repo: Path, good: str, bad: str, order: Sequence[str],
                   wheels: Mapping[str, Any], recipe_config: dict,
-                  first_parent: bool = False) -> PhaseSpec | None:
+                  first_parent: bool = False, history: Any = None) -> PhaseSpec | None:
     """The installs-only phase over the nightly commits strictly inside good..bad (and bad),
-    or None when there are none (nothing to gain)."""
+    or None when there are none (nothing to gain). With `history`, only the nightlies on one
+    line of descent from good to bad (ancestry_chain)."""
     inner = [c for c in order[:-1] if c in wheels]
+    if history is not None:
+        inner = ancestry_chain(history, inner, good, bad)
     if not inner:
         return None
     return PhaseSpec(name=PHASE, repo=repo, good=good, bad=bad, recipe_name="triton",

@@ -146,7 +146,7 @@ def nightly_phases(bisector: Any, source_phase: Any, settings: Any, index_urls: 
     wheels = nightly_commits(bisector.history, files, order, bisector.good)
     config = {**source_phase.recipe_config, "wheels": wheels}
     phase = nightly_phase(source_phase.repo, bisector.good, bisector.bad, order, wheels, config,
-                          first_parent=settings.first_parent)
+                          first_parent=settings.first_parent, history=bisector.history)
     if phase is None:
         click.echo(f"--wheel-index: no {package} nightly of a commit inside the range; "
                    "building every step from source", err=True)
