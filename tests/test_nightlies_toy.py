@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bisectors_world import run_cli, run_json
+from bisectors_world import error_line, run_cli, run_json
 from nightly_world import build_nightlies, serve_nightlies
 from tritonbisect.toyworld.world import make_world
 from wheel_index_world import LocalIndex
@@ -92,3 +92,21 @@ def test_nightlies_first_then_builds_inside_the_bracket(setup, tmp_path, capsys)
                                        idx.url, "--wheels", "only"), capsys)
     assert code == 0 and [p["name"] for p in res_only["phases"]] == ["nightlies"]
     assert res_only["culprit"] == order[hi] and res_only["builds"] <= 2
+
+
+def test_wheel_index_errors(setup, tmp_path, capsys):
+    """One line and the documented exit code, before anything is built or tested."""
+    world, idx, nightly, good, bad = setup
+    order = world.truth["triton_order"]
+    i = order.index(nightly[0])
+    # no nightly strictly inside the range: --wheels only has nothing to install (exit 2)
+    code, _, err = run_cli(_argv(world, order[i + 1], order[i + 3], tmp_path / "h1",
+                                 "--wheel-index", idx.url, "--wheels", "only"), capsys)
+    assert code == 2 and "--wheels only: no triton nightly" in error_line(err)
+    code, _, err = run_cli(_argv(world, good, bad, tmp_path / "h2", "--wheels", "only"), capsys)
+    assert code == 2 and "--wheels only needs --wheel-index" in error_line(err)
+    # an index that cannot be read: exit 4 with the reason, nothing tested
+    code, _, err = run_cli(_argv(world, good, bad, tmp_path / "h3", "--wheel-index",
+                                 "http://127.0.0.1:9/simple"), capsys)
+    assert code == 4 and "nothing was tested" in error_line(err)
+    assert not (tmp_path / "h3" / "sessions").exists()

@@ -129,6 +129,8 @@ def triton_cmd(triton_dir: Path, good: str, bad: str, no_descend_llvm: bool, llv
     from tritonbisect.bisect.workflow import WORKFLOW, DescentPlan, preflight
 
     settings = bisect_settings(**kwargs)
+    if wheels_mode == "only" and not wheel_index:
+        raise InputError("--wheels only needs --wheel-index URL (an index with nightly wheels)")
     build = _build(kwargs)
     llvm = _llvm_config(kwargs)
     bisector = TritonBisector(

@@ -147,6 +147,10 @@ def nightly_phases(bisector: Any, source_phase: Any, settings: Any, index_urls: 
     config = {**source_phase.recipe_config, "wheels": wheels}
     phase = nightly_phase(source_phase.repo, bisector.good, bisector.bad, order, wheels, config,
                           first_parent=settings.first_parent, history=bisector.history)
+    if phase is None and mode == "only":
+        raise InputError(f"--wheels only: no {package} nightly (+git<sha>) on the index is a "
+                         f"commit inside {bisector.good[:12]}..{bisector.bad[:12]}; nothing to "
+                         "install (use --wheels auto to build from source)")
     if phase is None:
         click.echo(f"--wheel-index: no {package} nightly of a commit inside the range; "
                    "building every step from source", err=True)
