@@ -127,9 +127,9 @@ def section(fig: dict) -> str:
         f"leave the bracket {b.get('good', '')[:12]} ({b.get('good_version')}) .. "
         f"{b.get('bad', '')[:12]} ({b.get('bad_version')}) of {b.get('commits')} commits, "
         f"then builds from source only inside it: {auto['source_builds']} source builds "
-        f"against the bound ceil(log2({every} + 1)) + 1 = {bound}; `off` needs about "
-        f"ceil(log2({n} + 1)) = {math.ceil(math.log2(n + 1))} search builds plus the two "
-        "endpoints and the confirmation's parent when it was not built during the search. "
+        f"against the bound ceil(log2({every} + 1)) + 1 = {bound}; `off` builds the two "
+        f"endpoints and the search's steps, about ceil(log2({n} + 1)) = "
+        f"{math.ceil(math.log2(n + 1))} (the confirmation re-tests cached builds). "
         "Toy builds take seconds, so the wall times here are mostly tests and installs; at "
         f"45 min per real Triton build the source builds alone would cost {_hours(off)} h "
         f"with `off` and {_hours(auto)} h with `auto`.",
