@@ -110,3 +110,44 @@ def test_wheel_index_errors(setup, tmp_path, capsys):
                                  "http://127.0.0.1:9/simple"), capsys)
     assert code == 4 and "nothing was tested" in error_line(err)
     assert not (tmp_path / "h3" / "sessions").exists()
+
+
+def test_index_going_away_mid_run_aborts_then_resume_builds_the_bracket(setup, tmp_path, capsys):
+    """The good endpoint installs its nightly, then the index stops: the first nightly of the
+    search is infra (retried once), the session aborts (exit 4); once the index is back,
+    `resume` finishes both phases."""
+    world, idx0, nightly, good, bad = setup
+    t = world.truth
+    idx = LocalIndex(idx0.root).start()
+    marker = tmp_path / "killed"
+    script = tmp_path / "kill_then_test.py"
+    script.write_text(
+        "import os, runpy, signal, sys\n"
+        f"if not os.path.exists({str(marker)!r}):\n"
+        f"    open({str(marker)!r}, 'w').close()\n"
+        f"    os.kill({idx.proc.pid}, signal.SIGTERM)\n"
+        "sys.argv = ['test/test_toy.py']\n"
+        "runpy.run_path('test/test_toy.py', run_name='__main__')\n")
+    home = tmp_path / "home"
+    argv = _argv(world, good, bad, home, "--wheel-index", idx.url)
+    argv[argv.index("--test") + 1] = f"python {script}"
+    try:
+        code, res, err = run_json(argv, capsys)
+        assert code == 4, err[-3000:]
+        assert res["status"] == "aborted" and res["phase"] == "nightlies"
+        infra = [r for r in _journal(res) if r["kind"] == "infra"]
+        assert infra and all(r["commit"] in nightly for r in infra)
+    finally:
+        idx.proc.wait(timeout=10)
+        idx.proc = None
+    idx.start()  # back, on the same address
+    try:
+        code, out, err = run_cli(["resume", res["session"], "--workdir", str(home), "--json"],
+                                 capsys)
+        assert code == 0, err[-3000:]
+        done = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
+        assert done["culprit"] == t["triton_regression"]
+        assert [p["name"] for p in done["phases"]] == ["nightlies", "triton"]
+        assert done["installs"] > 0 and done["source_builds"] >= 1
+    finally:
+        idx.stop()
