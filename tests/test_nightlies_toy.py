@@ -92,6 +92,10 @@ def test_nightlies_first_then_builds_inside_the_bracket(setup, tmp_path, capsys)
                                        idx.url, "--wheels", "only"), capsys)
     assert code == 0 and [p["name"] for p in res_only["phases"]] == ["nightlies"]
     assert res_only["culprit"] == order[hi] and res_only["builds"] <= 2
+    code, out, err = run_cli(_argv(world, good, bad, tmp_path / "home-only", "--wheel-index",
+                                   idx.url, "--wheels", "only"), capsys)
+    assert code == 0 and f"first bad nightly: {order[hi]}" in out
+    assert f"--good {order[lo][:12]} --bad {order[hi][:12]}" in err
 
 
 def test_wheel_index_errors(setup, tmp_path, capsys):

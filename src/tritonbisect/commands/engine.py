@@ -97,7 +97,9 @@ def summary(session: Any, result: Any) -> str:
                 subject = " " + History(phase.spec.repo).commit_info(result.culprit).subject
             except Exception:  # noqa: BLE001
                 subject = ""
-        lines.append(f"culprit: {result.culprit}{subject}")
+        # --wheels only ends at the nightlies' bracket: its culprit is the first bad nightly
+        label = "first bad nightly" if result.phase == "nightlies" else "culprit"
+        lines.append(f"{label}: {result.culprit}{subject}")
         post = session.extra.get("posterior", {}).get(result.phase) or {}
         prob = f" (P = {post['probability']:.3f})" if post.get("probability") is not None else ""
         lines.append(f"confidence: {result.confidence}{prob}")
