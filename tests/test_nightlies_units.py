@@ -11,6 +11,7 @@ from tritonbisect.bisect.history import History
 from tritonbisect.bisect.nightlies import (
     PHASE,
     ancestry_chain,
+    commit_label,
     nightly_commits,
     nightly_phase,
     step_source,
@@ -90,3 +91,11 @@ def test_step_source():
     assert step_source({"build": {"cached": True, "performed": False}}) == "cached"
     assert step_source({"build": {"cached": False, "performed": True}}) == "build"
     assert step_source({"build": {}}) == "none"
+
+
+def test_commit_label():
+    assert commit_label("3.6.0+git0d4682f0") == "0d4682f0"
+    assert commit_label("3.2.0+abc.git4b3bb1f8") == "4b3bb1f8"
+    assert commit_label("3.0.0+45fff310c8") == "45fff310c8"  # older pytorch-triton
+    assert commit_label("2.6.0.dev20241112+cpu") is None
+    assert commit_label("3.5.0") is None

@@ -6,11 +6,12 @@ some inside good..bad, the session first runs a "nightlies" phase over those com
 local labels as text, not by date); then, with --wheels auto, a "triton" phase builds from
 source only inside the bracket it leaves: the last good nightly (or good) .. the first bad
 nightly (or bad). Both phases use the "triton" recipe, whose config maps the commits that
-have a wheel to it (build/wheel_recipe.install_published).
+have a wheel to it (build/published.install_published).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,19 @@ PHASE = "nightlies"
 MODES = ("auto", "only", "off")
 
 
+_BARE_HEX = re.compile(r"\+([0-9a-f]{7,40})$")  # older pytorch-triton: 3.0.0+45fff310c8
+
+
+def commit_label(version: str) -> str | None:
+    """The commit prefix a nightly's version names: `+git<sha>` (also `+abc.git<sha>`), or
+    a bare hex local label of 7+ digits as older `pytorch-triton` nightlies carry."""
+    label = git_label(version)
+    if label:
+        return label
+    m = _BARE_HEX.search(version.lower())
+    return m.group(1) if m else None
+
+
 def nightly_commits(history: Any, files: Sequence[WheelFile], order: Sequence[str],
                     good: str) -> dict[str, dict[str, Any]]:
     """{commit: wheel entry} for the wheels whose +git<sha> names good or a commit of
@@ -32,7 +46,7 @@ def nightly_commits(history: Any, files: Sequence[WheelFile], order: Sequence[st
     inside = {*order, good}
     out: dict[str, dict[str, Any]] = {}
     for f in files:
-        label = git_label(f.version)
+        label = commit_label(f.version)
         if not label:
             continue
         sha = next((s for s in inside if s.startswith(label)), None)
