@@ -8,7 +8,6 @@ what the script does when it runs.
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 import shutil
@@ -19,6 +18,7 @@ from typing import Any
 
 from tritonbisect import __version__
 from tritonbisect.errors import InputError
+from tritonbisect.tritonparse import pyast
 from tritonbisect.tritonparse.autotune_context import resets_before
 from tritonbisect.tritonparse.composite_args import DESCRIPTOR_TYPES, descriptor_specs, tuple_specs
 from tritonbisect.tritonparse.reader import Launch, Trace, load_trace, resolve_blob
@@ -275,7 +275,7 @@ def _literal(source: str) -> str:
         if quote not in source and not source.endswith(quote[0]):
             literal = f"r{quote}\n{source}{quote}"
             try:
-                if ast.literal_eval(literal) == "\n" + source:
+                if pyast.literal_eval(literal) == "\n" + source:
                     return literal
             except (SyntaxError, ValueError):
                 pass

@@ -17,6 +17,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 
+from tritonbisect.tritonparse import pyast
+
 MUTATIONS = ("op_swap", "mask_grow", "mask_shrink", "store_dtype", "drop_other")
 _SWAP = {ast.Add: "-", ast.Sub: "+", ast.Mult: "/", ast.Div: "*", ast.FloorDiv: "*", ast.Mod: "*"}
 _SYMBOL = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%"}
@@ -214,19 +216,19 @@ _IMPLS = {
 
 def mutate(source: str, kernel: str, mutation: str, dtypes: Mapping[str, str] | None = None) -> str | None:
     """The source with `mutation` planted in `kernel`, or None when it does not apply."""
-    tree = ast.parse(source)
+    tree = pyast.parse(source)
     fn = _kernel_node(tree, kernel)
     if fn is None:
         raise ValueError(f"no function {kernel} in the source")
     out = _IMPLS[mutation](_Text(source), fn, dtypes or {})
     if out is None or out == source:
         return None
-    ast.parse(out)  # a mutation must still be Python
+    pyast.parse(out)  # a mutation must still be Python
     return out
 
 
 def kernel_source_of_script(script: str) -> tuple[str, ast.Assign]:
-    tree = ast.parse(script)
+    tree = pyast.parse(script)
     for node in tree.body:
         if (
             isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)

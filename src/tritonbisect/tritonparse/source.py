@@ -17,7 +17,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 from tritonbisect.errors import InputError
-from tritonbisect.tritonparse import inductor_source
+from tritonbisect.tritonparse import inductor_source, pyast
 from tritonbisect.tritonparse.autotune_context import (
     AutotuneContext,
     is_tuning_decorator,
@@ -136,8 +136,8 @@ class _Module:
         self.code = code
         self.origin = origin
         try:
-            self.tree = ast.parse(code)
-            self.symbols = symtable.symtable(code, origin or "<kernel>", "exec")
+            self.tree = pyast.parse(code)
+            self.symbols = pyast.symbol_table(code, origin or "<kernel>")
         except SyntaxError as exc:
             raise InputError(f"the kernel source captured in the trace does not parse ({origin}: {exc})") from None
         self.lines = code.splitlines(keepends=True)
@@ -335,7 +335,7 @@ def extract_kernel_source(python_source: dict | None, kernel: str) -> KernelSour
     constexpr = [a.arg for a in all_args if a.annotation is not None and "constexpr" in _dotted(a.annotation)]
     # make sure the result is valid Python
     try:
-        ast.parse(body)
+        pyast.parse(body)
     except SyntaxError as exc:  # pragma: no cover - the parts parsed before
         raise InputError(f"could not cut kernel '{kernel}' out of its source: {exc}") from None
     tuning = read_autotune_context(node.decorator_list, params, module.tree)

@@ -11,12 +11,12 @@ it). Pure: no I/O, no triton import.
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from tritonbisect.errors import InputError
+from tritonbisect.tritonparse import pyast
 from tritonbisect.tritonparse.reader import Compilation, Launch, Trace
 
 # Options a user (or the autotuner) chooses; the rest of the metadata is derived by the
@@ -124,7 +124,7 @@ def _path(key: Any, names: list[str]) -> tuple[int, ...] | None:
     if text.isdigit():
         return (int(text),)
     try:
-        value = ast.literal_eval(text)
+        value = pyast.literal_eval(text)
     except (ValueError, SyntaxError):
         return None
     if isinstance(value, int):
