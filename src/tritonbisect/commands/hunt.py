@@ -264,6 +264,8 @@ def _test_identity(settings: BisectSettings) -> str:
     oracle = getattr(settings, "oracle", None)  # --oracle compile (issue 8), where present
     if oracle and oracle != "runtime":
         words.append(f"--oracle {oracle}")
+    if oracle == "ir":
+        words.append(f"--from {getattr(settings, 'ir_from', 'ttir')}")
     return " ".join(words)
 
 

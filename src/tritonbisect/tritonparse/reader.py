@@ -69,6 +69,7 @@ class Compilation:
     file: Path
     line: int
     ttir: str | None = None  # the TTIR the traced compile produced (its signature types the arguments)
+    ir: dict[str, str] = field(default_factory=dict)  # "ttir"/"ttgir" -> the IR text the traced compile produced
 
 
 @dataclass
@@ -410,6 +411,21 @@ def _richer_source(payload: dict, known: Compilation) -> bool:
     return "function_start_line" in new and "function_start_line" not in old
 
 
+IR_STAGES = ("ttir", "ttgir")
+
+
+def _ir_texts(payload: dict) -> dict[str, str]:
+    """The MLIR stages of a compilation event's `file_content` (stage -> text)."""
+    files = payload.get("file_content")
+    out: dict[str, str] = {}
+    if isinstance(files, dict):
+        for name, text in files.items():
+            stage = str(name).rsplit(".", 1)[-1]
+            if stage in IR_STAGES and isinstance(text, str) and stage not in out:
+                out[stage] = text
+    return out
+
+
 def _ttir_text(payload: dict) -> str | None:
     files = payload.get("file_content")
     if isinstance(files, dict):
@@ -448,6 +464,7 @@ def load_trace(path: Path | str) -> Trace:
                         file=tf.path,
                         line=line,
                         ttir=_ttir_text(payload),
+                        ir=_ir_texts(payload),
                     )
             elif etype == "launch":
                 occurrence = record.get("occurrence_id")
