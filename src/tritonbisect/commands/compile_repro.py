@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 from pathlib import Path
 
@@ -37,7 +38,10 @@ def echo_ir_oracle(trace: Path | None, ir_file: Path | None, stage: str, kernel:
     """`repro TRACE --from ttir|ttgir` or `repro --ir FILE --target T`: write the IR oracle."""
     from tritonbisect.errors import InputError
     from tritonbisect.tritonparse.compileoracle.generate import compile_commands
-    from tritonbisect.tritonparse.compileoracle.ir_oracle import generate_ir_file_oracle, generate_ir_oracle
+    from tritonbisect.tritonparse.compileoracle.ir_oracle import (
+        generate_ir_file_oracle,
+        generate_ir_oracle,
+    )
     from tritonbisect.tritonparse.reader import load_trace
 
     if ir_file is not None:
@@ -61,8 +65,6 @@ def echo_ir_oracle(trace: Path | None, ir_file: Path | None, stage: str, kernel:
         script = generate_ir_oracle(tr, kernel, out_dir, stage=stage, launch_id=launch_id, line=line,
                                     target=target, timeout=timeout)
         what = f"the recorded {stage} of kernel {kernel}"
-    import json
-
     ctx = json.loads((Path(out_dir) / "compile_context.json").read_text(encoding="utf-8"))
     gpu = ctx["job"]["target"]
     click.echo(f"wrote {script} — IR oracle: compiles {what} for {gpu['backend']} {gpu['arch']} "
