@@ -331,7 +331,8 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
         raise InputError("--test and --repro are mutually exclusive; give one")
     if (kernel or launch_id is not None) and not repro:
         raise InputError("--kernel and --launch-id go with --repro TRACE")
-    if repro and not kernel:
+    ir_file = bool(repro) and str(repro).endswith((".ttir", ".ttgir"))  # --repro k.ttgir --oracle ir
+    if repro and not kernel and not ir_file:
         raise InputError("--repro needs --kernel K (the kernel to reproduce)")
     compile_oracle = compile_oracle_settings(kwargs)
     timeout = kwargs.get("timeout")
