@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tritonbisect.bisect.perf import format_summary, summary_of
+from tritonbisect.bisect.report_where import where_lines
 from tritonbisect.bisect.session import Session, counters_of
 
 
@@ -248,6 +249,7 @@ def render_markdown(session: Session) -> str:
                 f"| {build_cell} | {test_cell} | {step['worker']} |"
                 + (f" {format_summary(step['metric'])} |" if metrics else "")
             )
+    out.extend(where_lines(session.extra.get("narrow")))
     out.append("")
     out.append("### Reproduce")
     out.append("")

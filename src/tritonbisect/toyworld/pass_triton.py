@@ -14,7 +14,7 @@ History (commits oldest first; `truth` names them):
     c           the culprit: TritonGPUCoalesce picks sizePerThread = [1] instead of [4]
                 (`planted`: "error" -> TritonGPURemoveLayoutConversions later rejects that
                 layout, a compile error; "crash" -> it aborts, SIGABRT). The same commit
-                also renames SSA values and moves locations in Canonicalizer: noise that
+                also renames SSA values and moves locations in ConvertTritonToTritonGPU: noise that
                 narrowing must not count as a difference.
     c+1 .. n-1  fillers
 
@@ -81,9 +81,7 @@ def combine_ops(ir, opts):
 
 
 def canonicalize(ir, opts):
-    out = re.sub(r"\\n\\s*\\n+", "\\n", ir)
-@@CANON@@
-    return out
+    return re.sub(r"\\n\\s*\\n+", "\\n", ir)
 
 
 def cse(ir, opts):
@@ -93,6 +91,7 @@ def cse(ir, opts):
 def convert_to_gpu(ir, opts):
     if "#blocked" in ir:
         return ir
+@@CANON@@
     layout = "#blocked = #ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [%d], order = [0]}>" % opts.num_warps
     return layout + "\\n" + ir.replace("module {", 'module attributes {"ttg.num-warps" = %d : i32} {' % opts.num_warps, 1)
 
@@ -157,8 +156,8 @@ def compile(src, target=None, options=None):
 '''
 
 _CANON_NOISE = '''    # renumber SSA values and move locations (no semantic change)
-    out = re.sub(r"%c(\\d+)_i32", lambda m: "%%cst_%s" % m.group(1), out)
-    out = re.sub(r'loc\\("([^"]*)":(\\d+):(\\d+)\\)', lambda m: 'loc("%s":%s:%d)' % (m.group(1), m.group(2), int(m.group(3)) + 1), out)'''
+    ir = re.sub(r"%c(\\d+)_i32", lambda m: "%%cst_%s" % m.group(1), ir)
+    ir = re.sub(r'loc\\("([^"]*)":(\\d+):(\\d+)\\)', lambda m: 'loc("%s":%s:%d)' % (m.group(1), m.group(2), int(m.group(3)) + 1), ir)'''
 
 _COALESCE_BUG = '''    ir = ir.replace("sizePerThread = [4]", "sizePerThread = [1]")'''
 

@@ -231,7 +231,7 @@ def classify(child, returncode, phase, stderr, timed_out, timeout):
     return "usage_error", "the compile oracle's child %s in phase '%s'%s" % (died, phase, detail)
 
 
-def compile_in_child(job, work_dir=None, timeout=600.0, python=None, env=None, keep=False):
+def compile_in_child(job, work_dir=None, timeout=600.0, python=None, env=None, keep=False, cwd=None):
     """Compile `job` in a child process of `python` (default: this interpreter); classify.
 
     The artifacts land in `work_dir` (default: a temporary folder, removed at once on failure
@@ -253,7 +253,7 @@ def compile_in_child(job, work_dir=None, timeout=600.0, python=None, env=None, k
     timed_out = False
     with open(stdout_path, "w") as out, open(stderr_path, "w") as err:
         proc = subprocess.Popen([python or sys.executable, CHILD, job_path, out_dir], stdout=out, stderr=err,
-                                env=child_env(env, cache), start_new_session=True)
+                                env=child_env(env, cache), start_new_session=True, cwd=cwd)
         try:
             returncode = proc.wait(timeout=timeout if timeout and timeout > 0 else None)
         except subprocess.TimeoutExpired:

@@ -1,0 +1,77 @@
+"""MLIR's per-pass IR dumps (MLIR_ENABLE_DUMP=1), parsed and normalised.
+
+Triton (and MLIR's `-mlir-print-ir-before-all`) writes, before every pass,
+
+    // -----// IR Dump Before TritonCombineOps (triton-combine) ('builtin.module' operation) //----- //
+    <the IR the pass is about to run on>
+
+`parse_dumps(text)` gives the passes in order, each with its input IR; the output of pass i
+is the input of pass i+1 (the last pass's output is not dumped). `normalise(ir)` drops what
+does not count as a difference: locations (`loc(...)`, `#locN = ...` lines), SSA value
+names (renumbered in order of appearance) and blank lines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+HEADER = re.compile(
+    r"^// -----// IR Dump (?P<when>Before|After) (?P<name>[^\s(]+)(?: \((?P<arg>[^)]*)\))?"
+    r"(?: \('(?P<op>[^']+)' operation(?:: (?P<sym>@[^)]+))?\))? //----- //\s*$",
+    re.MULTILINE,
+)
+_LOC_DEF = re.compile(r"^#loc\d*\s*=.*$", re.MULTILINE)
+_LOC_USE = re.compile(r"\s*loc\((?:[^()]|\([^()]*(?:\([^()]*\))*[^()]*\))*\)")
+_SSA = re.compile(r"%[A-Za-z_][\w$.]*|%\d+(?:#\d+)?")
+_BLOCK = re.compile(r"\^bb\d+|\^[A-Za-z_]\w*")
+# the lines of the dumps end where other output starts (a traceback, a crash report)
+_NOT_IR = re.compile(r"^(?:Traceback \(most recent call last\)|Fatal Python error|PLEASE submit|Stack dump:)")
+
+
+@dataclass
+class PassDump:
+    index: int  # position in the whole compile (every pipeline, in order)
+    name: str  # TritonGPUCoalesce
+    arg: str  # tritongpu-coalesce
+    op: str  # builtin.module, tt.func
+    ir: str  # the IR before the pass
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.arg})" if self.arg else self.name
+
+
+def parse_dumps(text: str) -> list[PassDump]:
+    """Every 'IR Dump Before' of a compile's stderr, in order."""
+    heads = list(HEADER.finditer(text))
+    out: list[PassDump] = []
+    for i, m in enumerate(heads):
+        end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
+        body = text[m.end():end].strip("\n")
+        if i + 1 == len(heads):  # the last dump: cut where the compiler's other output starts
+            lines = body.splitlines()
+            for j, line in enumerate(lines):
+                if _NOT_IR.match(line):
+                    body = "\n".join(lines[:j]).rstrip("\n")
+                    break
+        if m.group("when") != "Before":
+            continue
+        out.append(PassDump(index=len(out), name=m.group("name"), arg=m.group("arg") or "",
+                            op=m.group("op") or "", ir=body))
+    return out
+
+
+def normalise(ir: str) -> str:
+    """IR without locations, with SSA values and blocks renumbered in order of appearance."""
+    text = _LOC_DEF.sub("", ir)
+    text = _LOC_USE.sub("", text)
+    names: dict[str, str] = {}
+
+    def ssa(m: re.Match[str]) -> str:
+        return names.setdefault(m.group(0), f"%v{len(names)}")
+
+    text = _SSA.sub(ssa, text)
+    blocks: dict[str, str] = {}
+    text = _BLOCK.sub(lambda m: blocks.setdefault(m.group(0), f"^b{len(blocks)}"), text)
+    return "\n".join(line.rstrip() for line in text.splitlines() if line.strip()) + "\n"
