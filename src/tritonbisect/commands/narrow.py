@@ -46,3 +46,6 @@ def narrow_cmd(session_id: str | None, workdir: Path | None, timeout: float, jso
         click.echo(json.dumps(result, indent=1))
     else:
         echo_narrowing(result)
+
+
+COMMANDS: list[click.Command] = [narrow_cmd]

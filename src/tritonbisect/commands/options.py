@@ -62,6 +62,7 @@ class BisectSettings:
     codegen_thresholds: list[str] = field(default_factory=list)
     compile_target: str | None = None
     ir_from: str = "source"  # --oracle ir --from ttir|ttgir (issue 14): which recorded IR to compile
+    narrow: bool = False  # --narrow (issue 14): after the culprit, name the compiler pass it changed
     # where steps run (issue 11): see the "executor" block below
     executor: str = "local"
     ray_address: str = "auto"
@@ -377,6 +378,7 @@ def compile_oracle_options() -> list[Callable[[F], F]]:
         click.option("--from", "ir_from", type=click.Choice(["ttir", "ttgir", "source"]), default=None, help="With --oracle ir: which recorded IR to compile (default ttir; source: the Python source, as --oracle compile)."),
         click.option("--check", "check", multiple=True, type=click.Choice(["codegen"]), help="With --oracle compile: codegen statistics past a threshold (vs the good commit's) make a commit bad."),
         click.option("--codegen-threshold", "codegen_thresholds", multiple=True, metavar="METRIC=LIMIT", help="With --check codegen: check only these metrics, e.g. spills=0, regs=10%, 'ptx.wgmma=0' (repeatable)."),
+        click.option("--narrow", is_flag=True, help="With --oracle compile|ir: once the culprit is found, compile the kernel at it and its parent (cached builds) under MLIR_ENABLE_DUMP=1 and name the first pass whose output differs."),
         click.option("--compile-target", metavar="BACKEND:ARCH", help="With --oracle compile: compile for this target instead of the traced one (cuda:90, hip:gfx942)."),
     ]
 
@@ -411,7 +413,10 @@ def compile_oracle_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
         from tritonbisect.tritonparse.compileoracle.spec import parse_target_text
 
         parse_target_text(target)
+    if kwargs.get("narrow") and oracle not in ("compile", "ir"):
+        raise InputError("--narrow goes with --oracle compile or --oracle ir (it compiles the oracle's kernel)")
     return {"oracle": oracle, "check": check, "codegen_thresholds": thresholds, "compile_target": target,
+            "narrow": bool(kwargs.get("narrow")),
             "ir_from": (ir_from or "ttir") if oracle == "ir" else "source"}
 
 
