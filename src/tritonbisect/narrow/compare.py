@@ -34,7 +34,7 @@ def align(a: list[PassDump], b: list[PassDump], *, b_stopped: bool = False,
     """(matched index pairs in order, labels only in b (added), labels only in a (removed)).
 
     `b_stopped`: b's compile failed, so a's passes after b's last one were not reached, not removed."""
-    matcher = difflib.SequenceMatcher(None, [p.label for p in a], [p.label for p in b], autojunk=False)
+    matcher = difflib.SequenceMatcher(None, [p.key for p in a], [p.key for p in b], autojunk=False)
     pairs: list[tuple[int, int]] = []
     added: list[str] = []
     removed: list[str] = []
@@ -45,6 +45,11 @@ def align(a: list[PassDump], b: list[PassDump], *, b_stopped: bool = False,
             removed.extend(p.label for p in a[i1:i2])
             added.extend(p.label for p in b[j1:j2])
     return pairs, added, removed
+
+
+def _changers(dumps: list[PassDump], norm: list[str], start: int, stop: int) -> list[str]:
+    """Labels of the passes in dumps[start:stop] whose output differs from their input."""
+    return [dumps[k].label for k in range(start, stop) if k + 1 < len(dumps) and norm[k] != norm[k + 1]]
 
 
 def _output(dumps: list[PassDump], i: int, final: str | None) -> str | None:
@@ -67,15 +72,27 @@ def compare_pipelines(
     last_agreeing: str | None = None
     for k, (i, j) in enumerate(pairs):
         if norm_p[i] != norm_c[j]:  # the input differs already: an unmatched pass, or a different input
-            prev = pairs[k - 1] if k else None
-            before = [lab for lab in added + removed]
+            prev = pairs[k - 1] if k else (-1, -1)
+            only_c = [p.label for p in culprit[prev[1] + 1:j]]
+            only_p = [p.label for p in parent[prev[0] + 1:i]]
+            if only_c or only_p:
+                changed_c = _changers(culprit, norm_c, prev[1] + 1, j)
+                changed_p = _changers(parent, norm_p, prev[0] + 1, i)
+                what = (changed_c or changed_p or only_c or only_p)[0]
+                note = (f"the IR differs after passes not in both pipelines, before {culprit[j].label}: "
+                        f"the culprit runs {', '.join(only_c) or 'none'}, the parent {', '.join(only_p) or 'none'}; "
+                        f"of those, {', '.join(changed_c) or 'none'} changed the culprit's IR"
+                        + (f", {', '.join(changed_p)} the parent's" if changed_p else ""))
+            else:
+                what, note = culprit[j].label, "its input differs already: the IR given to the first pass differs"
             first = {
-                "pass": culprit[j].label,
+                "pass": what,
                 "position": j,
-                "note": ("its input differs already" + (f" (passes not in both pipelines: {', '.join(before)})"
-                                                         if before else "") +
-                         ("" if prev else ": the IR given to the first pass differs")),
-                "input_diff": _diff(parent[i].ir, culprit[j].ir, "parent: input", "culprit: input"),
+                "note": note,
+                "culprit_only": only_c,
+                "parent_only": only_p,
+                "input_diff": _diff(parent[i].ir, culprit[j].ir, f"parent: before {parent[i].name}",
+                                    f"culprit: before {culprit[j].name}"),
             }
             break
         out_p = _output(parent, i, parent_final)

@@ -5,6 +5,9 @@ Triton (and MLIR's `-mlir-print-ir-before-all`) writes, before every pass,
     // -----// IR Dump Before TritonCombineOps (triton-combine) ('builtin.module' operation) //----- //
     <the IR the pass is about to run on>
 
+(newer MLIR, e.g. in Triton 3.9: `IR Dump Before TritonGPUF32DotTC: tritongpu-F32DotTC{emu-tf32=true}
+('builtin.module' operation)`, the pass's options in braces; both forms are read.)
+
 `parse_dumps(text)` gives the passes in order, each with its input IR; the output of pass i
 is the input of pass i+1 (the last pass's output is not dumped). `normalise(ir)` drops what
 does not count as a difference: locations (`loc(...)`, `#locN = ...` lines), SSA value
@@ -17,7 +20,8 @@ import re
 from dataclasses import dataclass
 
 HEADER = re.compile(
-    r"^// -----// IR Dump (?P<when>Before|After) (?P<name>[^\s(]+)(?: \((?P<arg>[^)]*)\))?"
+    r"^// -----// IR Dump (?P<when>Before|After) (?P<name>[^\s(:]+)"
+    r"(?: \((?P<arg>[^)]*)\)|: (?P<arg2>[^\s{(]+)(?P<opts>\{.*?\})?)?"
     r"(?: \('(?P<op>[^']+)' operation(?:: (?P<sym>@[^)]+))?\))? //----- //\s*$",
     re.MULTILINE,
 )
@@ -36,6 +40,13 @@ class PassDump:
     arg: str  # tritongpu-coalesce
     op: str  # builtin.module, tt.func
     ir: str  # the IR before the pass
+    options: str = ""  # {emu-tf32=true}: the pass's options, where the dump names them
+
+    @property
+    def key(self) -> str:
+        """What aligns two pipelines: the pass argument (stable where the class was renamed,
+        Canonicalizer -> CanonicalizerPass), else the name."""
+        return self.arg or self.name
 
     @property
     def label(self) -> str:
@@ -57,8 +68,8 @@ def parse_dumps(text: str) -> list[PassDump]:
                     break
         if m.group("when") != "Before":
             continue
-        out.append(PassDump(index=len(out), name=m.group("name"), arg=m.group("arg") or "",
-                            op=m.group("op") or "", ir=body))
+        out.append(PassDump(index=len(out), name=m.group("name"), arg=m.group("arg") or m.group("arg2") or "",
+                            op=m.group("op") or "", ir=body, options=m.group("opts") or ""))
     return out
 
 

@@ -110,6 +110,25 @@ def _compile_with_dumps(job: dict[str, Any], python: str, env: dict[str, str], c
             "triton_version": res.triton_version}
 
 
+Environment = tuple[str, dict[str, str], Path]  # python, env, cwd of one compile
+
+
+def narrow_compiles(job: dict[str, Any], parent: Environment, culprit: Environment, scratch: Path, *,
+                    timeout: float = 600.0) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Compile `job` in both environments with dumps on; (the comparison, each compile's run)."""
+    runs = {role: _compile_with_dumps(job, *env, scratch / f"{role}-work", timeout)
+            for role, env in (("parent", parent), ("culprit", culprit))}
+    p, c = runs["parent"], runs["culprit"]
+    if not p["dumps"] or not c["dumps"]:
+        missing = [role for role in ("parent", "culprit") if not runs[role]["dumps"]]
+        raise InputError(f"no IR dumps from the {' and '.join(missing)} compile under MLIR_ENABLE_DUMP=1 "
+                         f"({runs[missing[0]]['status']}: {runs[missing[0]]['reason']})")
+    result = compare_pipelines(p["dumps"], c["dumps"], culprit_failed=c["status"] != "pass")
+    result["compiles"] = {role: {k: runs[role][k] for k in ("status", "reason", "seconds", "triton_version")}
+                          for role in runs}
+    return result, runs
+
+
 def narrow_session(session: Session, *, timeout: float = 600.0, keep: Path | None = None) -> dict[str, Any]:
     """Narrow the session's culprit to a pass; the result is saved in the session and returned."""
     t0 = time.monotonic()
@@ -123,29 +142,22 @@ def narrow_session(session: Session, *, timeout: float = 600.0, keep: Path | Non
     job, oracle = _oracle_job(phase)
     builds = _CommandBuild(session, phase)
     scratch = Path(tempfile.mkdtemp(prefix="tb-narrow-", dir=keep))
-    runs: dict[str, dict[str, Any]] = {}
     try:
+        envs = []
         for role, commit in (("parent", parent), ("culprit", culprit)):
             root = scratch / role
             root.mkdir()
-            python, env, cwd = builds.environment(commit, root)
-            runs[role] = _compile_with_dumps(job, python, env, cwd, scratch / f"{role}-work", timeout)
+            envs.append(builds.environment(commit, root))
+        result, _runs = narrow_compiles(job, envs[0], envs[1], scratch, timeout=timeout)
     finally:
         if keep is None:
             shutil.rmtree(scratch, ignore_errors=True)
-    p, c = runs["parent"], runs["culprit"]
-    if not p["dumps"] or not c["dumps"]:
-        missing = [role for role in ("parent", "culprit") if not runs[role]["dumps"]]
-        raise InputError(f"no IR dumps from the {' and '.join(missing)} compile under MLIR_ENABLE_DUMP=1 "
-                         f"({runs[missing[0]]['status']}: {runs[missing[0]]['reason']})")
-    result = compare_pipelines(p["dumps"], c["dumps"], culprit_failed=c["status"] != "pass")
     result.update(
         phase=phase.spec.name,
         culprit=culprit,
         parent=parent,
         oracle=str(oracle),
         kernel=(job.get("what") or {}).get("kernel") or Path((job.get("what") or {}).get("file", "?")).stem,
-        compiles={role: {k: runs[role][k] for k in ("status", "reason", "seconds", "triton_version")} for role in runs},
         builds=0,
         seconds=round(time.monotonic() - t0, 3),
     )
