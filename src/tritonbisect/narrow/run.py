@@ -7,10 +7,8 @@ pass pipelines and report the first pass whose output differs (narrow.compare). 
 stored in the session (session.json "extra" -> "narrow") for the report's section
 "Where in the compiler".
 
-Builds come from the artifact cache:
-  `run --build CMD --artifact PATH` sessions   the cached PATH, restored into a scratch checkout;
-                                               the session's --env applies there (PYTHONPATH=build)
-  `triton` sessions                            the cached wheel, installed into a scratch venv
+Builds come from the artifact cache (narrow/builds.py): a `run --build --artifact` session's
+cached output, or a `triton` session's cached wheel in a scratch venv.
 """
 
 from __future__ import annotations
@@ -19,17 +17,15 @@ import json
 import os
 import re
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from tritonbisect.bisect.history import History, root_identity
-from tritonbisect.bisect.process import clean_env
+from tritonbisect.bisect.history import History
 from tritonbisect.bisect.session import Session
-from tritonbisect.build.store import open_cache
 from tritonbisect.errors import InputError
+from tritonbisect.narrow.builds import Environment, builds_for
 from tritonbisect.narrow.compare import compare_pipelines
 from tritonbisect.narrow.dumps import parse_dumps
 from tritonbisect.tritonparse.compileoracle.standalone import tb_runner
@@ -64,43 +60,6 @@ def _oracle_job(phase: Any) -> tuple[dict[str, Any], Path]:
     return job, folder
 
 
-class _CommandBuild:
-    """A `run --build --artifact` build from the cache, restored into a scratch checkout."""
-
-    def __init__(self, session: Session, phase: Any) -> None:
-        cfg = phase.spec.recipe_config
-        if phase.spec.recipe_name != "command" or not cfg.get("artifact") or not cfg.get("build"):
-            raise InputError("narrow needs cached builds: a `run` session with --build and --artifact, or a "
-                             f"`triton` session (this one's recipe is {phase.spec.recipe_name!r} without an artifact)")
-        self.cfg = cfg
-        self.settings = session.settings
-        self.store = open_cache(session.settings.cache_dir, workdir=Path(session.settings.workdir))
-        self.repo_id = root_identity(phase.spec.repo) or str(phase.spec.repo)
-
-    def environment(self, commit: str, scratch: Path) -> tuple[str, dict[str, str], Path]:
-        rel = Path(self.cfg["artifact"])
-        config = {"build": self.cfg["build"], "artifact": rel.as_posix(), "env": dict(sorted(self.settings.env.items()))}
-        hit = self.store.get(self.store.key(self.repo_id, commit, "command", config, "any", ""))
-        if hit is None:
-            raise InputError(f"no cached build of {commit[:12]}: narrow never builds (re-run the session's "
-                             "confirmation, or give the session's --cache-dir)")
-        target = scratch / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if hit.is_dir():
-            shutil.copytree(hit, target, symlinks=True)
-        else:
-            shutil.copy2(hit, target)
-        env = clean_env()
-        for key, value in self.settings.env.items():
-            if key == "PYTHONPATH":  # relative entries are relative to the checkout
-                value = os.pathsep.join(str(scratch / p) if p and not os.path.isabs(p) else p
-                                        for p in value.split(os.pathsep))
-            env[key] = value
-        env["TRITONBISECT_COMMIT"] = commit
-        python = shutil.which("python", path=env.get("PATH")) or sys.executable
-        return python, env, scratch
-
-
 def _compile_with_dumps(job: dict[str, Any], python: str, env: dict[str, str], cwd: Path, work: Path,
                         timeout: float) -> dict[str, Any]:
     res = tb_runner.compile_in_child(job, str(work), timeout=timeout, python=python, env={**env, **DUMP_ENV},
@@ -108,9 +67,6 @@ def _compile_with_dumps(job: dict[str, Any], python: str, env: dict[str, str], c
     stderr = (work / "child.stderr").read_text(encoding="utf-8", errors="replace")
     return {"status": res.status, "reason": res.reason, "dumps": parse_dumps(stderr), "seconds": res.seconds,
             "triton_version": res.triton_version}
-
-
-Environment = tuple[str, dict[str, str], Path]  # python, env, cwd of one compile
 
 
 def narrow_compiles(job: dict[str, Any], parent: Environment, culprit: Environment, scratch: Path, *,
@@ -140,7 +96,7 @@ def narrow_session(session: Session, *, timeout: float = 600.0, keep: Path | Non
         raise InputError(f"culprit {culprit[:12]} has no parent to compare with")
     parent = parents[0]
     job, oracle = _oracle_job(phase)
-    builds = _CommandBuild(session, phase)
+    builds = builds_for(session, phase)
     scratch = Path(tempfile.mkdtemp(prefix="tb-narrow-", dir=keep))
     try:
         envs = []
