@@ -135,3 +135,25 @@ def test_narrow_input_errors_are_one_line(tmp_path: Path) -> None:
 def test_the_toy_refuses_an_unknown_plant(tmp_path: Path, planted: str) -> None:
     with pytest.raises(ValueError):
         make_pass_triton(tmp_path / "r", planted=planted)
+
+
+def test_a_wheel_is_found_by_its_triton_or_its_llvm_commit(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from tritonbisect.build.cache import ArtifactCache
+    from tritonbisect.errors import InputError
+    from tritonbisect.narrow.builds import WheelBuild
+
+    cache = ArtifactCache(tmp_path / "cache")
+    for name, meta in (("a", {"commit": "t1" * 20, "recipe": "triton"}),
+                       ("b", {"commit": "t2" * 20, "recipe": "triton", "extra": {"llvm": "l1" * 20}})):
+        wheel = tmp_path / f"triton-3.6.0+{name}-py3-none-any.whl"
+        wheel.write_bytes(b"zip")
+        cache.put(ArtifactCache.key("r", meta["commit"], "triton", {"n": name}, "cp3", ""), wheel, meta)
+    phase = SimpleNamespace(spec=SimpleNamespace(recipe_config={}, recipe_name="triton"))
+    session = SimpleNamespace(settings=SimpleNamespace(cache_dir=str(tmp_path / "cache"), workdir=tmp_path, env={}))
+    builds = WheelBuild(session, phase)  # type: ignore[arg-type]
+    assert builds._wheel("t1" * 20).name.endswith("+a-py3-none-any.whl")
+    assert builds._wheel("l1" * 20).name.endswith("+b-py3-none-any.whl")
+    with pytest.raises(InputError, match="narrow never builds"):
+        builds._wheel("ff" * 20)

@@ -3,7 +3,7 @@
     CommandBuild   `run --build CMD --artifact PATH`: the cached PATH, restored into a scratch
                    checkout; the session's --env applies there (relative PYTHONPATH included)
     WheelBuild     `triton` (and `llvm`/`pairs` phases building Triton): the cached Triton wheel
-                   of the commit, installed (--no-deps) into a scratch venv that sees the
+                   of the commit (for an LLVM commit: the Triton wheel built against it), installed (--no-deps) into a scratch venv that sees the
                    session's Python packages (--system-site-packages)
 
 `builds_for(session, phase)` picks one; `.environment(commit, scratch)` gives (python, env, cwd)
@@ -70,8 +70,11 @@ class WheelBuild:
                                 workdir=Path(session.settings.workdir))
 
     def _wheel(self, commit: str) -> Path:
+        """The Triton wheel of `commit`: a Triton commit's own, or (an LLVM-phase culprit) the
+        wheel of the Triton commit built against that LLVM commit."""
         entries = getattr(self.store, "entries", None)
-        found = [e for e in (entries() if entries else []) if e.commit == commit and str(e.path).endswith(".whl")]
+        found = [e for e in (entries() if entries else []) if str(e.path).endswith(".whl") and
+                 (e.commit == commit or ((e.meta or {}).get("extra") or {}).get("llvm") == commit)]
         if not found:
             raise _no_build(commit)
         return max(found, key=lambda e: e.last_used).path
