@@ -2,7 +2,8 @@
 
     CommandBuild   `run --build CMD --artifact PATH`: the cached PATH, restored into a scratch
                    checkout; the session's --env applies there (relative PYTHONPATH included)
-    WheelBuild     `triton` (and `llvm`/`pairs` phases building Triton): the cached Triton wheel
+    WheelBuild     `wheels` sessions: the published wheel of the version, from the download cache;
+                   `triton` (and `llvm`/`pairs` phases building Triton): the cached Triton wheel
                    of the commit (for an LLVM commit: the Triton wheel built against it), installed (--no-deps) into a scratch venv that sees the
                    session's Python packages (--system-site-packages)
 
@@ -12,6 +13,7 @@ or raises InputError when the cache has no build of the commit: narrowing never 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -66,8 +68,26 @@ class WheelBuild:
     def __init__(self, session: Session, phase: Any) -> None:
         self.cfg = phase.spec.recipe_config
         self.settings = session.settings
+        self.repo = phase.spec.repo
+        self.published = phase.spec.recipe_name == "wheel"  # a `wheels` session's version ladder
         self.store = open_cache(self.cfg.get("cache_dir") or session.settings.cache_dir,
                                 workdir=Path(session.settings.workdir))
+
+    def _published(self, commit: str) -> Path:
+        """The published wheel of a version-ladder commit, from the download cache (a published
+        wheel is not a build: fetched again only if the cache lost it)."""
+        from tritonbisect.bisect.history import History
+        from tritonbisect.build.wheel_fetch import FetchError, fetch_wheel
+
+        text = History(self.repo).file_at(commit, "WHEEL.json")
+        if text is None:
+            raise InputError(f"version-ladder commit {commit[:12]} has no WHEEL.json")
+        wheel = json.loads(text)
+        root = Path(getattr(self.store, "root", Path(self.settings.workdir) / "cache"))
+        try:
+            return fetch_wheel(wheel["url"], wheel["filename"], wheel.get("sha256"), root).path
+        except FetchError as exc:
+            raise InputError(f"{wheel['filename']}: {exc}") from None
 
     def _wheel(self, commit: str) -> Path:
         """The Triton wheel of `commit`: a Triton commit's own, or (an LLVM-phase culprit) the
@@ -80,7 +100,7 @@ class WheelBuild:
         return max(found, key=lambda e: e.last_used).path
 
     def environment(self, commit: str, scratch: Path) -> Environment:
-        wheel = self._wheel(commit)
+        wheel = self._published(commit) if self.published else self._wheel(commit)
         base = self.cfg.get("python") or sys.executable
         venv = scratch / "venv"
         for argv in ([str(base), "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
