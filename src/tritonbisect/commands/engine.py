@@ -69,7 +69,7 @@ def execute(session: Any, *, json_out: bool = False, ui: Any = None) -> NoReturn
         result = drive(session, ui)
     finally:
         ui.close()
-    narrowed = _narrow_after(session, result, quiet=json_out)
+    narrowed = narrow_after(session, result, quiet=json_out)
     if json_out:
         data = result_json(session, result)
         if narrowed is not None:
@@ -80,7 +80,7 @@ def execute(session: Any, *, json_out: bool = False, ui: Any = None) -> NoReturn
     raise click.exceptions.Exit(result.exit_code)
 
 
-def _narrow_after(session: Any, result: Any, *, quiet: bool) -> dict[str, Any] | None:
+def narrow_after(session: Any, result: Any, *, quiet: bool) -> dict[str, Any] | None:
     """--narrow (issue 14): name the compiler pass the culprit changed; a failure is a note."""
     if not getattr(session.settings, "narrow", False) or result.status != "found":
         return None
