@@ -11,7 +11,9 @@ Triton (and MLIR's `-mlir-print-ir-before-all`) writes, before every pass,
 `parse_dumps(text)` gives the passes in order, each with its input IR; the output of pass i
 is the input of pass i+1 (the last pass's output is not dumped). `normalise(ir)` drops what
 does not count as a difference: locations (`loc(...)`, `#locN = ...` lines), SSA value
-names (renumbered in order of appearance) and blank lines.
+names and symbol names (renumbered in order of appearance: a frontend that mangles helper
+names differently, `@zeros__…` vs `@"triton.language.standard.zeros__…"`, changes no pass's
+work) and blank lines.
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ from dataclasses import dataclass
 HEADER = re.compile(
     r"^// -----// IR Dump (?P<when>Before|After) (?P<name>[^\s(:]+)"
     r"(?: \((?P<arg>[^)]*)\)|: (?P<arg2>[^\s{(]+)(?P<opts>\{.*?\})?)?"
-    r"(?: \('(?P<op>[^']+)' operation(?:: (?P<sym>@[^)]+))?\))? //----- //\s*$",
+    r"(?: \('(?P<op>[^']+)' operation(?:: (?P<sym>@.*))?\))? //----- //\s*$",
     re.MULTILINE,
 )
 _LOC_DEF = re.compile(r"^#loc\d*\s*=.*$", re.MULTILINE)
 _LOC_USE = re.compile(r"\s*loc\((?:[^()]|\([^()]*(?:\([^()]*\))*[^()]*\))*\)")
 _SSA = re.compile(r"%[A-Za-z_][\w$.]*|%\d+(?:#\d+)?")
+_SYMBOL = re.compile(r'@"(?:[^"\\]|\\.)*"|@[A-Za-z_$][\w$.]*')
 _BLOCK = re.compile(r"\^bb\d+|\^[A-Za-z_]\w*")
 # the lines of the dumps end where other output starts (a traceback, a crash report)
 _NOT_IR = re.compile(r"^(?:Traceback \(most recent call last\)|Fatal Python error|PLEASE submit|Stack dump:)")
@@ -83,6 +86,8 @@ def normalise(ir: str) -> str:
         return names.setdefault(m.group(0), f"%v{len(names)}")
 
     text = _SSA.sub(ssa, text)
+    symbols: dict[str, str] = {}
+    text = _SYMBOL.sub(lambda m: symbols.setdefault(m.group(0), f"@s{len(symbols)}"), text)
     blocks: dict[str, str] = {}
     text = _BLOCK.sub(lambda m: blocks.setdefault(m.group(0), f"^b{len(blocks)}"), text)
     return "\n".join(line.rstrip() for line in text.splitlines() if line.strip()) + "\n"
