@@ -150,7 +150,7 @@ def test_a_wheel_is_found_by_its_triton_or_its_llvm_commit(tmp_path: Path) -> No
         wheel = tmp_path / f"triton-3.6.0+{name}-py3-none-any.whl"
         wheel.write_bytes(b"zip")
         cache.put(ArtifactCache.key("r", meta["commit"], "triton", {"n": name}, "cp3", ""), wheel, meta)
-    phase = SimpleNamespace(spec=SimpleNamespace(recipe_config={}, recipe_name="triton"))
+    phase = SimpleNamespace(spec=SimpleNamespace(recipe_config={}, recipe_name="triton", repo=tmp_path))
     session = SimpleNamespace(settings=SimpleNamespace(cache_dir=str(tmp_path / "cache"), workdir=tmp_path, env={}))
     builds = WheelBuild(session, phase)  # type: ignore[arg-type]
     assert builds._wheel("t1" * 20).name.endswith("+a-py3-none-any.whl")

@@ -69,3 +69,33 @@ def test_two_releases_part_ways_at_a_named_pass(tmp_path: Path) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+@pytest.mark.slow
+@needs_traces
+def test_the_matmul_register_change_of_3_4_is_in_the_loop_scheduler(tmp_path: Path) -> None:
+    """`wheels --good 3.3.1 --bad 3.9.0 --oracle compile --check codegen --codegen-threshold regs=0`
+    on the H100 matmul names 3.4.0 (registers moved). Between 3.3.1 and 3.4.0 the IR parts ways
+    where the new software-pipelining passes (latency assignment, loop schedule) replaced the
+    warp-specialization ones, not in the frontend (its helper-name mangling changed, which does
+    not count). By 3.6.0 tl.cdiv itself changed ((x + 31) // 32): the frontend differs first."""
+    import json
+
+    from oracle_support import cli
+    from real_triton import triton_release_python
+
+    folder = tmp_path / "oracle"
+    proc = cli("repro", str(scenario("matmul")), "--kernel", "matmul_kernel", "--mode", "compile", "--out", str(folder))
+    assert proc.returncode == 0, proc.stderr
+    job = json.loads((folder / "compile_context.json").read_text())["job"]
+    job["what"]["file"] = str(folder / job["what"]["file"])
+    env = {k: v for k, v in os.environ.items() if k != "TRITONBISECT_RESULT"}
+    old = (str(triton_release_python("3.3.1")), env, tmp_path)
+    result, _ = narrow_compiles(job, old, (str(triton_release_python("3.4.0")), env, tmp_path), tmp_path)
+    first = result["first_difference"]
+    assert first is not None and first["pass"].startswith("TritonGPUAssignLatencies"), first
+    assert any("tritongpu-warp-spec" in x for x in first["parent_only"])
+    assert result["last_agreeing"].startswith("TritonGPUCombineTensorSelectAndIf")
+    result, _ = narrow_compiles(job, old, (str(triton_release_python("3.6.0")), env, tmp_path), tmp_path)
+    first = result["first_difference"]
+    assert first["pass"].startswith("(the frontend") and "arith.constant 31 : i32" in first["input_diff"]

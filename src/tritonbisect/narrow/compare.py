@@ -83,8 +83,12 @@ def compare_pipelines(
                         f"the culprit runs {', '.join(only_c) or 'none'}, the parent {', '.join(only_p) or 'none'}; "
                         f"of those, {', '.join(changed_c) or 'none'} changed the culprit's IR"
                         + (f", {', '.join(changed_p)} the parent's" if changed_p else ""))
-            else:
-                what, note = culprit[j].label, "its input differs already: the IR given to the first pass differs"
+            elif k == 0:
+                what = f"(the frontend, before {culprit[j].label})"
+                note = ("the IR given to the first pass already differs: the Python → TTIR code generation or "
+                        "triton.language changed (or, for an IR oracle, the replayed IR is read differently)")
+            else:  # pragma: no cover - matched neighbours whose IR differs with nothing between them
+                what, note = culprit[j].label, "its input differs from the previous pass's output"
             first = {
                 "pass": what,
                 "position": j,

@@ -29,7 +29,8 @@ HEADER = re.compile(
 )
 _LOC_DEF = re.compile(r"^#loc\d*\s*=.*$", re.MULTILINE)
 _LOC_USE = re.compile(r"\s*loc\((?:[^()]|\([^()]*(?:\([^()]*\))*[^()]*\))*\)")
-_SSA = re.compile(r"%[A-Za-z_][\w$.]*|%\d+(?:#\d+)?")
+_SSA = re.compile(r"%[A-Za-z_$.-][\w$.-]*|%\d+(?:#\d+)?")  # MLIR suffix-id: letters, digits, $._-
+_FUNC = re.compile(r"^\s*(?:tt|func|llvm)\.func\b")
 _SYMBOL = re.compile(r'@"(?:[^"\\]|\\.)*"|@[A-Za-z_$][\w$.]*')
 _BLOCK = re.compile(r"\^bb\d+|\^[A-Za-z_]\w*")
 # the lines of the dumps end where other output starts (a traceback, a crash report)
@@ -81,11 +82,12 @@ def normalise(ir: str) -> str:
     text = _LOC_DEF.sub("", ir)
     text = _LOC_USE.sub("", text)
     names: dict[str, str] = {}
-
-    def ssa(m: re.Match[str]) -> str:
-        return names.setdefault(m.group(0), f"%v{len(names)}")
-
-    text = _SSA.sub(ssa, text)
+    lines = []
+    for line in text.splitlines():
+        if _FUNC.match(line):  # SSA names are scoped per function: number each one from %v0
+            names = {}
+        lines.append(_SSA.sub(lambda m, names=names: names.setdefault(m.group(0), f"%v{len(names)}"), line))
+    text = "\n".join(lines)
     symbols: dict[str, str] = {}
     text = _SYMBOL.sub(lambda m: symbols.setdefault(m.group(0), f"@s{len(symbols)}"), text)
     blocks: dict[str, str] = {}
