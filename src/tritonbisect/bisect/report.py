@@ -79,6 +79,7 @@ def _step(rec: Mapping[str, Any], subject: str) -> dict[str, Any]:
             "performed": build.get("performed"),
             "seconds": build.get("seconds"),
             "log": build.get("log"),
+            "published": bool(build.get("published")),
         }
         if build
         else None,
@@ -193,6 +194,11 @@ def render_markdown(session: Session) -> str:
         f"Session `{data['session']}` · {c['tests']} test runs · {c['builds']} builds"
         f" ({c['cached_builds']} cached) · {c['steps']} steps"
     )
+    if session.extra.get("wheels_mode") is not None:  # triton --wheel-index
+        from tritonbisect.bisect.nightlies import summary_line
+
+        out.append("")
+        out.append(f"- **Published wheels:** {summary_line(session)}")
     multi = len(data["phases"]) > 1
     for phase in data["phases"]:
         out.append("")
@@ -238,6 +244,8 @@ def render_markdown(session: Session) -> str:
             build = step["build"] or {}
             if not build or (not build.get("performed") and not build.get("cached")):
                 build_cell = "—"
+            elif build.get("published"):
+                build_cell = "install"
             elif build.get("cached"):
                 build_cell = "cached"
             else:

@@ -106,6 +106,8 @@ def _build_entry(prep: PrepareResult, *, performed: bool) -> dict[str, Any]:
         "log": str(prep.log) if prep.log else None,
         "kind": prep.kind.value if isinstance(prep.kind, Kind) else str(prep.kind),
         "reason": prep.reason,
+        # an install of a published wheel (a release or a nightly), not a build
+        **({"published": True} if prep.published else {}),
     }
 
 

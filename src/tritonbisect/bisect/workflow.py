@@ -24,6 +24,8 @@ from tritonbisect.bisect.llvm import (
     open_llvm_repo,
     resolve_llvm,
 )
+from tritonbisect.bisect.nightlies import PHASE as NIGHTLIES
+from tritonbisect.bisect.nightlies import continue_after_nightlies
 from tritonbisect.bisect.phases import STATUS_SUPERSEDED
 from tritonbisect.bisect.session import PhaseSpec, register_workflow
 from tritonbisect.bisect.triton import (
@@ -121,6 +123,8 @@ def continue_after_triton(session, result) -> bool:
     if not phases:
         return False
     last = phases[-1]
+    if last.spec.name == NIGHTLIES:  # --wheel-index: now build inside the nightlies' bracket
+        return continue_after_nightlies(session, last)
     if last.spec.name != "triton" or last.status != "found" or not last.culprit:
         return False
     history = History(Path(last.spec.repo))

@@ -65,6 +65,7 @@ class PrepareResult:
     cached: bool = False  # True when nothing was compiled (artifact cache hit / failure record)
     seconds: float = 0.0
     log: Path | None = None
+    published: bool = False  # a published wheel was installed (nothing built): build/published.py
 
 
 @dataclass

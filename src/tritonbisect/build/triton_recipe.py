@@ -25,6 +25,8 @@ Recipe config (JSON, saved in session.json; unknown keys are ignored):
                 cmake/llvm-hash.txt from it (cached) and build Triton against it
                 (LLVM_SYSPATH); without it Triton's setup.py finds LLVM itself
   llvm          LLVMConfig fields (build_type, assertions, targets, compiler, ccache)
+  wheels        {commit: {filename, url, sha256, version}}: commits with a published nightly
+                wheel (+git<sha>), installed instead of built (bisect/nightlies.py)
 """
 
 from __future__ import annotations
@@ -427,6 +429,13 @@ class TritonRecipe:
     # the Recipe protocol
 
     def prepare(self, commit: str, ctx: StepContext) -> PrepareResult:
+        entry = (self._config.get("wheels") or {}).get(commit)
+        if entry is not None:  # a published nightly of this very commit: an install, no build
+            from tritonbisect.build.published import install_published
+
+            cache = self.cache(ctx)
+            root = Path(getattr(cache, "root", self.workdir(ctx) / "cache"))
+            return install_published(entry, commit, ctx, lambda: self.target_env(ctx), root)
         return self.build_and_install(ctx.worktree, commit, ctx)
 
     def test(self, commit: str, ctx: StepContext, *, record: bool = False) -> TestRun:

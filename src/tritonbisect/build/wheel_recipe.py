@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from tritonbisect.bisect.outcome import Kind
-from tritonbisect.build.env import EnvError
+from tritonbisect.build.published import STEP_FILE as STEP_FILE
+from tritonbisect.build.published import install_published
 from tritonbisect.build.recipes import (
     PrepareResult,
     StepContext,
@@ -32,11 +32,9 @@ from tritonbisect.build.recipes import (
 from tritonbisect.build.store import open_cache
 from tritonbisect.build.triton_recipe import run_test, step_runner
 from tritonbisect.build.venv_pool import EnvPool
-from tritonbisect.build.wheel_fetch import FetchError, fetch_wheel
 
 RECIPE = "wheel"
 LADDER_FILE = "WHEEL.json"
-STEP_FILE = "wheel-step.json"  # per step: what was downloaded and installed (for the report)
 
 
 class WheelRecipe:
@@ -57,39 +55,11 @@ class WheelRecipe:
         return Path(getattr(store, "root", workdir / "cache"))
 
     def prepare(self, commit: str, ctx: StepContext) -> PrepareResult:
-        start = time.monotonic()
-        ctx.log_dir.mkdir(parents=True, exist_ok=True)
-        log = ctx.log_dir / "install.log"
-
-        def result(kind: Kind, reason: str) -> PrepareResult:
-            # nothing is ever compiled: cached=True keeps installs out of the build counters
-            return PrepareResult(kind, reason, cached=True, seconds=time.monotonic() - start,
-                                 log=log if log.exists() else None)
-
         try:
-            wheel = json.loads((ctx.worktree / LADDER_FILE).read_text(encoding="utf-8"))
+            entry = json.loads((ctx.worktree / LADDER_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            return result(Kind.INFRA, f"{LADDER_FILE} unreadable in {ctx.worktree}: {exc}")
-        version = str(wheel["version"])
-        try:
-            got = fetch_wheel(wheel["url"], wheel["filename"], wheel.get("sha256"),
-                              self._cache_root(ctx))
-        except FetchError as exc:
-            return result(Kind.INFRA, f"{wheel['package']} {version}: {exc}")
-        try:
-            env = self._envs.get(ctx)
-            ok, how = env.install_triton(got.path, None, log=log, digest=got.sha256)
-        except EnvError as exc:
-            ok, how = False, str(exc)
-        installed = ok and "already installed" not in how
-        (ctx.log_dir / STEP_FILE).write_text(json.dumps({
-            "version": version, "filename": wheel["filename"], "sha256": got.sha256,
-            "downloaded": got.downloaded, "bytes": got.nbytes, "installed": installed,
-        }), encoding="utf-8")
-        if not ok:
-            return result(Kind.INFRA, f"install of {wheel['filename']}: {how}")
-        source = f"downloaded {got.nbytes / 1e6:.1f} MB" if got.downloaded else "from the download cache"
-        return result(Kind.PASS, f"{how}: {source}")
+            return PrepareResult(Kind.INFRA, f"{LADDER_FILE} unreadable in {ctx.worktree}: {exc}")
+        return install_published(entry, None, ctx, lambda: self._envs.get(ctx), self._cache_root(ctx))
 
     def test(self, commit: str, ctx: StepContext, *, record: bool = False) -> TestRun:
         try:

@@ -115,16 +115,22 @@ def _start(settings, phases, *, workflow: str | None = None, before_run=None):
 @click.option("--no-descend-llvm", is_flag=True, help="Stop at a Triton culprit that bumps LLVM instead of bisecting llvm-project.")
 @click.option("--llvm-dir", type=_dir, help="llvm-project checkout: builds each commit's pinned LLVM, and is bisected when the culprit is an LLVM bump.")
 @click.option("--compat-map", type=_file, help="commits.csv: which Triton commit builds against each LLVM commit (for the descent).")
+@click.option("--wheel-index", "wheel_index", multiple=True, metavar="URL", help="A PEP 503/691 index with nightly wheels (+git<sha> versions): those commits are installed, not built (repeatable).")
+@click.option("--wheels", "wheels_mode", type=click.Choice(["auto", "only", "off"]), default="auto", show_default=True, help="With --wheel-index: auto = nightlies first, then build inside their bracket; only = stop at the bracket; off = build everything.")
+@click.option("--wheel-package", default="triton", show_default=True, help="The nightlies' distribution on --wheel-index (triton, triton-nightly, pytorch-triton...).")
 @_build_options
 @_llvm_options
 @common_bisect_options
 def triton_cmd(triton_dir: Path, good: str, bad: str, no_descend_llvm: bool, llvm_dir: Path | None,
-               compat_map: Path | None, **kwargs: Any) -> None:
+               compat_map: Path | None, wheel_index: tuple[str, ...], wheels_mode: str,
+               wheel_package: str, **kwargs: Any) -> None:
     """Bisect Triton; a culprit that bumps LLVM is followed into llvm-project."""
     from tritonbisect.bisect.triton import TritonBisector
     from tritonbisect.bisect.workflow import WORKFLOW, DescentPlan, preflight
 
     settings = bisect_settings(**kwargs)
+    if wheels_mode == "only" and not wheel_index:
+        raise InputError("--wheels only needs --wheel-index URL (an index with nightly wheels)")
     build = _build(kwargs)
     llvm = _llvm_config(kwargs)
     bisector = TritonBisector(
@@ -142,7 +148,19 @@ def triton_cmd(triton_dir: Path, good: str, bad: str, no_descend_llvm: bool, llv
         llvm=llvm,
     )
     preflight(bisector, plan)
-    _start(settings, [bisector.phase()], workflow=WORKFLOW, before_run=plan.save)
+    phases = [bisector.phase()]
+    if wheel_index and wheels_mode != "off":
+        from tritonbisect.commands.wheels import nightly_phases
+
+        phases = nightly_phases(bisector, phases[0], settings, wheel_index, wheel_package,
+                                wheels_mode)
+
+    def save(session):
+        if wheel_index:  # the JSON and the report then say which steps were installs
+            session.extra["wheels_mode"] = wheels_mode
+        plan.save(session)
+
+    _start(settings, phases, workflow=WORKFLOW, before_run=save)
 
 
 # --- llvm --------------------------------------------------------------------------------

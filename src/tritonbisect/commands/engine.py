@@ -25,7 +25,7 @@ from tritonbisect.errors import InputError
 
 def result_json(session: Any, result: Any) -> dict[str, Any]:
     counters = session.counters()
-    return {
+    out = {
         "culprit": result.culprit,
         "status": result.status,
         "candidates": result.candidates,
@@ -54,6 +54,15 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
         ],
         "reason": result.reason,
     }
+    if session.extra.get("wheels_mode") is not None:  # triton --wheel-index: installs vs builds
+        from tritonbisect.bisect.nightlies import wheels_summary
+
+        summary = wheels_summary(session)
+        if summary is not None:
+            out["installs"] = summary["installs"]
+            out["source_builds"] = summary["source_builds"]
+            out["wheels"] = summary
+    return out
 
 
 def execute(session: Any, *, json_out: bool = False, ui: Any = None) -> NoReturn:
@@ -110,7 +119,9 @@ def summary(session: Any, result: Any) -> str:
                 subject = " " + History(phase.spec.repo).commit_info(result.culprit).subject
             except Exception:  # noqa: BLE001
                 subject = ""
-        lines.append(f"culprit: {result.culprit}{subject}")
+        # --wheels only ends at the nightlies' bracket: its culprit is the first bad nightly
+        label = "first bad nightly" if result.phase == "nightlies" else "culprit"
+        lines.append(f"{label}: {result.culprit}{subject}")
         post = session.extra.get("posterior", {}).get(result.phase) or {}
         prob = f" (P = {post['probability']:.3f})" if post.get("probability") is not None else ""
         lines.append(f"confidence: {result.confidence}{prob}")
@@ -123,6 +134,10 @@ def summary(session: Any, result: Any) -> str:
     else:
         lines.append(f"{result.status}: {result.reason}")
     c = session.counters()
+    if session.extra.get("wheels_mode") is not None:
+        from tritonbisect.bisect.nightlies import summary_line
+
+        lines.append(summary_line(session))
     lines.append(
         f"{c['tests']} test runs, {c['builds']} builds; "
         f"full report: tritonbisect report {session.id}"

@@ -130,4 +130,39 @@ def _summary(out: dict[str, Any], session: Any) -> str:
     return "\n".join(lines)
 
 
+def nightly_phases(bisector: Any, source_phase: Any, settings: Any, index_urls: tuple[str, ...],
+                   package: str, mode: str) -> list[Any]:
+    """The phases of `tritonbisect triton --wheel-index`: the installs-only "nightlies"
+    phase (the source phase follows inside its bracket), or the source phase alone when
+    the index has no nightly inside good..bad."""
+    from dataclasses import replace
+
+    from tritonbisect.bisect.nightlies import nightly_commits, nightly_phase
+    from tritonbisect.bisect.phase_run import candidates_of
+    from tritonbisect.bisect.wheels import list_or_abort
+    from tritonbisect.build.wheel_index import compatible, list_wheels, normalize_name
+
+    target = _target_python(bisector.build.python, Path(bisector.build.venv) if bisector.build.venv else None)
+    files = list_or_abort(list_wheels, normalize_name(package), index_urls=index_urls,
+                          default_index=False)
+    files = compatible(files, _platform(target))
+    order = list(candidates_of(bisector.history, bisector.good, bisector.bad,
+                               first_parent=settings.first_parent).order)
+    wheels = nightly_commits(bisector.history, files, order, bisector.good)
+    config = {**source_phase.recipe_config, "wheels": wheels}
+    phase = nightly_phase(source_phase.repo, bisector.good, bisector.bad, order, wheels, config,
+                          first_parent=settings.first_parent, history=bisector.history)
+    if phase is None and mode == "only":
+        raise InputError(f"--wheels only: no {package} nightly (+git<sha>) on the index is a "
+                         f"commit inside {bisector.good[:12]}..{bisector.bad[:12]}; nothing to "
+                         "install (use --wheels auto to build from source)")
+    if phase is None:
+        click.echo(f"--wheel-index: no {package} nightly of a commit inside the range; "
+                   "building every step from source", err=True)
+        return [replace(source_phase, recipe_config=config)]
+    click.echo(f"--wheel-index: {len(phase.candidates or []) - 1} of {len(order)} commits have a "
+               f"nightly; testing those first (installs only)", err=True)
+    return [phase]
+
+
 COMMANDS: list[click.Command] = [wheels_cmd]

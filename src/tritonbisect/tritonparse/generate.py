@@ -19,6 +19,8 @@ from typing import Any
 
 from tritonbisect import __version__
 from tritonbisect.errors import InputError
+from tritonbisect.tritonparse.autotune_context import resets_before
+from tritonbisect.tritonparse.composite_args import DESCRIPTOR_TYPES, descriptor_specs, tuple_specs
 from tritonbisect.tritonparse.reader import Launch, Trace, load_trace, resolve_blob
 from tritonbisect.tritonparse.source import KernelSource, extract_kernel_source
 
@@ -173,8 +175,11 @@ def _plan_storages(tensors: list[dict[str, Any]], warnings: list[str]) -> list[d
     return storages
 
 
+_BY_NAME: Any = object()  # the record after the launch: the launch's own, by argument name
+
+
 def _tensor_spec(name: str, info: dict[str, Any], launch: Launch, trace: Trace, out_dir: Path,
-                 copied: dict[Path, str], warnings: list[str]) -> dict[str, Any]:
+                 copied: dict[Path, str], warnings: list[str], after: Any = _BY_NAME) -> dict[str, Any]:
     dtype = _dtype_name(info.get("dtype", ""))
     if dtype not in DTYPE_SIZES:
         raise InputError(f"argument '{name}' of {launch.name} has dtype {info.get('dtype')!r}, which the oracle cannot rebuild")
@@ -217,7 +222,8 @@ def _tensor_spec(name: str, info: dict[str, Any], launch: Launch, trace: Trace, 
             init = {"source": "random"}
             warnings.append(f"'{name}' has neither blob nor statistics: seeded random data")
     spec["init"] = init
-    after = launch.after.get(name) if launch.after else None
+    if after is _BY_NAME:
+        after = launch.after.get(name) if launch.after else None
     if isinstance(after, dict) and isinstance(after.get("blob_path"), str):
         found = resolve_blob(after["blob_path"], launch.file, trace.root)
         if found is not None:
@@ -319,15 +325,31 @@ def generate_oracle(
             f"the source of '{kernel}' in the trace does not match launch {launch.index}: "
             f"parameters {ks.params}, recorded arguments {recorded}"
         )
-    warnings: list[str] = []
+    warnings: list[str] = list(ks.tuning.notes)
+    resets = resets_before(launch, tr.launches_of(kernel))
+    if ks.tuning.reset_to_zero and not resets:
+        warnings.append(f"reset_to_zero ({', '.join(ks.tuning.reset_to_zero)}) not applied: launch {launch.index} "
+                        "followed no benchmarking, so the autotuner did not reset before it")
     copied: dict[Path, str] = {}
     args: list[dict[str, Any]] = []
+
+    def tensor(part: str, record: dict[str, Any], after: Any) -> dict[str, Any]:
+        return _tensor_spec(part, record, launch, tr, out, copied, warnings, after)
+
+    def scalar(part: str, record: dict[str, Any]) -> dict[str, Any]:
+        return _scalar_spec(part, record, launch)
+
     for name in ks.params:
         info = launch.args[name]
         if not isinstance(info, dict):
             raise InputError(f"argument '{name}' of launch {launch.index} is not a recorded argument record")
+        after = launch.after.get(name) if launch.after else None
         if info.get("type") == "tensor":
             args.append(_tensor_spec(name, info, launch, tr, out, copied, warnings))
+        elif info.get("type") in DESCRIPTOR_TYPES:
+            args.extend(descriptor_specs(name, info, after, kernel, tensor))
+        elif info.get("type") == "tuple":
+            args.extend(tuple_specs(name, info, after, kernel, tensor, scalar))
         else:
             args.append(_scalar_spec(name, info, launch))
     storages = _plan_storages([a for a in args if a["kind"] == "tensor"], warnings)
@@ -348,6 +370,11 @@ def generate_oracle(
             "helpers": ks.helpers,
             "autotuned": ks.autotuned,
             "dropped_decorators": ks.dropped_decorators,
+            "inductor": ks.inductor,
+            # applied by the oracle before each launch, as the autotuner does
+            "reset_to_zero": ks.tuning.reset_to_zero if resets else [],
+            "reset_to_zero_declared": ks.tuning.reset_to_zero,
+            "restore_value": ks.tuning.restore_value,
             "pinned_config": {**pinned, **{k: compile_params[k] for k in ("num_warps", "num_stages") if k in compile_params}},
         },
         "launch": {

@@ -292,7 +292,7 @@ def build_state(torch, ctx, device, vector, blob_cache):
     for st in ctx["storages"]:
         total = PAD + st["nbytes"] + PAD
         storages.append(torch.full((total,), GUARD_BYTE, dtype=torch.uint8, device=device))
-    values = {}
+    values = {}  # every spec's value: the kernel's arguments and the parts of descriptors and tuples
     tensors = []
     for index, spec in enumerate(ctx["args"]):
         kind = spec["kind"]
@@ -337,9 +337,49 @@ def build_state(torch, ctx, device, vector, blob_cache):
                 import triton.language as tl
 
                 values[name] = tl.dtype(text)
+        elif kind == "descriptor":
+            values[name] = make_descriptor(values[spec["base"]], spec)
+        elif kind == "tuple":
+            values[name] = tuple(values[part] for part in spec["elements"])
         else:
             raise Outcome("usage_error", "argument %s has kind %s, which this oracle cannot rebuild" % (name, kind))
-    return {"values": values, "tensors": tensors, "storages": storages}
+    for name in ctx["kernel"].get("reset_to_zero") or []:  # the autotuner zeroes these before a launch
+        if name in tensors:
+            values[name].zero_()
+        elif name + ".base" in tensors:
+            values[name + ".base"].zero_()
+    arguments = dict((spec["name"], values[spec["name"]]) for spec in ctx["args"] if not spec.get("part_of"))
+    return {"values": values, "arguments": arguments, "tensors": tensors, "storages": storages}
+
+
+def make_descriptor(base, spec):
+    """A host-side TensorDescriptor over the rebuilt base tensor, as the trace recorded it."""
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except Exception as exc:
+        raise Outcome("usage_error", "argument %s is a TensorDescriptor, which this Triton does not have: %s"
+                      % (spec["name"], short_error(exc))) from None
+    extra = {}  # only what the trace recorded, so a Triton without these options still takes the rest
+    if spec.get("padding", "zero") != "zero":
+        extra["padding"] = spec["padding"]
+    if spec.get("round_f32_to_tf32"):
+        extra["round_f32_to_tf32"] = True
+    try:
+        return TensorDescriptor(base, spec["shape"], spec["strides"], spec["block_shape"], **extra)
+    except Exception as exc:
+        raise Outcome("usage_error", "cannot rebuild TensorDescriptor %s: %s" % (spec["name"], short_error(exc))) from None
+
+
+def install_allocator(torch, triton, device):
+    """Device-side descriptors (tl.make_tensor_descriptor) need scratch memory from the host."""
+    setter = getattr(triton, "set_allocator", None)
+    if setter is None or "make_tensor_descriptor" not in KERNEL_SOURCE:
+        return
+
+    def alloc(size, alignment, stream):
+        return torch.empty(size, dtype=torch.int8, device=device)
+
+    setter(alloc)
 
 
 def snapshot(state, ctx, vector):
@@ -389,8 +429,9 @@ def has_warmup(kernel):
 
 def launch(torch, triton, kernel, ctx, state, device, interpret):
     grid = tuple(ctx["launch"]["grid"])
-    kwargs = dict(state["values"])
+    kwargs = dict(state["arguments"])
     options = compile_options(triton, ctx)
+    install_allocator(torch, triton, device)
     if not interpret and has_warmup(kernel):
         try:
             kernel.warmup(grid=grid, **kwargs, **options)
