@@ -108,14 +108,18 @@ def test_run_narrow_names_the_planted_pass_from_cached_builds(tmp_path: Path) ->
     assert narrowed["removed"] == [] and narrowed["added"] == []
     report = _cli("report", result["session"], "--workdir", str(home))
     assert report.returncode == 0, report.stderr
+    as_json = _cli("report", result["session"], "--workdir", str(home), "--format", "json")
+    assert json.loads(as_json.stdout)["narrow"]["first_difference"]["pass"].startswith(PLANTED_PASS)
     assert "### Where in the compiler" in report.stdout
     assert f"**First pass whose output differs:** `{PLANTED_PASS}" in report.stdout
 
 
 def test_narrow_session_names_the_running_pass_of_a_crash(tmp_path: Path) -> None:
     truth, result, home = _bisect(tmp_path, "crash")
-    proc = _cli("narrow", result["session"], "--workdir", str(home))
+    proc = _cli("narrow", result["session"], "--workdir", str(home), "--keep", str(tmp_path / "dumps"))
     assert proc.returncode == 0, proc.stderr
+    kept = list((tmp_path / "dumps").glob("*/culprit-work/child.stderr"))
+    assert kept and "IR Dump Before TritonGPUCoalesce" in kept[0].read_text()
     assert f"first pass whose output differs: {PLANTED_PASS}" in proc.stdout
     assert f"running when the culprit failed:  {FAILING_PASS}" in proc.stdout
     assert "builds: 0" in proc.stdout

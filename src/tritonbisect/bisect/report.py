@@ -143,6 +143,7 @@ def report_data(session: Session) -> dict[str, Any]:
         "settings": {k: v for k, v in session.settings.to_dict().items() if k != "json"},
         "command": reproduce_command(session),
         "phases": phases,
+        "narrow": session.extra.get("narrow"),  # `narrow` / --narrow (issue 14): where in the compiler
     }
 
 

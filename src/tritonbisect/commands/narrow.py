@@ -33,15 +33,20 @@ def echo_narrowing(result: dict[str, Any]) -> None:
 @click.argument("session_id", metavar="SESSION", required=False)
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Where sessions live (default: $TRITONBISECT_HOME or the user cache dir).")
 @click.option("--timeout", type=float, default=600.0, show_default=True, metavar="S", help="Per-compile timeout in seconds.")
+@click.option("--keep", type=click.Path(file_okay=False, path_type=Path), metavar="DIR", help="Keep both compiles' full IR dumps (DIR/*/parent-work/child.stderr, .../culprit-work/child.stderr) and artifacts.")
 @click.option("--json", "json_out", is_flag=True, help="Print the result as JSON.")
-def narrow_cmd(session_id: str | None, workdir: Path | None, timeout: float, json_out: bool) -> None:
+def narrow_cmd(session_id: str | None, workdir: Path | None, timeout: float, keep: Path | None, json_out: bool) -> None:
     """Name the compiler pass where the culprit's IR first differs from its parent's (cached builds, MLIR_ENABLE_DUMP=1)."""
     from tritonbisect.bisect.session import Session
     from tritonbisect.narrow.run import narrow_session
 
     session = Session.open(resolve_workdir(workdir), session_id)
     with session.locked():
-        result = narrow_session(session, timeout=timeout)
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+        result = narrow_session(session, timeout=timeout, keep=keep)
+    if keep is not None:
+        result["kept"] = str(keep)
     if json_out:
         click.echo(json.dumps(result, indent=1))
     else:

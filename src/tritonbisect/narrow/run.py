@@ -116,6 +116,7 @@ def narrow_session(session: Session, *, timeout: float = 600.0, keep: Path | Non
         kernel=(job.get("what") or {}).get("kernel") or Path((job.get("what") or {}).get("file", "?")).stem,
         builds=0,
         seconds=round(time.monotonic() - t0, 3),
+        dumps=str(scratch) if keep is not None else None,
     )
     session.extra["narrow"] = result
     session.save()
