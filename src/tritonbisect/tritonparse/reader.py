@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonbisect.errors import InputError
+from tritonbisect.tritonparse.ir_content import ir_texts, ttir_text
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -411,30 +412,6 @@ def _richer_source(payload: dict, known: Compilation) -> bool:
     return "function_start_line" in new and "function_start_line" not in old
 
 
-IR_STAGES = ("ttir", "ttgir")
-
-
-def _ir_texts(payload: dict) -> dict[str, str]:
-    """The MLIR stages of a compilation event's `file_content` (stage -> text)."""
-    files = payload.get("file_content")
-    out: dict[str, str] = {}
-    if isinstance(files, dict):
-        for name, text in files.items():
-            stage = str(name).rsplit(".", 1)[-1]
-            if stage in IR_STAGES and isinstance(text, str) and stage not in out:
-                out[stage] = text
-    return out
-
-
-def _ttir_text(payload: dict) -> str | None:
-    files = payload.get("file_content")
-    if isinstance(files, dict):
-        for name, text in files.items():
-            if str(name).endswith(".ttir") and isinstance(text, str):
-                return text
-    return None
-
-
 def load_trace(path: Path | str) -> Trace:
     """Read every trace file under `path` and join launches with their compilations."""
     root = Path(path)
@@ -463,8 +440,8 @@ def load_trace(path: Path | str) -> Trace:
                         python_source=payload.get("python_source"),
                         file=tf.path,
                         line=line,
-                        ttir=_ttir_text(payload),
-                        ir=_ir_texts(payload),
+                        ttir=ttir_text(payload),
+                        ir=ir_texts(payload),
                     )
             elif etype == "launch":
                 occurrence = record.get("occurrence_id")
