@@ -30,7 +30,7 @@ def echo_narrowing(result: dict[str, Any]) -> None:
 
 
 @click.command("narrow")
-@click.argument("session_id", metavar="SESSION", required=False)
+@click.argument("session_id", metavar="[SESSION]", required=False)
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Where sessions live (default: $TRITONBISECT_HOME or the user cache dir).")
 @click.option("--timeout", type=float, default=600.0, show_default=True, metavar="S", help="Per-compile timeout in seconds.")
 @click.option("--keep", type=click.Path(file_okay=False, path_type=Path), metavar="DIR", help="Keep both compiles' full IR dumps (DIR/*/parent-work/child.stderr, .../culprit-work/child.stderr) and artifacts.")
