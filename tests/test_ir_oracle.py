@@ -172,3 +172,29 @@ def test_the_report_counts_unreadable_ir_and_suggests_source() -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+@needs_traces
+@needs_triton
+def test_step_exits_125_for_unreadable_ir_under_every_policy(vadd_ir: dict[str, Path], tmp_path) -> None:
+    """`git bisect run tritonbisect step`: an unreadable IR is a skip, even with --on-build-failure bad."""
+    import subprocess
+
+    checkout = tmp_path / "co"
+    checkout.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=checkout, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "--allow-empty", "-m", "x"],
+                   cwd=checkout, check=True)
+    drift = tmp_path / "drift"
+    drift.mkdir()
+    (drift / "sitecustomize.py").write_text(
+        "from triton._C.libtriton import ir as _ir\n\n\n"
+        "def parse_mlir_module(path, context):\n    raise RuntimeError('Parse MLIR file failed.')\n\n\n"
+        "_ir.parse_mlir_module = parse_mlir_module\n")
+    for extra in ([], ["--on-build-failure", "bad"], ["--regress", "compile_error"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "tritonbisect.cli", "step", "--test", f"python {vadd_ir['ttgir'] / 'compile_repro.py'}",
+             "--env", f"PYTHONPATH={drift}", "--workdir", str(tmp_path / "w"), *extra],
+            cwd=checkout, capture_output=True, text=True, timeout=300, check=False)
+        assert proc.returncode == 125, proc.stderr
+        assert "unreadable_ir -> skip" in proc.stderr
