@@ -27,6 +27,8 @@ class Kind(str, Enum):
     BUILD_FAILED = "build_failed"
     INFRA = "infra"
     FLAKY = "flaky"
+    # an IR oracle's IR cannot be read by the Triton under test (dialect drift): never bad
+    UNREADABLE_IR = "unreadable_ir"
 
 
 class Verdict(str, Enum):
@@ -84,7 +86,8 @@ class Policy:
         object.__setattr__(self, "mapping", self._build_mapping())
 
     def _build_mapping(self) -> dict[Kind, Verdict]:
-        m: dict[Kind, Verdict] = {Kind.INFRA: Verdict.ABORT, Kind.FLAKY: Verdict.SKIP}
+        m: dict[Kind, Verdict] = {Kind.INFRA: Verdict.ABORT, Kind.FLAKY: Verdict.SKIP,
+                                  Kind.UNREADABLE_IR: Verdict.SKIP}
         m[Kind.BUILD_FAILED] = {
             "skip": Verdict.SKIP,
             "abort": Verdict.ABORT,
@@ -140,6 +143,8 @@ _RESULT_STATUS_TO_KIND = {
     "timeout": Kind.TIMEOUT,
     "perf": Kind.PERF,
     "fail": Kind.FAIL,
+    # an IR oracle: this Triton cannot parse the recorded IR (another dialect version)
+    "unreadable_ir": Kind.UNREADABLE_IR,
     # triton or torch cannot even be imported: the build under test is broken
     "env_unusable": Kind.BUILD_FAILED,
     # the oracle's own inputs (golden, blobs) are missing: the set-up is broken, not the commit

@@ -78,11 +78,33 @@ def execute(session: Any, *, json_out: bool = False, ui: Any = None) -> NoReturn
         result = drive(session, ui)
     finally:
         ui.close()
+    narrowed = narrow_after(session, result, quiet=json_out)
     if json_out:
-        click.echo(json.dumps(result_json(session, result)))
+        data = result_json(session, result)
+        if narrowed is not None:
+            data["narrow"] = narrowed
+        click.echo(json.dumps(data))
     else:
         click.echo(summary(session, result))
     raise click.exceptions.Exit(result.exit_code)
+
+
+def narrow_after(session: Any, result: Any, *, quiet: bool) -> dict[str, Any] | None:
+    """--narrow (issue 14): name the compiler pass the culprit changed; a failure is a note."""
+    if not getattr(session.settings, "narrow", False) or result.status != "found":
+        return None
+    from tritonbisect.commands.narrow import echo_narrowing
+    from tritonbisect.errors import TritonBisectError
+    from tritonbisect.narrow.run import narrow_session
+
+    try:
+        narrowed = narrow_session(session)
+    except TritonBisectError as exc:
+        click.echo(f"tritonbisect: --narrow: {exc}", err=True)
+        return None
+    if not quiet:
+        echo_narrowing(narrowed)
+    return narrowed
 
 
 def summary(session: Any, result: Any) -> str:

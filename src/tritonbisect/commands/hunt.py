@@ -193,6 +193,8 @@ def hunt_cmd(ctx: click.Context, state_path: Path, bad: str | None, good: str | 
     settings = bisect_settings(**kwargs)
     if settings.regress == "fixed":
         raise InputError("hunt looks for regressions; --regress fixed is not for a hunt (use `run --regress fixed`)")
+    if getattr(settings, "narrow", False):
+        raise InputError("--narrow is not for a hunt: run `tritonbisect narrow SESSION` on the night's session")
     if not settings.wants_test:
         raise InputError("give the test to run: --test CMD (or --repro TRACE --kernel K)")
     target = choose_target(ctx, kwargs, settings)
@@ -264,6 +266,8 @@ def _test_identity(settings: BisectSettings) -> str:
     oracle = getattr(settings, "oracle", None)  # --oracle compile (issue 8), where present
     if oracle and oracle != "runtime":
         words.append(f"--oracle {oracle}")
+    if oracle == "ir":
+        words.append(f"--from {getattr(settings, 'ir_from', 'ttir')}")
     return " ".join(words)
 
 

@@ -61,6 +61,8 @@ class BisectSettings:
     check: list[str] = field(default_factory=list)
     codegen_thresholds: list[str] = field(default_factory=list)
     compile_target: str | None = None
+    ir_from: str = "source"  # --oracle ir --from ttir|ttgir (issue 14): which recorded IR to compile
+    narrow: bool = False  # --narrow (issue 14): after the culprit, name the compiler pass it changed
     # where steps run (issue 11): see the "executor" block below
     executor: str = "local"
     ray_address: str = "auto"
@@ -141,7 +143,12 @@ class BisectSettings:
             import tempfile
 
             out_dir = Path(tempfile.mkdtemp(prefix="oracle-", dir=_ensure(self.workdir / "oracles")))
-        if self.oracle == "compile":
+        if self.oracle == "ir" and self.ir_from != "source":
+            from tritonbisect.tritonparse.compileoracle.ir_oracle import ir_test_spec
+
+            return ir_test_spec(trace.resolve(), self.kernel or "", self.launch_id, out_dir, stage=self.ir_from,
+                                timeout=self.timeout, target=self.compile_target)
+        if self.oracle in ("compile", "ir"):
             from tritonbisect.tritonparse.compileoracle.generate import compile_test_spec
 
             return compile_test_spec(
@@ -325,7 +332,8 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
         raise InputError("--test and --repro are mutually exclusive; give one")
     if (kernel or launch_id is not None) and not repro:
         raise InputError("--kernel and --launch-id go with --repro TRACE")
-    if repro and not kernel:
+    ir_file = bool(repro) and str(repro).endswith((".ttir", ".ttgir"))  # --repro k.ttgir --oracle ir
+    if repro and not kernel and not ir_file:
         raise InputError("--repro needs --kernel K (the kernel to reproduce)")
     compile_oracle = compile_oracle_settings(kwargs)
     timeout = kwargs.get("timeout")
@@ -366,9 +374,11 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
 
 def compile_oracle_options() -> list[Callable[[F], F]]:
     return [
-        click.option("--oracle", type=click.Choice(["runtime", "compile"]), default="runtime", show_default=True, help="With --repro: runtime runs the launch and compares outputs; compile cross-compiles the kernel for the traced GPU, no GPU needed (pass/compile_error/crash)."),
+        click.option("--oracle", type=click.Choice(["runtime", "compile", "ir"]), default="runtime", show_default=True, help="With --repro: runtime runs the launch and compares outputs; compile cross-compiles the kernel for the traced GPU, no GPU needed (pass/compile_error/crash); ir compiles the recorded IR (--from), and IR a commit cannot read is skipped."),
+        click.option("--from", "ir_from", type=click.Choice(["ttir", "ttgir", "source"]), default=None, help="With --oracle ir: which recorded IR to compile (default ttir; source: the Python source, as --oracle compile)."),
         click.option("--check", "check", multiple=True, type=click.Choice(["codegen"]), help="With --oracle compile: codegen statistics past a threshold (vs the good commit's) make a commit bad."),
         click.option("--codegen-threshold", "codegen_thresholds", multiple=True, metavar="METRIC=LIMIT", help="With --check codegen: check only these metrics, e.g. spills=0, regs=10%, 'ptx.wgmma=0' (repeatable)."),
+        click.option("--narrow", is_flag=True, help="With --oracle compile|ir: once the culprit is found, compile the kernel at it and its parent (cached builds) under MLIR_ENABLE_DUMP=1 and name the first pass whose output differs."),
         click.option("--compile-target", metavar="BACKEND:ARCH", help="With --oracle compile: compile for this target instead of the traced one (cuda:90, hip:gfx942)."),
     ]
 
@@ -379,11 +389,16 @@ def compile_oracle_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     check = list(kwargs.get("check") or ())
     thresholds = list(kwargs.get("codegen_thresholds") or ())
     target = kwargs.get("compile_target")
-    if oracle == "compile" and not kwargs.get("repro"):
-        raise InputError("--oracle compile goes with --repro TRACE (the trace of the kernel to compile)")
-    if oracle == "compile" and kwargs.get("launches"):
-        raise InputError("--oracle compile compiles one kernel: give --kernel K, not --launches")
-    if (check or target) and oracle != "compile":
+    ir_from = kwargs.get("ir_from")
+    if ir_from and oracle != "ir":
+        raise InputError("--from goes with --oracle ir")
+    if oracle in ("compile", "ir") and not kwargs.get("repro"):
+        raise InputError(f"--oracle {oracle} goes with --repro TRACE (the trace of the kernel to compile)")
+    if oracle in ("compile", "ir") and kwargs.get("launches"):
+        raise InputError(f"--oracle {oracle} compiles one kernel: give --kernel K, not --launches")
+    if oracle == "ir" and (ir_from or "ttir") != "source" and check:
+        raise InputError("--check codegen goes with --oracle compile (or --oracle ir --from source)")
+    if (check or target) and oracle not in ("compile", "ir"):
         raise InputError("--check and --compile-target go with --oracle compile")
     if thresholds and "codegen" not in check:
         raise InputError("--codegen-threshold goes with --check codegen")
@@ -398,7 +413,11 @@ def compile_oracle_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
         from tritonbisect.tritonparse.compileoracle.spec import parse_target_text
 
         parse_target_text(target)
-    return {"oracle": oracle, "check": check, "codegen_thresholds": thresholds, "compile_target": target}
+    if kwargs.get("narrow") and oracle not in ("compile", "ir"):
+        raise InputError("--narrow goes with --oracle compile or --oracle ir (it compiles the oracle's kernel)")
+    return {"oracle": oracle, "check": check, "codegen_thresholds": thresholds, "compile_target": target,
+            "narrow": bool(kwargs.get("narrow")),
+            "ir_from": (ir_from or "ttir") if oracle == "ir" else "source"}
 
 
 # --- performance regressions (issue 10: --regress perf) ----------------------------------

@@ -3,6 +3,8 @@
     tritonbisect info TRACE [--kernel K] [--json]
     tritonbisect repro TRACE --kernel K [--launch-id I | --line N] --out DIR
     tritonbisect repro TRACE --kernel K --mode compile [--target cuda:90] --out DIR
+    tritonbisect repro TRACE --kernel K --from ttir|ttgir --out DIR      # the IR oracle (compile mode)
+    tritonbisect repro --ir k.ttgir --target cuda:90 --out DIR          # an IR file, no trace
     tritonbisect trace --out DIR [--kernel PATTERN]... -- python app.py ...
 
 Input problems (missing or corrupt trace, unknown kernel, launch id out of range, a launch
@@ -37,7 +39,7 @@ def info(trace: Path, kernel: str | None, json_out: bool) -> None:
 
 
 @click.command("repro")
-@click.argument("trace", type=click.Path(path_type=Path))
+@click.argument("trace", type=click.Path(path_type=Path), required=False)
 @click.option("--kernel", metavar="K", help="The kernel to reproduce (may be left out when the trace has one).")
 @click.option("--launch-id", type=int, metavar="I",
               help="Which launch of the kernel, as numbered by `info` (default: the first launch that can "
@@ -45,20 +47,37 @@ def info(trace: Path, kernel: str | None, json_out: bool) -> None:
 @click.option("--line", type=int, metavar="N", help="The launch on line N of the trace file instead.")
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Folder to write the oracle into.")
 @click.option("--timeout", type=float, default=None, metavar="S", help="The oracle's own timeout in seconds (default 600).")
-@click.option("--mode", type=click.Choice(["runtime", "compile"]), default="runtime", show_default=True,
-              help="runtime: run the launch and compare its outputs; compile: cross-compile the kernel for the "
-                   "traced GPU with no GPU at hand (pass / compile_error / crash, codegen statistics).")
+@click.option("--mode", type=click.Choice(["runtime", "compile"]), default=None,
+              help="runtime (default): run the launch and compare its outputs; compile (the default with --from "
+                   "ttir|ttgir and --ir): cross-compile the kernel for the traced GPU with no GPU at hand "
+                   "(pass / compile_error / crash, codegen statistics).")
+@click.option("--from", "from_", type=click.Choice(["source", "ttir", "ttgir"]), default="source", show_default=True,
+              help="What to compile: the kernel's Python source, or the TTIR/TTGIR its compilation event recorded "
+                   "(the IR oracle: IR this Triton cannot read is `unreadable_ir`, a skip).")
+@click.option("--ir", "ir_file", type=click.Path(path_type=Path), metavar="FILE",
+              help="Compile this .ttir/.ttgir file instead of a trace's kernel (needs --target).")
 @click.option("--target", metavar="BACKEND:ARCH",
               help="With --mode compile: compile for this target instead of the traced one (cuda:90, cuda:80, "
                    "hip:gfx942); needed for traces captured under TRITON_INTERPRET=1.")
-def repro(trace: Path, kernel: str | None, launch_id: int | None, line: int | None, out_dir: Path,
-          timeout: float | None, mode: str, target: str | None) -> None:
+def repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: int | None, out_dir: Path,
+          timeout: float | None, mode: str | None, from_: str, ir_file: Path | None, target: str | None) -> None:
     """Write a standalone reproducer oracle (repro.py, context.json, blobs/) for one launch;
     with --mode compile, a compile oracle (compile_repro.py) that needs no GPU."""
     from tritonbisect.tritonparse.bisect_test import oracle_commands
     from tritonbisect.tritonparse.generate import generate_oracle
     from tritonbisect.tritonparse.reader import load_trace
 
+    if ir_file is not None or from_ != "source":
+        from tritonbisect.commands.compile_repro import echo_ir_oracle
+
+        if mode == "runtime":
+            raise InputError("the IR oracle (--from ttir|ttgir, --ir) runs in compile mode only: drop --mode runtime")
+        echo_ir_oracle(trace, ir_file, from_, kernel, out_dir, launch_id=launch_id, line=line, target=target,
+                       timeout=timeout)
+        return
+    if trace is None:
+        raise InputError("give a TRACE (or --ir FILE --target cuda:90)")
+    mode = mode or "runtime"
     if target and mode != "compile":
         raise InputError("--target goes with --mode compile")
     tr = load_trace(trace)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonbisect.errors import InputError
+from tritonbisect.tritonparse.ir_content import ir_texts, ttir_text
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -69,6 +70,7 @@ class Compilation:
     file: Path
     line: int
     ttir: str | None = None  # the TTIR the traced compile produced (its signature types the arguments)
+    ir: dict[str, str] = field(default_factory=dict)  # "ttir"/"ttgir" -> the IR text the traced compile produced
 
 
 @dataclass
@@ -410,15 +412,6 @@ def _richer_source(payload: dict, known: Compilation) -> bool:
     return "function_start_line" in new and "function_start_line" not in old
 
 
-def _ttir_text(payload: dict) -> str | None:
-    files = payload.get("file_content")
-    if isinstance(files, dict):
-        for name, text in files.items():
-            if str(name).endswith(".ttir") and isinstance(text, str):
-                return text
-    return None
-
-
 def load_trace(path: Path | str) -> Trace:
     """Read every trace file under `path` and join launches with their compilations."""
     root = Path(path)
@@ -447,7 +440,8 @@ def load_trace(path: Path | str) -> Trace:
                         python_source=payload.get("python_source"),
                         file=tf.path,
                         line=line,
-                        ttir=_ttir_text(payload),
+                        ttir=ttir_text(payload),
+                        ir=ir_texts(payload),
                     )
             elif etype == "launch":
                 occurrence = record.get("occurrence_id")

@@ -12,7 +12,7 @@ Triton of the Python running it, in a child process, and reports how that went:
 
 Exit codes: 0 pass, 1 codegen differs past a threshold (--check codegen), 2 usage error
 (the oracle's own inputs or harness), 3 compile error, 4 crash (signal/abort in the
-compiler), 124 timeout, 125 environment unusable (triton does not import).
+compiler), 5 unreadable IR (an IR oracle: this Triton cannot parse the IR), 124 timeout, 125 environment unusable (triton does not import).
 A JSON result goes to --result PATH and to $TRITONBISECT_RESULT when set.
 Standard library + triton only (triton only in the child process).
 """
@@ -40,6 +40,7 @@ EXIT_OF_STATUS = {
     "usage_error": 2,
     "compile_error": 3,
     "crash": 4,
+    "unreadable_ir": 5,
     "timeout": 124,
     "env_unusable": 125,
 }
@@ -144,7 +145,8 @@ def run(args, data):
     ctx = load_context(args.context)
     target = parse_target(args.target) if args.target else None
     job = job_of(ctx, target)
-    data.update(kernel=ctx.get("kernel"), target=job["target"], trace=ctx.get("trace"))
+    data.update(kernel=ctx.get("kernel"), target=job["target"], trace=ctx.get("trace"),
+                oracle=ctx.get("oracle", "compile"))
     thresholds = None
     checking = "codegen" in args.check
     if checking:

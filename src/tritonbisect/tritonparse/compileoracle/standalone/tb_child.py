@@ -18,7 +18,7 @@ import sys
 import time
 import traceback
 
-PHASES = ("start", "import", "load", "bridge", "compile", "collect", "done")
+PHASES = ("start", "import", "load", "bridge", "parse", "compile", "collect", "done")
 
 
 class Progress:
@@ -64,6 +64,27 @@ def save_artifacts(asm, out_dir, name):
     return files
 
 
+def parse_ir(backend, path):
+    """Parse an MLIR file (ttir, ttgir) with this Triton's dialects, as triton.compile will.
+
+    An exception here means this Triton cannot read the IR (an unknown op, attribute or
+    syntax): the IR came from another dialect version. LLVM IR, PTX and AMDGCN are left to
+    triton.compile itself."""
+    if not path.endswith((".ttir", ".ttgir", ".mlir")):
+        return
+    try:
+        from triton._C.libtriton import ir
+    except ImportError:
+        return  # a layout the oracle does not know: triton.compile reads the file itself
+    if not hasattr(ir, "parse_mlir_module"):
+        return
+    context = ir.context()
+    ir.load_dialects(context)
+    if hasattr(backend, "load_dialects"):
+        backend.load_dialects(context)
+    ir.parse_mlir_module(path, context)
+
+
 def run(job, out_dir, progress):
     progress.enter("import")
     import triton
@@ -92,6 +113,8 @@ def run(job, out_dir, progress):
         if not os.path.isfile(src):
             raise tb_bridge.BridgeError("IR file %s does not exist" % src)
         name = os.path.basename(src).rsplit(".", 1)[0]
+        progress.enter("parse")  # can this Triton read this IR at all? (dialect drift: skip, not bad)
+        parse_ir(backend, src)
     else:
         raise tb_bridge.BridgeError("unknown job kind %r" % (what["kind"],))
 

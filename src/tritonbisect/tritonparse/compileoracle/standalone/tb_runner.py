@@ -3,7 +3,7 @@
 
     from tb_runner import compile_in_child
     res = compile_in_child(job, work_dir, timeout=600)
-    res.status   # pass | compile_error | crash | timeout | env_unusable | usage_error
+    res.status   # pass | compile_error | crash | unreadable_ir | timeout | env_unusable | usage_error
     res.reason   # one line
     res.artifacts, res.metadata, res.triton_version ...
 
@@ -19,6 +19,7 @@ before each step, so the way it ended says whose fault it is:
 
     ended                                   phase          status
     compiled                                -              pass
+    exception, signal or death              parse          unreadable_ir  (this Triton cannot read the IR: dialect drift)
     Python exception                        compile        compile_error  (frontend, MLIR pass, ptxas error)
     Python exception                        load           compile_error  (the kernel's module does not load)
     killed by a signal, or died silently    compile        crash          (abort(), assertion, segfault, LLVM fatal error)
@@ -182,6 +183,14 @@ def _error_text(child):
     return text[:400]
 
 
+def _parse_error(child, stderr):
+    """MLIR's own diagnostic (`loc(...): error: ...`) of a failed parse, else the exception."""
+    for line in (stderr or "").splitlines():
+        if "error:" in line:
+            return line.strip()[:300]
+    return _error_text(child)
+
+
 def classify(child, returncode, phase, stderr, timed_out, timeout):
     """(status, reason) from what the child left behind."""
     sig = -returncode if returncode is not None and returncode < 0 else None
@@ -198,6 +207,8 @@ def classify(child, returncode, phase, stderr, timed_out, timeout):
             return "env_unusable", "this Triton cannot compile the kernel as traced: %s" % (child.get("message") or "")[:300]
         if child.get("harness_error") or where in ("start", "bridge", "collect"):
             return "usage_error", "the compile oracle could not drive this Triton (%s phase): %s" % (where, text)
+        if where == "parse":  # an IR job: this Triton's dialects cannot read the file
+            return "unreadable_ir", "this Triton cannot read the IR: %s" % _parse_error(child, stderr)
         if where == "load":  # executing the kernel's module: the Triton at hand lacks what it uses
             return "compile_error", "the kernel source does not load with this Triton: %s" % text
         if _MISSING_TOOL.search(child.get("message") or ""):
@@ -213,12 +224,14 @@ def classify(child, returncode, phase, stderr, timed_out, timeout):
     detail = (": %s" % line) if line else ""
     if phase in ("start", "import"):
         return "env_unusable", "triton fails to import (%s)%s" % (died, detail)
+    if phase == "parse":
+        return "unreadable_ir", "this Triton cannot read the IR: the parser died (%s)%s" % (died, detail)
     if phase in ("load", "compile"):
         return "crash", "the compiler crashed (%s)%s" % (died, detail)
     return "usage_error", "the compile oracle's child %s in phase '%s'%s" % (died, phase, detail)
 
 
-def compile_in_child(job, work_dir=None, timeout=600.0, python=None, env=None, keep=False):
+def compile_in_child(job, work_dir=None, timeout=600.0, python=None, env=None, keep=False, cwd=None):
     """Compile `job` in a child process of `python` (default: this interpreter); classify.
 
     The artifacts land in `work_dir` (default: a temporary folder, removed at once on failure
@@ -240,7 +253,7 @@ def compile_in_child(job, work_dir=None, timeout=600.0, python=None, env=None, k
     timed_out = False
     with open(stdout_path, "w") as out, open(stderr_path, "w") as err:
         proc = subprocess.Popen([python or sys.executable, CHILD, job_path, out_dir], stdout=out, stderr=err,
-                                env=child_env(env, cache), start_new_session=True)
+                                env=child_env(env, cache), start_new_session=True, cwd=cwd)
         try:
             returncode = proc.wait(timeout=timeout if timeout and timeout > 0 else None)
         except subprocess.TimeoutExpired:

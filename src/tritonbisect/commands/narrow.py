@@ -1,0 +1,56 @@
+"""`tritonbisect narrow SESSION`: the compiler pass where the culprit's IR first differs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tritonbisect.commands.options import resolve_workdir
+
+
+def echo_narrowing(result: dict[str, Any]) -> None:
+    first = result.get("first_difference")
+    click.echo(f"narrowed {result['culprit'][:12]} against its parent {result['parent'][:12]} "
+               f"({result['passes']['parent']} / {result['passes']['culprit']} passes, {result['seconds']}s, "
+               f"builds: {result['builds']})")
+    click.echo(f"  first pass whose output differs: {first['pass'] if first else 'none'}"
+               + (f" ({first['note']})" if first else ""))
+    if result.get("last_agreeing"):
+        click.echo(f"  last pass where they agree:      {result['last_agreeing']}")
+    if result.get("running_pass"):
+        click.echo(f"  running when the culprit failed:  {result['running_pass']}")
+    for key, label in (("added", "only in the culprit's pipeline"), ("removed", "only in the parent's pipeline")):
+        if result.get(key):
+            click.echo(f"  {label}: {', '.join(result[key])}")
+    if first and first.get("output_diff"):
+        click.echo(first["output_diff"])
+
+
+@click.command("narrow")
+@click.argument("session_id", metavar="[SESSION]", required=False)
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Where sessions live (default: $TRITONBISECT_HOME or the user cache dir).")
+@click.option("--timeout", type=float, default=600.0, show_default=True, metavar="S", help="Per-compile timeout in seconds.")
+@click.option("--keep", type=click.Path(file_okay=False, path_type=Path), metavar="DIR", help="Keep both compiles' full IR dumps (DIR/*/parent-work/child.stderr, .../culprit-work/child.stderr) and artifacts.")
+@click.option("--json", "json_out", is_flag=True, help="Print the result as JSON.")
+def narrow_cmd(session_id: str | None, workdir: Path | None, timeout: float, keep: Path | None, json_out: bool) -> None:
+    """Name the compiler pass where the culprit's IR first differs from its parent's (cached builds, MLIR_ENABLE_DUMP=1)."""
+    from tritonbisect.bisect.session import Session
+    from tritonbisect.narrow.run import narrow_session
+
+    session = Session.open(resolve_workdir(workdir), session_id)
+    with session.locked():
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+        result = narrow_session(session, timeout=timeout, keep=keep)
+    if keep is not None:
+        result["kept"] = str(keep)
+    if json_out:
+        click.echo(json.dumps(result, indent=1))
+    else:
+        echo_narrowing(result)
+
+
+COMMANDS: list[click.Command] = [narrow_cmd]

@@ -1,0 +1,1 @@
+"""Pass-level narrowing: after a culprit is found, which compiler pass did it change?"""

@@ -1,0 +1,127 @@
+"""Two compiles' pass pipelines side by side: where does the culprit's IR first part ways?
+
+    result = compare_pipelines(parent_dumps, culprit_dumps, culprit_failed=True)
+    result["first_difference"]["pass"]   # "TritonGPUCoalesce (tritongpu-coalesce)"
+    result["last_agreeing"]              # the pass before it whose output still agrees
+    result["running_pass"]               # the culprit's last dumped pass when its compile failed
+
+Pipelines are aligned by pass label in order (difflib), so a pass the culprit added, removed or
+moved shows as such. Outputs are compared normalised (dumps.normalise): SSA value names and
+locations do not count. The output of pass i is the input of pass i+1.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from tritonbisect.narrow.dumps import PassDump, normalise
+
+MAX_DIFF_LINES = 80
+
+
+def _diff(a: str, b: str, from_name: str, to_name: str) -> str:
+    """A unified diff of the normalised texts (no locations; SSA values numbered %v0, %v1, ...)."""
+    lines = list(difflib.unified_diff(normalise(a).splitlines(), normalise(b).splitlines(), from_name, to_name,
+                                      lineterm="", n=2))
+    if len(lines) > MAX_DIFF_LINES:
+        lines = [*lines[:MAX_DIFF_LINES], f"... ({len(lines) - MAX_DIFF_LINES} more diff lines)"]
+    return "\n".join(lines)
+
+
+def align(a: list[PassDump], b: list[PassDump], *, b_stopped: bool = False,
+          ) -> tuple[list[tuple[int, int]], list[str], list[str]]:
+    """(matched index pairs in order, labels only in b (added), labels only in a (removed)).
+
+    `b_stopped`: b's compile failed, so a's passes after b's last one were not reached, not removed."""
+    matcher = difflib.SequenceMatcher(None, [p.key for p in a], [p.key for p in b], autojunk=False)
+    pairs: list[tuple[int, int]] = []
+    added: list[str] = []
+    removed: list[str] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            pairs.extend(zip(range(i1, i2), range(j1, j2), strict=True))
+        elif not (b_stopped and j1 == len(b)):
+            removed.extend(p.label for p in a[i1:i2])
+            added.extend(p.label for p in b[j1:j2])
+    return pairs, added, removed
+
+
+def _changers(dumps: list[PassDump], norm: list[str], start: int, stop: int) -> list[str]:
+    """Labels of the passes in dumps[start:stop] whose output differs from their input."""
+    return [dumps[k].label for k in range(start, stop) if k + 1 < len(dumps) and norm[k] != norm[k + 1]]
+
+
+def _output(dumps: list[PassDump], i: int, final: str | None) -> str | None:
+    return dumps[i + 1].ir if i + 1 < len(dumps) else final
+
+
+def compare_pipelines(
+    parent: list[PassDump],
+    culprit: list[PassDump],
+    *,
+    culprit_failed: bool = False,
+    parent_final: str | None = None,
+    culprit_final: str | None = None,
+) -> dict[str, Any]:
+    """Where the culprit's pipeline first differs from the parent's (see the module docstring)."""
+    pairs, added, removed = align(parent, culprit, b_stopped=culprit_failed)
+    norm_p = [normalise(p.ir) for p in parent]
+    norm_c = [normalise(p.ir) for p in culprit]
+    first: dict[str, Any] | None = None
+    last_agreeing: str | None = None
+    for k, (i, j) in enumerate(pairs):
+        if norm_p[i] != norm_c[j]:  # the input differs already: an unmatched pass, or a different input
+            prev = pairs[k - 1] if k else (-1, -1)
+            only_c = [p.label for p in culprit[prev[1] + 1:j]]
+            only_p = [p.label for p in parent[prev[0] + 1:i]]
+            if only_c or only_p:
+                changed_c = _changers(culprit, norm_c, prev[1] + 1, j)
+                changed_p = _changers(parent, norm_p, prev[0] + 1, i)
+                what = (changed_c or changed_p or only_c or only_p)[0]
+                note = (f"the IR differs after passes not in both pipelines, before {culprit[j].label}: "
+                        f"the culprit runs {', '.join(only_c) or 'none'}, the parent {', '.join(only_p) or 'none'}; "
+                        f"of those, {', '.join(changed_c) or 'none'} changed the culprit's IR"
+                        + (f", {', '.join(changed_p)} the parent's" if changed_p else ""))
+            elif k == 0:
+                what = f"(the frontend, before {culprit[j].label})"
+                note = ("the IR given to the first pass already differs: the Python → TTIR code generation or "
+                        "triton.language changed (or, for an IR oracle, the replayed IR is read differently)")
+            else:  # pragma: no cover - matched neighbours whose IR differs with nothing between them
+                what, note = culprit[j].label, "its input differs from the previous pass's output"
+            first = {
+                "pass": what,
+                "position": j,
+                "note": note,
+                "culprit_only": only_c,
+                "parent_only": only_p,
+                "input_diff": _diff(parent[i].ir, culprit[j].ir, f"parent: before {parent[i].name}",
+                                    f"culprit: before {culprit[j].name}"),
+            }
+            break
+        out_p = _output(parent, i, parent_final)
+        out_c = _output(culprit, j, culprit_final)
+        if out_p is None or out_c is None:
+            continue  # the last pass: its output was not dumped
+        if normalise(out_p) != normalise(out_c):
+            first = {
+                "pass": culprit[j].label,
+                "position": j,
+                "op": culprit[j].op,
+                "note": "same input, different output",
+                "output_diff": _diff(out_p, out_c, f"parent: after {parent[i].name}", f"culprit: after {culprit[j].name}"),
+                "parent_diff": _diff(parent[i].ir, out_p, f"parent: before {parent[i].name}", f"parent: after {parent[i].name}"),
+                "culprit_diff": _diff(culprit[j].ir, out_c, f"culprit: before {culprit[j].name}",
+                                      f"culprit: after {culprit[j].name}"),
+            }
+            break
+        last_agreeing = culprit[j].label
+    running = culprit[-1].label if culprit_failed and culprit else None
+    return {
+        "passes": {"parent": len(parent), "culprit": len(culprit), "aligned": len(pairs)},
+        "added": added,
+        "removed": removed,
+        "first_difference": first,
+        "last_agreeing": last_agreeing,
+        "running_pass": running,
+    }
