@@ -1,6 +1,6 @@
-"""Three kernels in sequence under test: scale -> add (reads scale's output) -> row sum (reads
-add's output); a host-side fill between kernels 1 and 2 (not a Triton launch). Outputs go to
-argv[1] when given."""
+"""Kernels in sequence: scale -> add (reads scale's output) -> row sum (reads add's output),
+then the host changes x in place and scale runs on it again (a host write between launches that
+the replay must reload). Outputs go to argv[1] when given."""
 
 import sys
 
@@ -48,6 +48,8 @@ def main() -> None:
     add_kernel[(triton.cdiv(n, 128),)](scaled, b, summed, n, BLOCK=128)
     rsum = torch.empty(rows)
     rowsum_kernel[(rows,)](summed, rsum, cols, BLOCK=64)
+    x.mul_(2.0)  # the host writes x between launches
+    scale_kernel[(triton.cdiv(n, 128),)](x, scaled, 0.25, n, BLOCK=128)
     if len(sys.argv) > 1:
         torch.save({"scaled": scaled, "summed": summed, "rsum": rsum}, sys.argv[1])
 
