@@ -126,10 +126,12 @@ def _plan_buffers(launch_specs: list[dict[str, Any]], warnings: list[str]) -> li
         nbytes = hi - alloc
         nbytes += (-nbytes) % 16
         index = len(buffers)
-        buffers.append({"nbytes": max(nbytes, 16), "tensors": sorted({f"{m['t']['launch']}:{m['t']['name']}" for m in members})})
+        lo = min(m["start"] for m in members) - alloc
+        buffers.append({"nbytes": max(nbytes, 16), "lo": lo, "hi": hi - alloc,  # bytes used: guards outside
+                        "tensors": sorted({f"{m['t']['launch']}:{m['t']['name']}" for m in members})})
         for m in members:
             m["t"]["buffer"] = index
-            m["t"]["byte_offset"] = (m["start"] if m["start"] is not None else alloc) - alloc
+            m["t"]["byte_offset"] = m["start"] - alloc
 
     for group in groups:
         lo = min(i["start"] for i in group)
@@ -145,10 +147,8 @@ def _plan_buffers(launch_specs: list[dict[str, Any]], warnings: list[str]) -> li
     for item in items:
         if item["start"] is None:
             extent = _extent(item["t"]["shape"], item["t"]["stride"]) * item["size"]
-            offset = item["t"]["storage_offset"] * item["size"]
-            item["start"] = None
-            add([item], 0, offset + max(extent, 1))
-            item["t"]["byte_offset"] = offset
+            item["start"] = item["t"]["storage_offset"] * item["size"]
+            add([item], 0, item["start"] + max(extent, 1))
     return buffers
 
 

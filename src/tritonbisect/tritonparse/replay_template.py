@@ -417,9 +417,9 @@ def guards(torch, buffers, ctx, used):
     out = {}
     for b in used:
         raw = buffers[b].detach().to("cpu")
-        nbytes = ctx["buffers"][b]["nbytes"]
-        out["#guard%d" % b] = raw[: lib.PAD].clone()
-        out["#guard%d_end" % b] = raw[lib.PAD + nbytes:].clone()
+        info = ctx["buffers"][b]
+        out["#guard%d" % b] = raw[: lib.PAD + info.get("lo", 0)].clone()
+        out["#guard%d_end" % b] = raw[lib.PAD + info.get("hi", info["nbytes"]):].clone()
     return out
 
 
