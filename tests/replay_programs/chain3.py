@@ -1,6 +1,9 @@
 """Kernels in sequence: scale -> add (reads scale's output) -> row sum (reads add's output),
 then the host changes x in place and scale runs on it again (a host write between launches that
-the replay must reload). Outputs go to argv[1] when given."""
+the replay must reload). Outputs go to argv[1] when given; argv[2] repeats the whole chain
+(4 launches per round). Runs on the GPU when there is one and TRITON_INTERPRET is not set."""
+
+import os
 
 import sys
 
@@ -37,6 +40,15 @@ def rowsum_kernel(x_ptr, out_ptr, cols, BLOCK: tl.constexpr):
 
 def main() -> None:
     torch.manual_seed(0)
+    for _ in range(int(sys.argv[2]) if len(sys.argv) > 2 else 1):
+        outputs = chain()
+    if len(sys.argv) > 1:
+        torch.save(outputs, sys.argv[1])
+
+
+def chain() -> dict:
+    gpu = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET", "0") in ("", "0")
+    torch.set_default_device("cuda" if gpu else "cpu")
     rows, cols = 8, 50
     n = rows * cols
     x = torch.randn(n)
@@ -50,8 +62,7 @@ def main() -> None:
     rowsum_kernel[(rows,)](summed, rsum, cols, BLOCK=64)
     x.mul_(2.0)  # the host writes x between launches
     scale_kernel[(triton.cdiv(n, 128),)](x, scaled, 0.25, n, BLOCK=128)
-    if len(sys.argv) > 1:
-        torch.save({"scaled": scaled, "summed": summed, "rsum": rsum}, sys.argv[1])
+    return {"scaled": scaled.cpu(), "summed": summed.cpu(), "rsum": rsum.cpu()}
 
 
 if __name__ == "__main__":
