@@ -7,7 +7,8 @@ A generated program chains K distinct kernels (kernel i reads what kernel i-1 wr
 traced with `tritonbisect trace` (under TRITON_INTERPRET=1 without a GPU), `repro --launches
 all` writes the replay oracle, and `replay.py --isolation none|fork|spawn` replays it, each run
 with a fresh Triton cache (so every kernel compiles, on a GPU). Then one kernel's source is
-made to abort (os.abort() when it runs / is specialised): the replay must report that kernel as
+made to abort (it calls a `@triton.constexpr_function` that calls os.abort(): at JIT time on a GPU,
+when it runs under the interpreter): the replay must report that kernel as
 `crash` and the others as `pass`, with fork and with spawn. Also the raw primitives: fork+exit
 of this process, and a spawn child that imports torch and triton.
 """
@@ -90,8 +91,10 @@ def plant_abort(oracle: Path, dest: Path, kernel: str) -> Path:
     ctx = json.loads(path.read_text())
     src = ctx["kernels"][kernel]["source"]
     line = "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
-    ctx["kernels"][kernel]["source"] = ("import os\n\n\ndef _specialize_check(n):\n    os.abort()\n\n\n"
-                                        + src.replace(line, "    _specialize_check(n)\n" + line, 1))
+    src = src.replace(line, "    _specialize_check(BLOCK)\n" + line, 1)
+    at = src.index("@triton.jit")  # a constexpr function: the JIT calls it while compiling the kernel
+    helper = "import os\n\n\n@triton.constexpr_function\ndef _specialize_check(block):\n    os.abort()\n\n\n"
+    ctx["kernels"][kernel]["source"] = src[:at] + helper + src[at:]
     path.write_text(json.dumps(ctx))
     return dest
 
@@ -202,7 +205,7 @@ def render(f: dict) -> str:
         f"torch and triton: fork + exit + wait {f['primitives']['fork_ms']:.1f} ms, a spawn child importing torch "
         f"and triton {f['primitives']['spawn_ms']:.0f} ms.",
         "",
-        f"A planted abort (kernel k{k // 2} calls a function that calls `os.abort()`):",
+        f"A planted abort (kernel k{k // 2} calls a `@triton.constexpr_function` that calls `os.abort()`, at JIT time):",
         "",
         "| isolation | replay (s) | that kernel `crash`, the others `pass` | workers started | result |",
         "| --- | --- | --- | --- | --- |",

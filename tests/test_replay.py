@@ -94,11 +94,14 @@ def test_a_planted_bug_is_a_mismatch_of_that_kernel_only(oracle: Path, tmp_path:
 
 
 def _abort_at_jit_time(source: str) -> str:
-    """The kernel calls a helper that kills the process, as a compiler assertion would."""
-    helper = "import os\n\n\ndef _specialize_check(n):\n    os.abort()\n\n\n"
+    """The kernel calls a `@triton.constexpr_function` (evaluated by the JIT while it compiles the
+    kernel; under the interpreter, when it runs) that kills the process, as a compiler assertion would."""
     body = "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
-    assert body in source
-    return helper + source.replace(body, "    _specialize_check(n)\n" + body, 1)
+    assert body in source and "@triton.jit" in source
+    source = source.replace(body, "    _specialize_check(BLOCK)\n" + body, 1)
+    at = source.index("@triton.jit")
+    helper = "import os\n\n\n@triton.constexpr_function\ndef _specialize_check(block):\n    os.abort()\n\n\n"
+    return source[:at] + helper + source[at:]
 
 
 def test_a_kernel_that_aborts_is_a_crash_and_the_others_go_on(oracle: Path, tmp_path: Path) -> None:

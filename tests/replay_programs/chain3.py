@@ -4,7 +4,6 @@ the replay must reload). Outputs go to argv[1] when given; argv[2] repeats the w
 (4 launches per round). Runs on the GPU when there is one and TRITON_INTERPRET is not set."""
 
 import os
-
 import sys
 
 import torch

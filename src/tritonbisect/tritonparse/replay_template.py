@@ -32,6 +32,7 @@ import struct
 import sys
 import time
 import traceback
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -230,7 +231,9 @@ def fork_server(ctl, ctx, device, interpret):
             os._exit(0)
         if not msg or not fds:
             os._exit(0)
-        pid = os.fork()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
         if pid == 0:
             ctl.close()
             sock = socket.socket(fileno=fds[0])
@@ -269,7 +272,9 @@ class ForkIsolation:
         self.ctl, child = socket.socketpair()
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        with warnings.catch_warnings():  # torch's idle threads: the server itself only forks and waits
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
         if pid == 0:
             self.ctl.close()
             fork_server(child, ctx, device, interpret)
