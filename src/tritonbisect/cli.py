@@ -43,7 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cache": ("tritonbisect.build.cache_cli:cache_group", "Built artifacts (wheels, LLVM installs) and recorded build failures."),
     # oracle
     "info": ("tritonbisect.commands.oracle:info", "Kernels, launches (id, grid, arguments), compile parameters, Triton version and target of a tritonparse trace (a file, or a folder of files)."),
-    "repro": ("tritonbisect.commands.oracle:repro", "Write a standalone reproducer oracle (repro.py, context.json, blobs/) for one launch; with --mode compile, a compile oracle (compile_repro.py) that needs no GPU."),
+    "repro": ("tritonbisect.commands.oracle:repro", "Write a standalone reproducer oracle (repro.py, context.json, blobs/) for one launch; with --mode compile, a compile oracle (compile_repro.py) that needs no GPU; with --launches, a whole-program replay (replay.py)."),
     "trace": ("tritonbisect.commands.oracle:trace", "Run a program with tracing in tritonparse's format, recording each launch's tensors before and (after a device sync) after the kernel ran: `tritonbisect trace --out DIR -- python app.py`."),
     "narrow": ("tritonbisect.commands.narrow:narrow_cmd", "Name the compiler pass where the culprit's IR first differs from its parent's (cached builds, MLIR_ENABLE_DUMP=1)."),
     # hunt

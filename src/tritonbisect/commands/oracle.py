@@ -59,15 +59,22 @@ def info(trace: Path, kernel: str | None, json_out: bool) -> None:
 @click.option("--target", metavar="BACKEND:ARCH",
               help="With --mode compile: compile for this target instead of the traced one (cuda:90, cuda:80, "
                    "hip:gfx942); needed for traces captured under TRITON_INTERPRET=1.")
+@click.option("--launches", metavar="all|K1,K2",
+              help="Replay the whole program instead: these kernels' launches (or all) in recorded order, buffers "
+                   "flowing between them, each kernel crash-isolated in a forked worker (replay.py).")
 def repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: int | None, out_dir: Path,
-          timeout: float | None, mode: str | None, from_: str, ir_file: Path | None, target: str | None) -> None:
+          timeout: float | None, mode: str | None, from_: str, ir_file: Path | None, target: str | None,
+          launches: str | None) -> None:
     """Write a standalone reproducer oracle (repro.py, context.json, blobs/) for one launch;
-    with --mode compile, a compile oracle (compile_repro.py) that needs no GPU."""
+    with --mode compile, a compile oracle (compile_repro.py) that needs no GPU; with --launches,
+    a whole-program replay (replay.py)."""
     from tritonbisect.tritonparse.bisect_test import oracle_commands
     from tritonbisect.tritonparse.generate import generate_oracle
     from tritonbisect.tritonparse.reader import load_trace
 
     if ir_file is not None or from_ != "source":
+        if launches is not None:
+            raise InputError("--launches replays kernels from their source: drop --from/--ir")
         from tritonbisect.commands.compile_repro import echo_ir_oracle
 
         if mode == "runtime":
@@ -81,6 +88,12 @@ def repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: i
     if target and mode != "compile":
         raise InputError("--target goes with --mode compile")
     tr = load_trace(trace)
+    if launches is not None:
+        from tritonbisect.commands.replay_repro import echo_replay_oracle
+
+        echo_replay_oracle(tr, launches, out_dir, kernel=kernel, launch_id=launch_id, line=line, mode=mode,
+                           timeout=timeout)
+        return
     if kernel is None:
         names = tr.kernels()
         if len(names) != 1:

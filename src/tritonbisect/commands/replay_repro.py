@@ -1,0 +1,27 @@
+"""`tritonbisect repro TRACE --launches all|K1,K2`: write the whole-program replay oracle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from tritonbisect.errors import InputError
+from tritonbisect.tritonparse.reader import Trace
+
+
+def echo_replay_oracle(trace: Trace, launches: str, out_dir: Path, *, kernel: str | None, launch_id: int | None,
+                       line: int | None, mode: str, timeout: float | None) -> None:
+    from tritonbisect.tritonparse.replay_generate import generate_replay, replay_commands
+
+    if kernel is not None or launch_id is not None or line is not None:
+        raise InputError("--launches replays whole kernels: give kernel names to it, not --kernel/--launch-id/--line")
+    if mode != "runtime":
+        raise InputError("--launches goes with --mode runtime")
+    oracle = generate_replay(trace, launches, out_dir, timeout=timeout)
+    click.echo(oracle.summary())
+    for warning in oracle.warnings:
+        click.echo(f"  note: {warning}")
+    record, compare = replay_commands(out_dir)
+    click.echo(f"  record at a good Triton:  {record}")
+    click.echo(f"  compare anywhere else:    {compare}")
