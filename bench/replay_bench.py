@@ -92,11 +92,28 @@ def plant_abort(oracle: Path, dest: Path, kernel: str) -> Path:
     src = ctx["kernels"][kernel]["source"]
     line = "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
     src = src.replace(line, "    _specialize_check(BLOCK)\n" + line, 1)
-    at = src.index("@triton.jit")  # a constexpr function: the JIT calls it while compiling the kernel
+    at = src.index("@triton.jit")  # the interpreter calls the constexpr function when the kernel runs
     helper = "import os\n\n\n@triton.constexpr_function\ndef _specialize_check(block):\n    os.abort()\n\n\n"
-    ctx["kernels"][kernel]["source"] = src[:at] + helper + src[at:]
+    ctx["kernels"][kernel]["source"] = src[:at] + helper + src[at:] + JIT_HOOK_ABORT
     path.write_text(json.dumps(ctx))
     return dest
+
+
+# On a GPU the compile-time abort comes from the JIT's cache hook, which Triton calls right before it
+# compiles a kernel that is not cached: the module is loaded just before its first launch, so the
+# next compile is this kernel's. (Triton 3.6's code generator refuses the constexpr function call
+# above with "Unsupported function reference" before it could abort.)
+JIT_HOOK_ABORT = """
+
+def _abort_on_compile(*args, **kwargs):
+    os.abort()
+
+
+if hasattr(triton, "knobs"):
+    triton.knobs.runtime.jit_cache_hook = _abort_on_compile
+else:
+    triton.runtime.jit.JITFunction.cache_hook = _abort_on_compile
+"""
 
 
 def _child_imports() -> None:
