@@ -222,7 +222,9 @@ def render(f: dict) -> str:
         f"torch and triton: fork + exit + wait {f['primitives']['fork_ms']:.1f} ms, a spawn child importing torch "
         f"and triton {f['primitives']['spawn_ms']:.0f} ms.",
         "",
-        f"A planted abort (kernel k{k // 2} calls a `@triton.constexpr_function` that calls `os.abort()`, at JIT time):",
+        f"A planted abort at JIT time in kernel k{f.get('crash_kernels', k) // 2} of a chain of "
+        f"{f.get('crash_kernels', k)} (`os.abort()` from a `@triton.constexpr_function` under the interpreter, from "
+        "the JIT cache hook on a GPU):",
         "",
         "| isolation | replay (s) | that kernel `crash`, the others `pass` | workers started | result |",
         "| --- | --- | --- | --- | --- |",
