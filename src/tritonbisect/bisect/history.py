@@ -161,6 +161,10 @@ class History:
         full, subject, author, email, date = out.strip("\n").split("\0")
         return CommitInfo(full, subject, author, email, date)
 
+    def committed_at(self, sha: str) -> str:
+        """The committer date (strict ISO 8601): when the commit entered the branch."""
+        return self._git("log", "-1", "--no-show-signature", "--format=%cI", sha, "--").strip()
+
     def subjects(self, shas: list[str]) -> dict[str, str]:
         """{sha: subject} for many commits with one git call (a report or a phase shows the
         subject of every step; one `git log` per step would cost a process each)."""

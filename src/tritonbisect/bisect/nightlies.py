@@ -7,12 +7,18 @@ local labels as text, not by date); then, with --wheels auto, a "triton" phase b
 source only inside the bracket it leaves: the last good nightly (or good) .. the first bad
 nightly (or bad). Both phases use the "triton" recipe, whose config maps the commits that
 have a wheel to it (build/published.install_published).
+
+`tritonbisect torch --wheel-index` runs the same two phases with the "torch" recipe. PyTorch
+nightlies (`2.10.0.dev20251101+cpu`) name no commit in their version: the commit is the
+`git_version` in the wheel's `torch/version.py`, read from the (cached) download of each
+nightly dated between good and bad (torch_nightly_commits).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +27,7 @@ import click
 from tritonbisect.bisect.phases import PhaseSpec
 from tritonbisect.build.install_check import git_label
 from tritonbisect.build.wheel_index import WheelFile
+from tritonbisect.build.wheel_version import dev_date
 
 PHASE = "nightlies"
 MODES = ("auto", "only", "off")
@@ -57,6 +64,33 @@ def nightly_commits(history: Any, files: Sequence[WheelFile], order: Sequence[st
     return out
 
 
+def torch_nightly_commits(files: Sequence[WheelFile], order: Sequence[str], good: str,
+                          window: tuple[date, date],
+                          read_commit: Callable[[WheelFile], str | None]) -> dict[str, dict[str, Any]]:
+    """{commit: wheel entry} for PyTorch nightlies. A `+git<sha>` version names its commit;
+    a dated dev version (`.devYYYYMMDD`) inside `window` (good's and bad's commit dates, a
+    day of margin each side) is read with `read_commit` (the wheel's `git_version`); other
+    versions are left alone, so only the nightlies that can lie in the range are fetched.
+    Newest date first, so an interrupted listing has read the likeliest ones."""
+    inside = {*order, good}
+    lo, hi = window[0] - timedelta(days=1), window[1] + timedelta(days=1)
+    out: dict[str, dict[str, Any]] = {}
+    for f in sorted(files, key=lambda f: dev_date(f.version) or date.min, reverse=True):
+        label = commit_label(f.version)
+        if not label:
+            day = dev_date(f.version)
+            if day is None or not lo <= day <= hi:
+                continue
+            label = read_commit(f)
+            if not label:
+                continue
+        sha = next((s for s in inside if s.startswith(label)), None)
+        if sha is not None:
+            out.setdefault(sha, {"filename": f.filename, "url": f.url, "sha256": f.sha256,
+                                 "version": f.version})
+    return out
+
+
 def ancestry_chain(history: Any, commits: Sequence[str], good: str, bad: str) -> list[str]:
     """The commits that lie on bad's first-parent line back to good (where nightlies are
     published from), oldest first: each is an ancestor of the next, so a linear search can
@@ -71,7 +105,8 @@ def ancestry_chain(history: Any, commits: Sequence[str], good: str, bad: str) ->
 
 def nightly_phase(repo: Path, good: str, bad: str, order: Sequence[str],
                   wheels: Mapping[str, Any], recipe_config: dict,
-                  first_parent: bool = False, history: Any = None) -> PhaseSpec | None:
+                  first_parent: bool = False, history: Any = None,
+                  recipe_name: str = "triton") -> PhaseSpec | None:
     """The installs-only phase over the nightly commits strictly inside good..bad (and bad),
     or None when there are none (nothing to gain). With `history`, only the nightlies on one
     line of descent from good to bad (ancestry_chain)."""
@@ -80,7 +115,7 @@ def nightly_phase(repo: Path, good: str, bad: str, order: Sequence[str],
         inner = ancestry_chain(history, inner, good, bad)
     if not inner:
         return None
-    return PhaseSpec(name=PHASE, repo=repo, good=good, bad=bad, recipe_name="triton",
+    return PhaseSpec(name=PHASE, repo=repo, good=good, bad=bad, recipe_name=recipe_name,
                      recipe_config=recipe_config, first_parent=first_parent,
                      candidates=[*inner, bad])
 
@@ -98,10 +133,10 @@ def continue_after_nightlies(session: Any, last: Any) -> bool:
                f"({_wheel_version(spec, lo)} .. {_wheel_version(spec, last.culprit)})", err=True)
     if mode == "only":
         click.echo("--wheels only: not building inside the bracket; to do it: tritonbisect "
-                   f"triton --good {lo[:12]} --bad {last.culprit[:12]} --test ...", err=True)
+                   f"{spec.recipe_name} --good {lo[:12]} --bad {last.culprit[:12]} --test ...", err=True)
         return False
-    session.append_phase(PhaseSpec(
-        name="triton", repo=spec.repo, good=lo, bad=last.culprit, recipe_name=spec.recipe_name,
+    session.append_phase(PhaseSpec(  # the source phase is named after its recipe: triton, torch
+        name=spec.recipe_name, repo=spec.repo, good=lo, bad=last.culprit, recipe_name=spec.recipe_name,
         recipe_config=spec.recipe_config, first_parent=spec.first_parent))
     click.echo(f"building from source inside the bracket {lo[:12]}..{last.culprit[:12]}", err=True)
     return True

@@ -159,3 +159,17 @@ def continue_after_triton(session, result) -> bool:
 
 
 register_workflow(WORKFLOW, continue_after_triton)
+
+
+TORCH_NIGHTLIES = "torch-nightlies"
+
+
+def continue_after_torch_nightlies(session, result) -> bool:
+    """`tritonbisect torch --wheel-index`: build from source inside the nightlies' bracket."""
+    phases = [p for p in session.phases() if p.status != STATUS_SUPERSEDED]
+    if phases and phases[-1].spec.name == NIGHTLIES:
+        return continue_after_nightlies(session, phases[-1])
+    return False
+
+
+register_workflow(TORCH_NIGHTLIES, continue_after_torch_nightlies)

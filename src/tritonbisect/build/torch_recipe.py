@@ -158,6 +158,17 @@ class TorchRecipe(TritonRecipe):
         if triton is not None and triton.kind is not Kind.PASS:
             triton.seconds = time.monotonic() - start
             return triton
+        entry = (self._config.get("wheels") or {}).get(commit)
+        if entry is not None:  # a published nightly of this very commit: an install, no build
+            from tritonbisect.build.published_torch import install_published_torch
+
+            cache = self.cache(ctx)
+            root = Path(getattr(cache, "root", self.workdir(ctx) / "cache"))
+            res = install_published_torch(entry, ctx, env, root, start=start,
+                                          index_urls=None if triton is not None else self._config.get("wheel_index"))
+            if triton is not None and not triton.cached:  # the pinned Triton was built for it
+                res.reason = f"pinned Triton: {triton.reason}; {res.reason}"
+            return res
         triton_cached = triton is None or triton.cached
         ok, reason = ensure_build_requirements(env, ctx.worktree, ctx.log_dir / "install.log")
         if not ok:

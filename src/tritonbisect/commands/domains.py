@@ -235,21 +235,42 @@ def pairs_cmd(compat_map: Path, triton_dir: Path, llvm_dir: Path, good_llvm: str
 @click.option("--triton-dir", type=_dir, help="Triton checkout to build each commit's pinned Triton from (.ci/docker/ci_commit_pins/triton.txt).")
 @click.option("--use", "use", multiple=True, metavar="FLAG=VAL", help="PyTorch build flag, e.g. --use CUDA=0 (repeatable).")
 @click.option("--llvm-dir", type=_dir, help="llvm-project checkout to build the LLVM each pinned Triton pins (else Triton's build fetches it).")
+@click.option("--wheel-index", "wheel_index", multiple=True, metavar="URL", help="A PEP 503/691 index with PyTorch nightlies (the commit in their torch/version.py, or +git<sha>): those commits are installed, not built (repeatable).")
+@click.option("--wheels", "wheels_mode", type=click.Choice(["auto", "only", "off"]), default="auto", show_default=True, help="With --wheel-index: auto = nightlies first, then build inside their bracket; only = stop at the bracket; off = build everything.")
+@click.option("--wheel-package", default="torch", show_default=True, help="The nightlies' distribution on --wheel-index.")
 @_build_options
 @common_bisect_options
 def torch_cmd(torch_dir: Path, good: str, bad: str, triton_dir: Path | None, use: tuple[str, ...],
-              llvm_dir: Path | None, **kwargs: Any) -> None:
+              llvm_dir: Path | None, wheel_index: tuple[str, ...], wheels_mode: str, wheel_package: str,
+              **kwargs: Any) -> None:
     """Bisect PyTorch, with the Triton each commit pins."""
     from tritonbisect.bisect.torch import TorchBisector, parse_use_flags
 
     settings = bisect_settings(**kwargs)
+    if wheels_mode == "only" and not wheel_index:
+        raise InputError("--wheels only needs --wheel-index URL (an index with PyTorch nightlies)")
     bisector = TorchBisector(
         torch_dir, good, bad, test={}, build=_build(kwargs), triton_dir=triton_dir,
         use=parse_use_flags(use), first_parent=settings.first_parent, llvm_dir=llvm_dir,
     )
     bisector.history.candidates(bisector.good, bisector.bad, first_parent=settings.first_parent)
     bisector.test = _test(settings, bisector.history, bisector.bad)
-    _start(settings, [bisector.phase()])
+    if not wheel_index:
+        _start(settings, [bisector.phase()])
+        return
+    from tritonbisect.bisect.workflow import TORCH_NIGHTLIES
+
+    phases = [bisector.phase()]
+    if wheels_mode != "off":
+        from tritonbisect.commands.wheels import nightly_phases
+
+        phases = nightly_phases(bisector, phases[0], settings, wheel_index, wheel_package, wheels_mode)
+
+    def save(session):  # the JSON and the report then say which steps were installs
+        session.extra["wheels_mode"] = wheels_mode
+        session.save()
+
+    _start(settings, phases, workflow=TORCH_NIGHTLIES, before_run=save)
 
 
 def _cache_commands() -> list[click.Command]:

@@ -132,7 +132,7 @@ def _summary(out: dict[str, Any], session: Any) -> str:
 
 def nightly_phases(bisector: Any, source_phase: Any, settings: Any, index_urls: tuple[str, ...],
                    package: str, mode: str) -> list[Any]:
-    """The phases of `tritonbisect triton --wheel-index`: the installs-only "nightlies"
+    """The phases of `tritonbisect triton|torch --wheel-index`: the installs-only "nightlies"
     phase (the source phase follows inside its bracket), or the source phase alone when
     the index has no nightly inside good..bad."""
     from dataclasses import replace
@@ -148,14 +148,25 @@ def nightly_phases(bisector: Any, source_phase: Any, settings: Any, index_urls: 
     files = compatible(files, _platform(target))
     order = list(candidates_of(bisector.history, bisector.good, bisector.bad,
                                first_parent=settings.first_parent).order)
-    wheels = nightly_commits(bisector.history, files, order, bisector.good)
-    config = {**source_phase.recipe_config, "wheels": wheels}
+    recipe = source_phase.recipe_name
+    read = ""
+    if recipe == "torch":
+        wheels, read = _torch_nightlies(bisector, files, order, settings, package)
+    else:
+        wheels = nightly_commits(bisector.history, files, order, bisector.good)
+    for entry in wheels.values():
+        entry["package"] = package
+    config = {**source_phase.recipe_config, "wheels": wheels, "wheel_index": list(index_urls)}
     phase = nightly_phase(source_phase.repo, bisector.good, bisector.bad, order, wheels, config,
-                          first_parent=settings.first_parent, history=bisector.history)
+                          first_parent=settings.first_parent, history=bisector.history,
+                          recipe_name=recipe)
+    what = "+git<sha> or git_version" if recipe == "torch" else "+git<sha>"
     if phase is None and mode == "only":
-        raise InputError(f"--wheels only: no {package} nightly (+git<sha>) on the index is a "
+        raise InputError(f"--wheels only: no {package} nightly ({what}) on the index is a "
                          f"commit inside {bisector.good[:12]}..{bisector.bad[:12]}; nothing to "
                          "install (use --wheels auto to build from source)")
+    if read:
+        click.echo(read, err=True)
     if phase is None:
         click.echo(f"--wheel-index: no {package} nightly of a commit inside the range; "
                    "building every step from source", err=True)
@@ -163,6 +174,39 @@ def nightly_phases(bisector: Any, source_phase: Any, settings: Any, index_urls: 
     click.echo(f"--wheel-index: {len(phase.candidates or []) - 1} of {len(order)} commits have a "
                f"nightly; testing those first (installs only)", err=True)
     return [phase]
+
+
+def _torch_nightlies(bisector: Any, files: list, order: list[str], settings: Any,
+                     package: str) -> tuple[dict[str, dict[str, Any]], str]:
+    """PyTorch nightlies by the commit in their `version.py`: the dated ones between good's
+    and bad's commit dates are downloaded (into the artifact cache the installs use) and read."""
+    from datetime import datetime, timezone
+
+    from tritonbisect.bisect.nightlies import torch_nightly_commits
+    from tritonbisect.bisect.wheels import IndexUnreachable
+    from tritonbisect.build.wheel_fetch import FetchError, fetch_wheel
+    from tritonbisect.build.wheel_version import git_version_of_wheel
+
+    def day(commit: str):
+        return datetime.fromisoformat(bisector.history.committed_at(commit)).astimezone(timezone.utc).date()
+
+    cache_root = Path(settings.cache_dir) if settings.cache_dir else Path(settings.workdir) / "cache"
+    read = 0
+
+    def read_commit(f) -> str | None:
+        nonlocal read
+        try:
+            got = fetch_wheel(f.url, f.filename, f.sha256, cache_root)
+        except FetchError as exc:
+            raise IndexUnreachable(f"{package} {f.version}: {exc}; nothing was tested") from None
+        read += 1
+        return git_version_of_wheel(got.path)
+
+    wheels = torch_nightly_commits(files, order, bisector.good, (day(bisector.good), day(bisector.bad)),
+                                   read_commit)
+    note = (f"--wheel-index: read the commit of {read} dated {package} nightlies (downloads kept in "
+            "the artifact cache)") if read else ""
+    return wheels, note
 
 
 COMMANDS: list[click.Command] = [wheels_cmd]

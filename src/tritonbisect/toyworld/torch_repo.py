@@ -32,34 +32,61 @@ class TorchState:
 
 
 SETUP_PY = '''
-"""Toy PyTorch's build: a pure-Python package; its Triton comes from the pinned commit."""
+"""Toy PyTorch's build: a pure-Python package; its Triton comes from the pinned commit.
+
+As PyTorch's setup.py: a source build's version is version.txt + "+git<sha7>"; a nightly
+build sets PYTORCH_BUILD_VERSION (e.g. 2.10.0.dev20251101+cpu), which carries no sha, and
+the commit goes into toytorch/version.py as `git_version`; PYTORCH_EXTRA_INSTALL_REQUIREMENTS
+("triton==3.6.0+gitabcdef12 | ...") become the wheel's requirements, as for PyTorch's nightlies.
+"""
 
 import os
 import subprocess
 
 from setuptools import setup
+from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def get_version():
-    with open(os.path.join(HERE, "version.txt")) as f:
-        base = f.read().strip()
+def get_sha():
     try:
-        sha = subprocess.run(
+        return subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=HERE, capture_output=True, text=True, check=True
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        sha = ""
+        return ""
+
+
+def get_version(sha):
+    if os.environ.get("PYTORCH_BUILD_VERSION"):
+        return os.environ["PYTORCH_BUILD_VERSION"]
+    with open(os.path.join(HERE, "version.txt")) as f:
+        base = f.read().strip()
     return base + ("+git" + sha[:7] if sha else "")
+
+
+SHA = get_sha()
+VERSION = get_version(SHA)
+REQUIRES = [r.strip() for r in os.environ.get("PYTORCH_EXTRA_INSTALL_REQUIREMENTS", "").split("|") if r.strip()]
+
+
+class build_py_with_version(build_py):
+    def run(self):
+        super().run()
+        target = os.path.join(self.build_lib, "toytorch", "version.py")
+        with open(target, "w") as f:
+            f.write("__version__ = %r\\ngit_version = %r\\n" % (VERSION, SHA or "Unknown"))
 
 
 setup(
     name="toytorch",
-    version=get_version(),
+    version=VERSION,
     description="A toy PyTorch for tritonbisect's tests",
     packages=["toytorch"],
     python_requires=">=3.9",
+    install_requires=REQUIRES,
+    cmdclass={"build_py": build_py_with_version},
 )
 '''
 
