@@ -9,7 +9,9 @@ raises is `compile_error`; a pass that aborts is `crash`.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -198,3 +200,30 @@ def test_step_exits_125_for_unreadable_ir_under_every_policy(vadd_ir: dict[str, 
             cwd=checkout, capture_output=True, text=True, timeout=300, check=False)
         assert proc.returncode == 125, proc.stderr
         assert "unreadable_ir -> skip" in proc.stderr
+
+
+@needs_traces
+def test_runtime_ir_oracle_carries_the_ir_and_needs_a_gpu(tmp_path) -> None:
+    """`--from ttgir --mode runtime`: the runtime oracle, with the recorded TTGIR beside it for
+    the JIT to compile (checked on the H100: bench/ir_runtime_gpu_check.py). Without a GPU it
+    is a usage error (the interpreter runs Python source), never a verdict on the kernel."""
+    out = tmp_path / "rt"
+    proc = cli("repro", str(scenario("vadd")), "--kernel", "add_kernel", "--from", "ttgir", "--mode", "runtime",
+               "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    ctx = json.loads((out / "context.json").read_text())
+    assert ctx["ir"] == {"stage": "ttgir", "file": "add_kernel.ttgir"}
+    assert (out / "add_kernel.ttgir").read_text().lstrip().startswith(("#", "module"))
+    result = tmp_path / "r.json"
+    run = subprocess.run([sys.executable, str(out / "repro.py"), "--record-golden", str(tmp_path / "g.pt"),
+                          "--result", str(result)], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    data = json.loads(result.read_text())
+    assert run.returncode == 2 and data["status"] == "usage_error" and "needs a GPU" in data["reason"]
+    # an IR file alone has no arguments to launch with; --launches replays source
+    ir = tmp_path / "k.ttgir"
+    ir.write_text((out / "add_kernel.ttgir").read_text())
+    for argv in (["--ir", str(ir), "--target", "cuda:90", "--mode", "runtime"],
+                 [str(scenario("vadd")), "--from", "ttir", "--mode", "runtime", "--launches", "all"]):
+        proc = cli("repro", *argv, "--out", str(tmp_path / "x"))
+        assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0, proc.stderr

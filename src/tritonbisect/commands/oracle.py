@@ -48,7 +48,8 @@ def info(trace: Path, kernel: str | None, json_out: bool) -> None:
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Folder to write the oracle into.")
 @click.option("--timeout", type=float, default=None, metavar="S", help="The oracle's own timeout in seconds (default 600).")
 @click.option("--mode", type=click.Choice(["runtime", "compile"]), default=None,
-              help="runtime (default): run the launch and compare its outputs; compile (the default with --from "
+              help="runtime (default): run the launch and compare its outputs (with --from ttir|ttgir, on a GPU, "
+                   "the JIT compiles the recorded IR instead of the source); compile (the default with --from "
                    "ttir|ttgir and --ir): cross-compile the kernel for the traced GPU with no GPU at hand "
                    "(pass / compile_error / crash, codegen statistics).")
 @click.option("--from", "from_", type=click.Choice(["source", "ttir", "ttgir"]), default="source", show_default=True,
@@ -72,13 +73,15 @@ def repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: i
     from tritonbisect.tritonparse.generate import generate_oracle
     from tritonbisect.tritonparse.reader import load_trace
 
-    if ir_file is not None or from_ != "source":
+    runtime_ir = from_ != "source" and ir_file is None and mode == "runtime"
+    if ir_file is not None or (from_ != "source" and not runtime_ir):
         if launches is not None:
             raise InputError("--launches replays kernels from their source: drop --from/--ir")
         from tritonbisect.commands.compile_repro import echo_ir_oracle
 
         if mode == "runtime":
-            raise InputError("the IR oracle (--from ttir|ttgir, --ir) runs in compile mode only: drop --mode runtime")
+            raise InputError("--ir FILE compiles only (no arguments to launch it with): drop --mode runtime, "
+                             "or replay a trace's IR with TRACE --from ttir|ttgir --mode runtime")
         echo_ir_oracle(trace, ir_file, from_, kernel, out_dir, launch_id=launch_id, line=line, target=target,
                        timeout=timeout)
         return
@@ -89,6 +92,8 @@ def repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: i
         raise InputError("--target goes with --mode compile")
     tr = load_trace(trace)
     if launches is not None:
+        if runtime_ir:
+            raise InputError("--launches replays kernels from their source: drop --from")
         from tritonbisect.commands.replay_repro import echo_replay_oracle
 
         echo_replay_oracle(tr, launches, out_dir, kernel=kernel, launch_id=launch_id, line=line, mode=mode,
@@ -104,7 +109,8 @@ def repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: i
 
         echo_compile_oracle(tr, kernel, out_dir, launch_id=launch_id, line=line, target=target, timeout=timeout)
         return
-    oracle = generate_oracle(tr, kernel, out_dir, launch_id=launch_id, line=line, timeout=timeout)
+    oracle = generate_oracle(tr, kernel, out_dir, launch_id=launch_id, line=line, timeout=timeout,
+                             ir_stage=from_ if runtime_ir else None)
     click.echo(oracle.summary())
     for warning in oracle.warnings:
         click.echo(f"  note: {warning}")

@@ -12,6 +12,7 @@ under TRITON_INTERPRET=1), and compares every tensor argument after the launch:
     python repro.py --golden golden.pt           # anywhere else: compare against them
 
 Exit codes: 0 pass, 1 mismatch, 2 usage error, 3 compile error, 4 runtime error,
+5 unreadable IR (a runtime IR oracle: this Triton cannot parse the recorded IR; a skip),
 124 timeout, 125 environment unusable (torch or triton fails to import).
 A JSON result goes to --result PATH and to $TRITONBISECT_RESULT when set.
 """
@@ -37,6 +38,7 @@ EXIT_MISMATCH = 1
 EXIT_USAGE = 2
 EXIT_COMPILE_ERROR = 3
 EXIT_RUNTIME_ERROR = 4
+EXIT_UNREADABLE_IR = 5
 EXIT_TIMEOUT = 124
 EXIT_ENV_UNUSABLE = 125
 EXIT_OF_STATUS = {
@@ -45,6 +47,7 @@ EXIT_OF_STATUS = {
     "usage_error": EXIT_USAGE,
     "compile_error": EXIT_COMPILE_ERROR,
     "runtime_error": EXIT_RUNTIME_ERROR,
+    "unreadable_ir": EXIT_UNREADABLE_IR,
     "timeout": EXIT_TIMEOUT,
     "env_unusable": EXIT_ENV_UNUSABLE,
 }
@@ -427,14 +430,81 @@ def has_warmup(kernel):
     return code is not None and "grid" in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
 
 
+class IRKernel:
+    """The kernel compiled from the recorded IR, launched by the JIT with the arguments it
+    bound from the source's signature. The IR's function has no constexpr parameters, so
+    the launcher gets the bound arguments without them."""
+
+    def __init__(self, inner, nparams, keep):
+        self.__dict__.update(_inner=inner, _nparams=nparams, _keep=keep)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def run(self, *args, **kwargs):
+        if len(self._keep) < self._nparams <= len(args):
+            head, tail = args[: len(args) - self._nparams], args[len(args) - self._nparams:]
+            args = tuple(head) + tuple(tail[i] for i in self._keep)
+        return self._inner.run(*args, **kwargs)
+
+
+def parse_ir(triton, target, path):
+    """Raise when this Triton's dialects cannot read the IR file (dialect drift)."""
+    try:
+        from triton._C.libtriton import ir as mlir
+        from triton.compiler.compiler import make_backend
+    except ImportError:
+        return
+    if not hasattr(mlir, "parse_mlir_module"):
+        return
+    context = mlir.context()
+    mlir.load_dialects(context)
+    backend = make_backend(target)
+    if hasattr(backend, "load_dialects"):
+        backend.load_dialects(context)
+    mlir.parse_mlir_module(path, context)
+
+
+def use_recorded_ir(triton, kernel, ir):
+    """Make the JIT compile the recorded IR instead of the kernel's source; it still binds,
+    specialises and launches the arguments as for the source."""
+    path = os.path.join(HERE, ir["file"])
+    caches = getattr(kernel, "device_caches", None)
+    if caches is not None:  # Triton 3.x sets kernel.compile when it makes the device's binder: make it first
+        caches[triton.runtime.driver.active.get_current_device()]
+    if not callable(getattr(kernel, "compile", None)):
+        raise Outcome("usage_error", "this Triton's JIT compiles through no per-kernel hook: the recorded %s "
+                      "cannot be launched (use the source oracle)" % ir["stage"])
+
+    def compile_ir(src, target=None, options=None, **_ignored):
+        try:
+            parse_ir(triton, target, path)
+        except Exception as exc:
+            raise Outcome("unreadable_ir", "this Triton cannot read the recorded %s: %s"
+                          % (ir["stage"], short_error(exc))) from None
+        inner = triton.compile(path, target=target, options=options)
+        signature = list((getattr(src, "signature", None) or {}).items())
+        keep = [i for i, (_, ty) in enumerate(signature) if ty != "constexpr"]
+        return IRKernel(inner, len(signature), keep)
+
+    kernel.compile = compile_ir
+
+
 def launch(torch, triton, kernel, ctx, state, device, interpret):
     grid = tuple(ctx["launch"]["grid"])
     kwargs = dict(state["arguments"])
     options = compile_options(triton, ctx)
     install_allocator(torch, triton, device)
+    if ctx.get("ir"):
+        if interpret:
+            raise Outcome("usage_error", "the runtime IR oracle needs a GPU: TRITON_INTERPRET=1 runs Python "
+                          "source, not %s" % ctx["ir"]["stage"])
+        use_recorded_ir(triton, kernel, ctx["ir"])
     if not interpret and has_warmup(kernel):
         try:
             kernel.warmup(grid=grid, **kwargs, **options)
+        except Outcome:
+            raise
         except Exception as exc:
             traceback.print_exc()
             raise Outcome("compile_error", "the kernel does not compile: " + short_error(exc)) from None
