@@ -41,6 +41,9 @@ def where_lines(data: Mapping[str, Any] | None, level: str = "###") -> list[str]
         out.append(f"- **Passes only in the culprit's pipeline:** {', '.join(f'`{x}`' for x in data['added'])}")
     if data.get("removed"):
         out.append(f"- **Passes only in the parent's pipeline:** {', '.join(f'`{x}`' for x in data['removed'])}")
+    for stat in data.get("codegen") or []:  # a codegen regression: the pass behind each changed statistic
+        where = f"first differs after `{stat['pass']}`" if stat.get("pass") else "no dumped pass"
+        out.append(f"- **{stat['text']}:** {where} ({stat.get('note')})")
     if first:
         for key, title in (("output_diff", "Output of the pass, parent → culprit"),
                            ("parent_diff", "What the pass did at the parent"),

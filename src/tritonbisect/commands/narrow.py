@@ -25,6 +25,9 @@ def echo_narrowing(result: dict[str, Any]) -> None:
     for key, label in (("added", "only in the culprit's pipeline"), ("removed", "only in the parent's pipeline")):
         if result.get(key):
             click.echo(f"  {label}: {', '.join(result[key])}")
+    for stat in result.get("codegen") or []:
+        where = stat["pass"] or "no dumped pass"
+        click.echo(f"  {stat['text']}: first differs after {where} ({stat['note']})")
     if first and first.get("output_diff"):
         click.echo(first["output_diff"])
 

@@ -26,9 +26,10 @@ from tritonbisect.bisect.history import History
 from tritonbisect.bisect.session import Session
 from tritonbisect.errors import InputError
 from tritonbisect.narrow.builds import Environment, builds_for
+from tritonbisect.narrow.codegen import statistic_passes
 from tritonbisect.narrow.compare import compare_pipelines
 from tritonbisect.narrow.dumps import parse_dumps
-from tritonbisect.tritonparse.compileoracle.standalone import tb_runner
+from tritonbisect.tritonparse.compileoracle.standalone import tb_codegen, tb_runner
 
 _ORACLE_SCRIPT = re.compile(r"(\S+)/compile_repro\.py")
 DUMP_ENV = {"MLIR_ENABLE_DUMP": "1", "TRITON_ALWAYS_COMPILE": "1"}
@@ -66,7 +67,16 @@ def _compile_with_dumps(job: dict[str, Any], python: str, env: dict[str, str], c
                                      keep=True, cwd=str(cwd))
     stderr = (work / "child.stderr").read_text(encoding="utf-8", errors="replace")
     return {"status": res.status, "reason": res.reason, "dumps": parse_dumps(stderr), "seconds": res.seconds,
-            "triton_version": res.triton_version}
+            "triton_version": res.triton_version, "artifacts": res.artifacts, "metadata": res.metadata,
+            "triton_dir": res.triton_dir}
+
+
+def codegen_changes(parent: dict[str, Any], culprit: dict[str, Any]) -> list[dict[str, Any]]:
+    """The checked codegen statistics (the compile oracle's default thresholds) that differ."""
+    if parent["status"] != "pass" or culprit["status"] != "pass":
+        return []
+    stats = [tb_codegen.collect(run["artifacts"], run["metadata"], run["triton_dir"])[0] for run in (parent, culprit)]
+    return [d.to_dict() for d in tb_codegen.compare(stats[0], stats[1], tb_codegen.parse_thresholds(None)) if d.over]
 
 
 def narrow_compiles(job: dict[str, Any], parent: Environment, culprit: Environment, scratch: Path, *,
@@ -80,6 +90,9 @@ def narrow_compiles(job: dict[str, Any], parent: Environment, culprit: Environme
         raise InputError(f"no IR dumps from the {' and '.join(missing)} compile under MLIR_ENABLE_DUMP=1 "
                          f"({runs[missing[0]]['status']}: {runs[missing[0]]['reason']})")
     result = compare_pipelines(p["dumps"], c["dumps"], culprit_failed=c["status"] != "pass")
+    changes = codegen_changes(p, c)
+    if changes:  # a codegen regression: which pass changed each statistic's stand-in ops
+        result["codegen"] = statistic_passes(p["dumps"], c["dumps"], changes)
     result["compiles"] = {role: {k: runs[role][k] for k in ("status", "reason", "seconds", "triton_version")}
                           for role in runs}
     return result, runs

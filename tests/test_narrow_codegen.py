@@ -1,0 +1,71 @@
+"""Narrowing a codegen regression to a pass: the MLIR ops that stand for a changed statistic
+are counted after every aligned pass of both pipelines."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from compile_support import needs_triton
+from oracle_support import cli, needs_traces, scenario
+from tritonbisect.narrow.codegen import count_ops, proxy_of, statistic_passes
+from tritonbisect.narrow.dumps import PassDump
+from tritonbisect.narrow.run import _compile_with_dumps, codegen_changes
+
+DOT = "%r = ttng.warp_group_dot %a, %b, %c {inputPrecision = 0 : i32} : tensor<64x64xf16> -> tensor<64x64xf32>\n"
+COPY = '%t = ttg.async_copy_global_to_local %p, %s mask %m : tensor<32x64x!tt.ptr<f16>> -> <32x64xf16>\n'
+
+
+def _pipeline(*irs: str) -> list[PassDump]:
+    names = ["Canonicalizer", "TritonGPUAccelerateMatmul", "TritonGPUPipeline", "ConvertTritonGPUToLLVM"]
+    return [PassDump(i, names[i], names[i].lower(), "builtin.module", f"module {{\n{ir}}}\n")
+            for i, ir in enumerate(irs)]
+
+
+def test_ops_are_counted_in_custom_and_generic_form() -> None:
+    assert count_ops(DOT * 3 + COPY, ("ttng.warp_group_dot",)) == 3
+    assert count_ops('"nvvm.wgmma.mma_async"(%0) : () -> ()\nnvvm.wgmma.mma_async %1\n', ("nvvm.wgmma.mma_async",)) == 2
+    assert count_ops("rocdl.mfma.f32.32x32x8f16 %a\n", ("rocdl.mfma",)) == 1
+    assert count_ops("// ttng.warp_group_dotx is another op\n%x = tt.dot %a\n", ("ttng.warp_group_dot",)) == 0
+    assert proxy_of("sass.HGMMA")[0] == proxy_of("ptx.wgmma")[0] == "warp-group MMA ops"
+    assert proxy_of("regs") is None and proxy_of("sass.UTMALDG")[0] == "TMA copies"
+
+
+def test_the_pass_that_drops_the_stand_in_ops_is_named() -> None:
+    parent = _pipeline("", "", DOT, DOT + COPY)  # the IR before each pass: Accelerate made the dot
+    culprit = _pipeline("", "", "", COPY)         # ... at the culprit it did not
+    changes = [{"metric": "ptx.wgmma", "old": 64, "new": 0, "text": "PTX wgmma instructions 64 → 0"},
+               {"metric": "ptx.cp.async", "old": 20, "new": 0, "text": "PTX cp.async instructions 20 → 0"},
+               {"metric": "regs", "old": 40, "new": 90, "text": "registers 40 → 90"}]
+    wgmma, cp, regs = statistic_passes(parent, culprit, changes)
+    assert wgmma["pass"] == "TritonGPUAccelerateMatmul (tritongpuacceleratematmul)"
+    assert wgmma["counts"] == {"parent": 1, "culprit": 0}
+    assert cp["pass"] is None and "after them" in cp["note"]  # equal after every dumped pass
+    assert regs["pass"] is None and "no MLIR op" in regs["note"]
+    # stand-in ops that differ before the first pass: the frontend
+    first, = statistic_passes(_pipeline(DOT, DOT), _pipeline("", ""), changes[:1])
+    assert first["pass"].startswith("(the frontend")
+
+
+@needs_triton
+@needs_traces
+def test_real_matmul_losing_its_pipelining_names_the_passes(tmp_path: Path) -> None:
+    """The H100 matmul compiled for sm90 by this Python's Triton, with num_stages 3 (the parent)
+    and 1 (the culprit): cp.async/LDGSTS and one wgmma are lost; the dumps name the passes."""
+    folder = tmp_path / "oracle"
+    proc = cli("repro", str(scenario("matmul")), "--kernel", "matmul_kernel", "--mode", "compile", "--out", str(folder))
+    assert proc.returncode == 0, proc.stderr
+    job = json.loads((folder / "compile_context.json").read_text())["job"]
+    job["what"]["file"] = str(folder / job["what"]["file"])
+    env = {k: v for k, v in os.environ.items() if k != "TRITONBISECT_RESULT"}
+    parent = _compile_with_dumps(job, sys.executable, env, tmp_path, tmp_path / "p", 300)
+    job["options"]["num_stages"] = 1
+    culprit = _compile_with_dumps(job, sys.executable, env, tmp_path, tmp_path / "c", 300)
+    changes = codegen_changes(parent, culprit)
+    found = {s["metric"]: s for s in statistic_passes(parent["dumps"], culprit["dumps"], changes)}
+    assert found["ptx.cp.async"]["new"] == 0 and found["ptx.cp.async"]["pass"], found["ptx.cp.async"]
+    assert found["ptx.cp.async"]["counts"]["parent"] > 0 == found["ptx.cp.async"]["counts"]["culprit"]
+    assert found["ptx.cp.async"]["pass"].startswith("TritonGPU")
+    assert found["regs"]["pass"] is None
