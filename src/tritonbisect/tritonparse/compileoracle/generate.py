@@ -57,6 +57,16 @@ class CompileOracle:
         )
 
 
+def copy_standalone(out: Path) -> None:
+    """The oracle's script and its helpers into `out` (made if missing; read-only copies replaced)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in (SCRIPT_NAME, *HELPERS):
+        dest = out / name
+        if dest.exists():
+            dest.chmod(0o644)
+        shutil.copyfile(STANDALONE / name, dest)
+    (out / SCRIPT_NAME).chmod(0o755)
+
 def _signature_line(params: list[dict[str, Any]]) -> str:
     def one(p: dict[str, Any]) -> str:
         kind = p["kind"]
@@ -109,13 +119,7 @@ def generate_compile_oracle(
         warnings.append("HIP targets compile on a CPU-only machine with Triton 3.5 or later (older ones need ROCm's ld.lld, TRITON_HIP_LLD_PATH)")
 
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for name in (SCRIPT_NAME, *HELPERS):
-        dest = out / name
-        if dest.exists():
-            dest.chmod(0o644)
-        shutil.copyfile(STANDALONE / name, dest)
-    (out / SCRIPT_NAME).chmod(0o755)
+    copy_standalone(out)
     (out / SOURCE_NAME).write_text(ks.text, encoding="utf-8")
     context: dict[str, Any] = {
         "schema": 1,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -26,11 +25,10 @@ from tritonbisect.tritonparse.compileoracle import spec as compile_spec
 from tritonbisect.tritonparse.compileoracle.generate import (
     CONTEXT_NAME,
     DEFAULT_TIMEOUT,
-    HELPERS,
     SCRIPT_NAME,
-    STANDALONE,
     TRACED_KEYS,
     compile_commands,
+    copy_standalone,
 )
 from tritonbisect.tritonparse.reader import Trace, load_trace
 
@@ -40,13 +38,7 @@ _NUM_WARPS = re.compile(r'"?(?:ttg|triton_gpu)\.num-warps"?\s*=\s*(\d+)')
 
 
 def _write_folder(out: Path, ir_name: str, ir_text: str, context: dict[str, Any]) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    for name in (SCRIPT_NAME, *HELPERS):
-        dest = out / name
-        if dest.exists():
-            dest.chmod(0o644)
-        shutil.copyfile(STANDALONE / name, dest)
-    (out / SCRIPT_NAME).chmod(0o755)
+    copy_standalone(out)
     (out / ir_name).write_text(ir_text, encoding="utf-8")
     (out / CONTEXT_NAME).write_text(json.dumps(context, indent=1) + "\n", encoding="utf-8")
     return out / SCRIPT_NAME
