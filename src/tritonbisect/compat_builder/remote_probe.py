@@ -124,8 +124,8 @@ class RemoteProber:
         data = ray.get(ref)
         while self._pull(actor, probe_id, mirror):
             pass
-        with contextlib.suppress(Exception):
-            actor.forget.remote(probe_id)
+        with contextlib.suppress(Exception):  # waited for: a worker killed at shutdown would leave it behind
+            ray.get(actor.forget.remote(probe_id), timeout=30)
         data = relocate(data, data.get("log_dir") or "", str(log_dir)) if data.get("log_dir") else data
         if "error" in data:
             raise AbortError(f"{data['error']} (on {self.node})")
