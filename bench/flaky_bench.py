@@ -14,8 +14,9 @@ unbuildable clusters (never the culprit or its parent). Strategies, as a user ru
     repeat3    tritonbisect run --flaky off --repeat 3   (each step: majority of 3 runs)
     default    tritonbisect run                          (--flaky detect: classic until a
                                                           verdict contradicts, then Bayesian)
-    auto       tritonbisect run --flaky auto             (endpoints run 3 times; Bayesian)
-    auto99     tritonbisect run --flaky auto --confidence 0.99
+    auto       tritonbisect run --flaky auto             (endpoints run 3 times; Bayesian;
+                                                          confidence 0.99 by default)
+    auto95     tritonbisect run --flaky auto --confidence 0.95
 
 Right = the session ends `found` with the planted culprit (an invalid-endpoints exit, an
 inconclusive end or a wrong commit are not right). Tests = every test execution (endpoints,
@@ -65,7 +66,7 @@ STRATEGIES = {
     "repeat3": ["--flaky", "off", "--repeat", "3"],
     "default": [],
     "auto": ["--flaky", "auto"],
-    "auto99": ["--flaky", "auto", "--confidence", "0.99"],
+    "auto95": ["--flaky", "auto", "--confidence", "0.95"],
 }
 _M = 2147483647  # the Park-Miller prime: every product below fits bash's 64-bit arithmetic
 
@@ -260,7 +261,8 @@ def replica(case: Case, strategy: str, seed: int) -> Replica:
         case.n, culprit, broken, seed, case.p, case.q,
         repeat=3 if "--repeat" in args else 1,
         flaky=args[args.index("--flaky") + 1] if "--flaky" in args else "detect",
-        confidence=float(args[args.index("--confidence") + 1]) if "--confidence" in args else 0.95,
+        confidence=(float(args[args.index("--confidence") + 1]) if "--confidence" in args
+                    else 0.99 if "auto" in args else 0.95),  # phase_flaky.confidence_of
     )
 
 
@@ -435,7 +437,8 @@ def render(figures, seeds: int, cli_rows: list[str], cli_seeds: int, agree: int,
         f"q, at every run. {seeds} seeds per row (one culprit and, where said, one set of "
         "unbuildable clusters per seed, the same for every strategy). Strategies: `plain` = "
         "`--flaky off`; `repeat3` = `--flaky off --repeat 3`; `default` = no option (`--flaky "
-        "detect`); `auto` = `--flaky auto`; `auto99` = `--flaky auto --confidence 0.99`. "
+        "detect`); `auto` = `--flaky auto` (confidence 0.99, its default); `auto95` = `--flaky "
+        "auto --confidence 0.95`. "
         "*Right*: ends `found` with the planted culprit. *Tests*: every test execution "
         "(endpoints, search, confirmation, repeats). *Builds*: steps that built (the command "
         "recipe caches nothing; with a cache, re-tests of a commit cost no build). "
@@ -476,7 +479,7 @@ def targets(figures) -> list[str]:
         if not all(key.values()):
             continue
         rep = statistics.mean(key["repeat3"].tests)
-        for s in ("auto", "auto99"):
+        for s in ("auto", "auto95"):
             fig = key[s]
             right = fig.right / fig.runs
             mean = statistics.mean(fig.tests)

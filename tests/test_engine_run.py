@@ -295,6 +295,7 @@ def test_confirmation_that_disagrees_switches_to_the_flake_aware_search(tmp_path
     assert out["culprit"] == shas[12] and out["confidence"] == "high"
     post = out["posterior"]
     assert post["search"] == "flake-aware" and post["probability"] >= 0.95
+    assert post["threshold"] == 0.95  # --flaky detect keeps the general default
     assert post["top"][0] == {"commit": shas[12], "probability": post["probability"]}
     assert post["p"] > 0.1  # the first-run failures were noticed as false failures
 

@@ -55,7 +55,8 @@ def test_flaky_auto_finds_the_culprit_and_reports_its_posterior(tmp_path: Path) 
     assert out["culprit"] == shas[27] and out["confidence"] == "high"
     post = out["posterior"]
     assert post["search"] == "flake-aware" and post["flaky"] == "auto"
-    assert post["probability"] >= 0.95 and post["top"][0]["commit"] == shas[27]
+    assert post["threshold"] == 0.99  # a test declared flaky gets the stricter default
+    assert post["probability"] >= 0.99 and post["top"][0]["commit"] == shas[27]
     recs = journal(home, out["session"])
     ends = [r["commit"] for r in recs if r["role"] == "endpoint"]
     assert sorted(ends) == sorted([shas[0]] * 3 + [shas[39]] * 3)  # each endpoint run 3 times

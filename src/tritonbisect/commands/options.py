@@ -72,7 +72,7 @@ class BisectSettings:
     # --- issue 12: flaky tests and judging by hand (bisect/phase_flaky.py, bisect/manual.py)
     flaky: str = "detect"  # --flaky auto|detect|off
     flake_rate: list[float] | None = None  # --flake-rate P[,Q]: fixed error rates
-    confidence: float = 0.95  # --confidence: the posterior an answer must reach
+    confidence: float | None = None  # --confidence; None: 0.95, or 0.99 with --flaky auto / --flake-rate
     max_tests: int | None = None  # --max-tests: search tests allowed (flake-aware search)
     manual: bool = False  # no --test, or --manual: a person judges each commit
     # --regress perf (issue 10): see the "performance regressions" block below
@@ -277,7 +277,7 @@ def verdict_options(*, test: bool = True) -> list[Callable[[F], F]]:
     options: list[Callable[[F], F]] = [
         click.option("--flaky", type=click.Choice(["detect", "auto", "off"]), default="detect", show_default=True, help="Flaky tests: 'auto' runs each endpoint 3 times to measure the error rates and searches by probability from the start; 'detect' does so from the first contradicting verdict; 'off' never."),
         click.option("--flake-rate", metavar="P[,Q]", help="The test's known error rates: P false failures on good commits, Q false passes on bad ones (default 0); implies the flake-aware search."),
-        click.option("--confidence", type=float, default=0.95, show_default=True, help="Posterior probability an answer must reach (flake-aware search), and that 'high' confidence means."),
+        click.option("--confidence", type=float, default=None, help="Posterior probability an answer must reach (flake-aware search), and that 'high' confidence means [default: 0.95; 0.99 with --flaky auto or --flake-rate]."),
         click.option("--max-tests", type=int, metavar="N", help="Search tests allowed to the flake-aware search (default: 6*log2(range)+10)."),
     ]
     if test:
