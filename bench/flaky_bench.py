@@ -23,7 +23,7 @@ inconclusive end or a wrong commit are not right). Tests = every test execution 
 search, confirmation, repeats). Calibration: of the answers stated with confidence "high"
 (posterior >= the threshold), the share that is right.
 
-The large seed counts drive the pure search (bisect/search.py, bisect/bayes.py) through a
+The large seed counts drive the pure search (bisect/search.py, bisect/bayes.py, bayes_step.py) through a
 replica of the session's loop (bisect/phase_run.py, phase_search.py, phase_flaky.py: the
 same endpoint checks, conflict handling, confirmation, switch and budget). A smaller set of
 seeds runs the real CLI on real git repositories with a bash test drawing the same
@@ -52,7 +52,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gitworld import broken_clusters, make_world  # noqa: E402
 from results_md import RESULTS, write_section  # noqa: E402
-from tritonbisect.bisect import bayes, search  # noqa: E402
+from tritonbisect.bisect import bayes, bayes_step, search  # noqa: E402
 from tritonbisect.bisect.evidence import evidence_of  # noqa: E402
 from tritonbisect.bisect.phase_flaky import (  # noqa: E402
     CLASSIC_TRUST,
@@ -210,7 +210,7 @@ class Replica:
         budget = default_test_budget(len(self.cands.order))
         while True:
             ev = self.evidence()
-            action = bayes.next_step(
+            action = bayes_step.next_step(
                 self.cands, ev.counts, model=bayes.FlakeModel(), marks=ev.marks,
                 skipped={c for c in ev.skipped if c not in ev.counts}, workers=1,
                 confidence=self.confidence, tests_left=max(0, budget - ev.search_tests),

@@ -192,7 +192,7 @@ class FlakySearch:
     def _bayes_search(self):
         """Test by expected information until one commit (or one untestable cluster) holds
         the confidence, or the test budget is spent. Returns the action, None when aborted."""
-        from tritonbisect.bisect import bayes, search
+        from tritonbisect.bisect import bayes_step, search
         from tritonbisect.bisect.journal import ROLE_SEARCH
 
         spec = self.spec
@@ -215,7 +215,7 @@ class FlakySearch:
             if tests_left <= 0 and live:
                 action: Any = search.Wait()  # the budget is spent: hear what is running
             else:
-                action = bayes.next_step(
+                action = bayes_step.next_step(
                     self.cands, ev.counts, model=model, marks=ev.marks,
                     skipped={c for c in ev.skipped if c not in ev.counts},
                     workers=max(0, free), in_flight=flying, cached=cached,
