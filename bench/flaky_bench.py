@@ -48,6 +48,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gitworld import broken_clusters, make_world  # noqa: E402
@@ -57,6 +58,7 @@ from tritonbisect.bisect.evidence import evidence_of  # noqa: E402
 from tritonbisect.bisect.phase_flaky import (  # noqa: E402
     CLASSIC_TRUST,
     ENDPOINT_RUNS,
+    confidence_of,
     default_test_budget,
 )
 
@@ -257,12 +259,13 @@ def world_of(n: int, seed: int, broken_fraction: float) -> tuple[int, set[int]]:
 def replica(case: Case, strategy: str, seed: int) -> Replica:
     culprit, broken = world_of(case.n, seed, case.broken)
     args = STRATEGIES[strategy]
+    flaky = args[args.index("--flaky") + 1] if "--flaky" in args else "detect"
+    given = float(args[args.index("--confidence") + 1]) if "--confidence" in args else None
     return Replica(
         case.n, culprit, broken, seed, case.p, case.q,
         repeat=3 if "--repeat" in args else 1,
-        flaky=args[args.index("--flaky") + 1] if "--flaky" in args else "detect",
-        confidence=(float(args[args.index("--confidence") + 1]) if "--confidence" in args
-                    else 0.99 if "auto" in args else 0.95),  # phase_flaky.confidence_of
+        flaky=flaky,
+        confidence=confidence_of(SimpleNamespace(flaky=flaky, confidence=given, flake_rate=None)),
     )
 
 

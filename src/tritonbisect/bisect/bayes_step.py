@@ -217,6 +217,7 @@ def next_step(
         cand = sorted(set(keep) | ({x for x in cand if x in cached_i and alone[x] > MIN_GAIN}))
     gain = _Gain(post, cand)
     chosen: list[int] = []
+    chosen_worth = 0.0
     best_first = 0.0
     for _ in range(k):
         gains = gain.gains(flying + chosen)
@@ -226,23 +227,25 @@ def next_step(
             if x in chosen:
                 continue
             gx = gains[x]
-            free_build = x in cached_i
-            score = gx if free_build or risk is None else gx * (1.0 - risk[x])
+            score = _worth(gx, x, risk, cached_i)
             if score > best_score:
                 best_score, best = score, x
-            if free_build and gx > best_cached_gain:
+            if x in cached_i and gx > best_cached_gain:
                 best_cached_gain, best_cached = gx, x
         if best is None or best_score < MIN_GAIN:
             break
-        if best_cached is not None and best_cached_gain >= CACHED_TOLERANCE * best_score:
-            best = best_cached
         if not chosen:
             best_first = max(best_score, MIN_GAIN)
+        if best_cached is not None and best_cached_gain >= CACHED_TOLERANCE * best_score:
+            best, best_score = best_cached, best_cached_gain
         chosen.append(best)
+        chosen_worth += best_score
     if not chosen:
         return Wait() if flying else _decide(list(post.credible_set(confidence)))
     if len(chosen) > 1 and idx.linear and not flying:
-        chosen = _better_batch(gain, chosen, _quantile_batch(post, cand, len(chosen)), risk, cached_i)
+        even = _quantile_batch(post, cand, len(chosen))
+        if len(even) == len(chosen) and _batch_worth(gain, even, risk, cached_i) > chosen_worth * 1.001:
+            chosen = even
     return TestNext(
         commits=tuple(idx.order[j] for j in chosen),
         remaining=len(post.credible_set(0.99)),
@@ -267,20 +270,15 @@ def _quantile_batch(post: Posterior, cand: list[int], k: int) -> list[int]:
     return picks
 
 
-def _better_batch(gain: _Gain, greedy: list[int], other: list[int], risk: list[float] | None,
-                  cached: AbstractSet[int]) -> list[int]:
-    """The batch with more joint information (each point discounted by its risk of not
-    building, unless cached); the greedy one on a tie or when `other` is short."""
-    def score(batch: list[int]) -> float:
-        total = 0.0
-        for i, x in enumerate(batch):
-            g = gain.gains(batch[:i])[x]
-            total += g if risk is None or x in cached else g * (1.0 - risk[x])
-        return total
+def _worth(gain: float, x: int, risk: list[float] | None, cached: AbstractSet[int]) -> float:
+    """A test's information, discounted by its risk of not building unless its build is cached."""
+    return gain if risk is None or x in cached else gain * (1.0 - risk[x])
 
-    if len(other) < len(greedy) or sorted(other) == sorted(greedy):
-        return greedy
-    return other if score(other) > score(greedy) * 1.001 else greedy
+
+def _batch_worth(gain: _Gain, batch: list[int], risk: list[float] | None,
+                 cached: AbstractSet[int]) -> float:
+    """The batch's joint information, point by point as the greedy choice counts it."""
+    return sum(_worth(gain.gains(batch[:i])[x], x, risk, cached) for i, x in enumerate(batch))
 
 
 def _decide(commits: list[str]) -> Found | Inconclusive:
