@@ -15,9 +15,8 @@ import pytest
 
 from oracle_support import cli, needs_traces, scenario
 from real_triton import triton_release_python
-from tritonbisect.tritonparse.mutations import mutate_script
 from tritonbisect.tritonparse.reader import load_trace
-from tritonbisect.tritonparse.selfcheck import interpreter_env
+from tritonbisect.tritonparse.selfcheck import interpreter_env, plant_mutations
 
 pytestmark = [pytest.mark.slow, needs_traces]
 
@@ -25,39 +24,37 @@ RELEASES = ("3.3.1", "3.6.0", "3.9.0")
 SHARED = ("vadd", "softmax", "transpose")
 
 
-def _run(python: str, folder: Path, *args: str) -> dict:
-    result = folder / f"result-{len(list(folder.glob('result-*')))}.json"
-    proc = subprocess.run([python, str(folder / "repro.py"), "--result", str(result), "--vectors", "recorded",
+def _run(python: str, script: Path, *args: str) -> dict:
+    result = script.parent / f"result-{len(list(script.parent.glob('result-*')))}.json"
+    proc = subprocess.run([python, str(script), "--result", str(result), "--vectors", "recorded",
                            *args], env=interpreter_env(), capture_output=True, text=True, timeout=600)
     assert result.is_file(), proc.stdout + proc.stderr
     return json.loads(result.read_text())
 
 
 @pytest.fixture(scope="module")
-def oracles(tmp_path_factory) -> dict[str, Path]:
+def oracles(tmp_path_factory) -> dict[str, tuple[Path, Path]]:
+    """name -> (repro.py, the same oracle with a planted op_swap)."""
     root = tmp_path_factory.mktemp("runtime-release-oracles")
     out = {}
     for name in SHARED:
         kernel = load_trace(scenario(name) / "logs").kernels()[0]
         proc = cli("repro", str(scenario(name)), "--kernel", kernel, "--out", str(root / name))
         assert proc.returncode == 0, proc.stderr
-        data = _run(sys.executable, root / name, "--record-golden", str(root / name / "golden.pt"))
+        data = _run(sys.executable, root / name / "repro.py", "--record-golden", str(root / name / "golden.pt"))
         assert data["status"] == "pass", data["reason"]
-        bug = root / f"{name}-bug"
-        bug.mkdir()
-        for f in (root / name).iterdir():
-            target = bug / f.name
-            target.symlink_to(f) if f.name != "repro.py" else target.write_text(
-                mutate_script(f.read_text(), kernel, "op_swap", {}) or "")
-        out[name] = root / name
+        bug = plant_mutations(root / name, kernel, ["op_swap"])["op_swap"]
+        assert bug is not None, f"op_swap does not apply to {kernel}"
+        out[name] = (root / name / "repro.py", bug)
     return out
 
 
 @pytest.mark.parametrize("release", RELEASES)
 def test_goldens_pass_and_planted_bugs_mismatch_under_each_release(oracles, release: str) -> None:
     python = str(triton_release_python(release))
-    for name, folder in oracles.items():
-        data = _run(python, folder, "--golden", str(folder / "golden.pt"))
+    for name, (script, bug) in oracles.items():
+        golden = str(script.parent / "golden.pt")
+        data = _run(python, script, "--golden", golden)
         assert data["status"] == "pass" and data["triton_version"] == release, (name, data["reason"])
-        data = _run(python, folder.with_name(f"{name}-bug"), "--golden", str(folder / "golden.pt"))
+        data = _run(python, bug, "--golden", golden)
         assert data["status"] == "mismatch", (name, release, data["reason"])
