@@ -20,7 +20,12 @@ from tritonbisect import __version__
 from tritonbisect.errors import InputError
 from tritonbisect.tritonparse import pyast
 from tritonbisect.tritonparse.autotune_context import resets_before
-from tritonbisect.tritonparse.composite_args import DESCRIPTOR_TYPES, descriptor_specs, tuple_specs
+from tritonbisect.tritonparse.composite_args import (
+    DESCRIPTOR_TYPES,
+    TensorSpec,
+    descriptor_specs,
+    tuple_specs,
+)
 from tritonbisect.tritonparse.reader import Launch, Trace, load_trace, resolve_blob
 from tritonbisect.tritonparse.source import KernelSource, extract_kernel_source
 
@@ -270,6 +275,31 @@ def _scalar_spec(name: str, info: dict[str, Any], launch: Launch) -> dict[str, A
     )
 
 
+def launch_arg_specs(launch: Launch, params: list[str], tensor: TensorSpec) -> list[dict[str, Any]]:
+    """The specs of a launch's arguments, in parameter order: tensors through `tensor` (the
+    caller's, which knows where blobs go), descriptors and tuples flattened into their parts
+    (composite_args), scalars as they were recorded."""
+    def scalar(part: str, record: dict[str, Any]) -> dict[str, Any]:
+        return _scalar_spec(part, record, launch)
+
+    args: list[dict[str, Any]] = []
+    for name in params:
+        info = launch.args[name]
+        if not isinstance(info, dict):
+            raise InputError(f"argument '{name}' of {launch.name} launch {launch.index} is not a recorded argument record")
+        after = launch.after.get(name) if launch.after else None
+        kind = info.get("type")
+        if kind == "tensor":
+            args.append(tensor(name, info, after))
+        elif kind in DESCRIPTOR_TYPES:
+            args.extend(descriptor_specs(name, info, after, launch.name, tensor))
+        elif kind == "tuple":
+            args.extend(tuple_specs(name, info, after, launch.name, tensor, scalar))
+        else:
+            args.append(scalar(name, info))
+    return args
+
+
 def _literal(source: str) -> str:
     for quote in ("'''", '"""'):
         if quote not in source and not source.endswith(quote[0]):
@@ -335,27 +365,11 @@ def generate_oracle(
         warnings.append(f"reset_to_zero ({', '.join(ks.tuning.reset_to_zero)}) not applied: launch {launch.index} "
                         "followed no benchmarking, so the autotuner did not reset before it")
     copied: dict[Path, str] = {}
-    args: list[dict[str, Any]] = []
 
     def tensor(part: str, record: dict[str, Any], after: Any) -> dict[str, Any]:
         return _tensor_spec(part, record, launch, tr, out, copied, warnings, after)
 
-    def scalar(part: str, record: dict[str, Any]) -> dict[str, Any]:
-        return _scalar_spec(part, record, launch)
-
-    for name in ks.params:
-        info = launch.args[name]
-        if not isinstance(info, dict):
-            raise InputError(f"argument '{name}' of launch {launch.index} is not a recorded argument record")
-        after = launch.after.get(name) if launch.after else None
-        if info.get("type") == "tensor":
-            args.append(_tensor_spec(name, info, launch, tr, out, copied, warnings))
-        elif info.get("type") in DESCRIPTOR_TYPES:
-            args.extend(descriptor_specs(name, info, after, kernel, tensor))
-        elif info.get("type") == "tuple":
-            args.extend(tuple_specs(name, info, after, kernel, tensor, scalar))
-        else:
-            args.append(_scalar_spec(name, info, launch))
+    args = launch_arg_specs(launch, ks.params, tensor)
     storages = _plan_storages([a for a in args if a["kind"] == "tensor"], warnings)
 
     meta = dict(comp.metadata)

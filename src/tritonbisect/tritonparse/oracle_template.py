@@ -373,10 +373,11 @@ def make_descriptor(base, spec):
         raise Outcome("usage_error", "cannot rebuild TensorDescriptor %s: %s" % (spec["name"], short_error(exc))) from None
 
 
-def install_allocator(torch, triton, device):
-    """Device-side descriptors (tl.make_tensor_descriptor) need scratch memory from the host."""
+def install_allocator(torch, triton, device, source=None):
+    """Device-side descriptors (tl.make_tensor_descriptor) need scratch memory from the host.
+    `source`: the kernel source that may build them (default: this oracle's kernel)."""
     setter = getattr(triton, "set_allocator", None)
-    if setter is None or "make_tensor_descriptor" not in KERNEL_SOURCE:
+    if setter is None or "make_tensor_descriptor" not in (KERNEL_SOURCE if source is None else source):
         return
 
     def alloc(size, alignment, stream):

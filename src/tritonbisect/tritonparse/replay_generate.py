@@ -32,8 +32,8 @@ from tritonbisect.tritonparse.generate import (
     DEFAULT_TIMEOUT,
     DTYPE_SIZES,
     _extent,
-    _scalar_spec,
     _tensor_spec,
+    launch_arg_specs,
     refuse_reason,
     render_script,
 )
@@ -61,7 +61,7 @@ class ReplayOracle:
         return (
             f"wrote {self.script} — {len(launches)} launches of {len(kernels)} kernels "
             f"({', '.join(kernels)}), {len(self.context['buffers'])} buffers; "
-            f"{flows} inputs flow from earlier launches, {hosts} reloaded after host writes"
+            f"{flows} inputs flow from earlier launches, {hosts} reloaded from their blobs (host writes, reused memory)"
         )
 
 
@@ -172,10 +172,13 @@ def _plan_flow(launch_specs: list[dict[str, Any]], warnings: list[str]) -> None:
                 before = t.get("before_hash")
                 if same_view and before and prev.get("after_hash"):
                     t["mode"] = "flow" if prev["after_hash"] == before else "host_write"
-                elif same_view and before and prev.get("before_hash") == before:
-                    t["mode"] = "flow"  # unchanged since the previous launch saw it
+                elif same_view:
+                    t["mode"] = "flow"  # nothing recorded says the host touched it
                 else:
-                    t["mode"] = "flow"
+                    # another view of memory an earlier launch used (often a freed block the
+                    # allocator handed out again): what it holds cannot be checked against the
+                    # recorded input, so the input's blob, where there is one, is the truth
+                    t["mode"] = "host_write"
             if t["mode"] == "host_write" and t["init"]["source"] != "blob":
                 warnings.append(f"{t['name']} of launch {t['launch']} was changed by the host before the launch "
                                 "and has no blob: its data flows from the replay instead")
@@ -220,21 +223,16 @@ def generate_replay(
                 f"the source of '{launch.name}' in the trace does not match launch {launch.index} "
                 f"({launch.where()}): parameters {params}, recorded arguments {list(launch.args)}"
             )
-        args: list[dict[str, Any]] = []
-        for name in params:
-            info = launch.args[name]
-            if not isinstance(info, dict):
-                raise InputError(f"argument '{name}' of {launch.name} launch {launch.index} is not an argument record")
-            if info.get("type") == "tensor":
-                spec = _tensor_spec(name, info, launch, tr, out, copied, warnings)
-                spec.pop("recorded_data_ptr", None)
-                spec["launch"] = order
-                spec["before_hash"] = info.get("tensor_hash")
-                after = launch.after.get(name) if launch.after else None
-                spec["after_hash"] = after.get("tensor_hash") if isinstance(after, dict) else None
-                args.append(spec)
-            else:
-                args.append(_scalar_spec(name, info, launch))
+        def tensor(name: str, info: dict[str, Any], after: Any, launch: Launch = launch,
+                   order: int = order) -> dict[str, Any]:
+            spec = _tensor_spec(name, info, launch, tr, out, copied, warnings, after)
+            spec.pop("recorded_data_ptr", None)
+            spec["launch"] = order
+            spec["before_hash"] = info.get("tensor_hash")
+            spec["after_hash"] = after.get("tensor_hash") if isinstance(after, dict) else None
+            return spec
+
+        args = launch_arg_specs(launch, params, tensor)
         meta = dict(comp.metadata)
         meta.update({k: v for k, v in launch.compilation_metadata.items() if k in COMPILE_KEYS})
         specs.append({

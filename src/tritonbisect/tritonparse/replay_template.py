@@ -131,9 +131,14 @@ def launch_values(torch, buffers, launch):
                 import triton.language as tl
 
                 values[spec["name"]] = tl.dtype(text)
+        elif kind == "descriptor":
+            values[spec["name"]] = lib.make_descriptor(values[spec["base"]], spec)
+        elif kind == "tuple":
+            values[spec["name"]] = tuple(values[part] for part in spec["elements"])
         else:
             raise lib.Outcome("usage_error", "argument %s has kind %s, which this oracle cannot rebuild" % (spec["name"], kind))
-    return values
+    # the parts of descriptors and tuples are tensors of their own here, not kernel arguments
+    return dict((spec["name"], values[spec["name"]]) for spec in launch["args"] if not spec.get("part_of"))
 
 
 def options_of(triton, launch):
@@ -149,6 +154,7 @@ def execute(torch, triton, kernels, launch, buffers, device, interpret, compile_
         traceback.print_exc()
         return "compile_error", "the embedded kernel source does not load: " + lib.short_error(exc)
     values = launch_values(torch, buffers, launch)
+    lib.install_allocator(torch, triton, device, kernels.ctx["kernels"][launch["kernel"]]["source"])
     grid = tuple(launch["grid"])
     options = options_of(triton, launch)
     try:
