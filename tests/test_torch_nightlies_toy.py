@@ -100,6 +100,9 @@ def test_nightlies_by_version_py_then_builds_inside_the_bracket(setup, tmp_path,
     records = _journal(res)
     installs = [r for r in records if r["build"].get("published")]
     assert installs and {r["commit"] for r in installs} <= set(nightly)
+    # a nightly whose pinned Triton (from --triton-dir) had to be compiled first is a build
+    pinned_built = [r for r in installs if r["build"]["reason"].startswith("pinned Triton: ")]
+    assert pinned_built and not any(r["build"]["cached"] for r in pinned_built)
     r = order.index(t["torch_regression"])
     lo = max(order.index(n) for n in nightly if order.index(n) < r)
     hi = min([order.index(n) for n in nightly if order.index(n) >= r] + [order.index(bad)])
@@ -136,7 +139,9 @@ def test_wheels_only_takes_the_pinned_triton_from_the_index(setup, tmp_path, cap
     first_bad = min([order.index(n) for n in nightly if order.index(n) >= r] + [order.index(bad)])
     assert res["culprit"] == order[first_bad]
     installs = [r for r in _journal(res) if r["build"].get("published")]
-    assert installs and all("with triton==" in r["build"]["reason"] for r in installs)
+    assert installs and all("; triton==" in r["build"]["reason"] for r in installs), installs[0]["build"]["reason"]
+    downloads = {p.name for p in (tmp_path / "home").rglob("*.whl")}
+    assert any(name.startswith("triton-") for name in downloads)  # the pin, from the sha256 download cache
     assert "tritonbisect torch --good" in err
 
 

@@ -3,7 +3,8 @@
 The wheel is fetched (cache keyed by sha256), installed over the env's PyTorch, and its
 Triton comes from one of two places: the Triton pinned at the commit, built by the torch
 recipe from --triton-dir (already installed when this runs), or else the exact Triton the
-wheel's METADATA requires (`pytorch-triton==3.5.0+git<sha>`), from the same indexes.
+wheel's METADATA requires (`pytorch-triton==3.5.0+git<sha>`), from the same indexes, fetched
+into the same download cache and installed as the env's only Triton (env.install_triton).
 """
 
 from __future__ import annotations
@@ -15,31 +16,48 @@ from typing import Any
 from tritonbisect.build.env import TargetEnv
 from tritonbisect.build.published import install_published
 from tritonbisect.build.recipes import PrepareResult, StepContext
-from tritonbisect.build.wheel_fetch import Fetched
+from tritonbisect.build.wheel_fetch import Fetched, FetchError, fetch_wheel
+from tritonbisect.build.wheel_index import (
+    WheelIndexError,
+    compatible,
+    list_wheels,
+    platform_of,
+    version_key,
+)
 from tritonbisect.build.wheel_version import triton_requirement
 
 
-def _index_args(urls: Sequence[str]) -> list[str]:
-    args = ["--index-url", urls[0]]
-    for url in urls[1:]:
-        args += ["--extra-index-url", url]
-    return args
+def install_pinned_triton(requirement: str, index_urls: Sequence[str], env: TargetEnv, cache_root: Path,
+                          log: Path) -> tuple[bool, str]:
+    """`name==version` (a nightly's pin) from the indexes, for this env's Python and platform."""
+    name, _, version = requirement.partition("==")
+    try:
+        files = [f for f in list_wheels(name, index_urls=index_urls, default_index=False)
+                 if version_key(f.version) == version_key(version)]
+        files = compatible(files, platform_of(str(env.python)))
+    except (WheelIndexError, ValueError) as exc:
+        return False, f"{requirement}: {exc}"
+    if not files:
+        return False, f"{requirement}: no wheel of it for this Python and platform on {', '.join(index_urls)}"
+    try:
+        got = fetch_wheel(files[0].url, files[0].filename, files[0].sha256, cache_root)
+    except FetchError as exc:
+        return False, f"{requirement}: {exc}"
+    return env.install_triton(got.path, None, log=log, digest=got.sha256)
 
 
 def install_published_torch(entry: Mapping[str, Any], ctx: StepContext, env: TargetEnv, cache_root: Path, *,
                             start: float, index_urls: Sequence[str] | None) -> PrepareResult:
     """entry: {filename, url, sha256, version, package}. `index_urls`: where the wheel's pinned
     Triton comes from (None when the recipe installed the pinned Triton itself)."""
-    name = f"{entry.get('package') or 'torch'} {entry['version']}"
-
     def install(got: Fetched, log: Path) -> tuple[bool, str, dict[str, Any]]:
         ok, how = env.install_wheel(got.path, log=log, digest=got.sha256)
         triton = triton_requirement(got.path) if index_urls else None
         if not ok or not triton:
-            return ok, how or name, {"triton": None}
-        rc, tail = env.pip(["install", "--no-deps", *_index_args(list(index_urls or [])), triton], log=log)
-        if rc != 0:
-            return False, f"{triton} (pinned by {entry['filename']}): {tail.strip()[-300:]}", {"triton": triton}
-        return True, f"{name}, with {triton} from the index", {"triton": triton}
+            return ok, how, {"triton": None}
+        ok, triton_how = install_pinned_triton(triton, list(index_urls or []), env, cache_root, log)
+        if not ok:
+            return False, f"{triton} (pinned by {entry['filename']}): {triton_how}", {"triton": triton}
+        return True, f"{how}; {triton}: {triton_how}", {"triton": triton}
 
     return install_published(entry, None, ctx, lambda: env, cache_root, install=install, start=start)

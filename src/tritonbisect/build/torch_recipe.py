@@ -166,8 +166,9 @@ class TorchRecipe(TritonRecipe):
             root = Path(getattr(cache, "root", self.workdir(ctx) / "cache"))
             res = install_published_torch(entry, ctx, env, root, start=start,
                                           index_urls=None if triton is not None else self._config.get("wheel_index"))
-            if triton is not None and not triton.cached:  # the pinned Triton was built for it
+            if triton is not None and not triton.cached:  # the pinned Triton was built for it: a build
                 res.reason = f"pinned Triton: {triton.reason}; {res.reason}"
+                res.cached = False
             return res
         triton_cached = triton is None or triton.cached
         ok, reason = ensure_build_requirements(env, ctx.worktree, ctx.log_dir / "install.log")

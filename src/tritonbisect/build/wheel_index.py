@@ -138,6 +138,18 @@ PLATFORM_PROBE = (
 _MANYLINUX_LEGACY = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
 
 
+def platform_of(python: str) -> Platform:
+    """The wheel tags `python` accepts (its interpreter, ABI, glibc, machine), asked of it in a
+    subprocess. WheelIndexError when it does not run."""
+    import subprocess
+
+    try:
+        proc = subprocess.run([python, "-c", PLATFORM_PROBE], capture_output=True, text=True, timeout=120)
+        return Platform.from_facts(json.loads(proc.stdout))
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        raise WheelIndexError(f"cannot ask {python!r} which wheels it takes: {exc}") from None
+
+
 def tag_supported(tag: tuple[str, str, str], plat: Platform) -> bool:
     py, abi, pl = tag
     cp = f"{plat.impl}{plat.major}{plat.minor}"

@@ -31,15 +31,11 @@ def _target_python(python: str | None, venv: Path | None) -> str:
 
 
 def _platform(python: str):
-    import subprocess
-
-    from tritonbisect.build.wheel_index import PLATFORM_PROBE, Platform
+    from tritonbisect.build.wheel_index import WheelIndexError, platform_of
 
     try:
-        proc = subprocess.run([python, "-c", PLATFORM_PROBE], capture_output=True, text=True,
-                              timeout=120)
-        return Platform.from_facts(json.loads(proc.stdout))
-    except (OSError, ValueError, subprocess.SubprocessError):
+        return platform_of(python)
+    except WheelIndexError:
         raise InputError(f"cannot run the target python {python!r}; give --python PY or --venv DIR") from None
 
 
