@@ -3,13 +3,18 @@ which dated nightlies are worth reading at all."""
 
 from __future__ import annotations
 
+import subprocess
 import zipfile
 from datetime import date
 from pathlib import Path
 
+import pytest
+
+from tritonbisect.bisect.history import History
 from tritonbisect.bisect.nightlies import torch_nightly_commits
 from tritonbisect.build.wheel_index import WheelFile
 from tritonbisect.build.wheel_version import dev_date, git_version_of_wheel, triton_requirement
+from tritonbisect.errors import InputError
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
@@ -59,11 +64,45 @@ def test_only_dated_nightlies_near_the_range_are_read():
 
     def read_commit(f):
         read.append(f.version)
-        return commits[f.version]
+        return commits[f.version], "5" * 64
 
     files = [_file(v) for v in [*commits, "2.9.0", "2.10.0a0+gitccccccc"]]
     out = torch_nightly_commits(files, order, good, (date(2025, 11, 2), date(2025, 11, 5)), read_commit)
     assert sorted(read) == ["2.10.0.dev20251102+cpu", "2.10.0.dev20251104+cpu"]  # the window +- a day
-    assert {k: v["version"] for k, v in out.items()} == {
+    assert {k: v["version"] for k, v in out.wheels.items()} == {
         "b" * 40: "2.10.0.dev20251102+cpu", "d" * 40: "2.10.0.dev20251104+cpu",
         "c" * 40: "2.10.0a0+gitccccccc"}  # a +git<sha> version needs no reading
+    assert out.wheels["b" * 40]["sha256"] == "5" * 64  # the index gave none: the download's
+    assert (out.read, out.no_commit, out.elsewhere) == (2, 0, 0)
+
+
+def test_several_builds_of_a_date_are_refused_in_one_line():
+    files = [_file("2.10.0.dev20251102+cpu"), _file("2.10.0.dev20251102+cu128")]
+    with pytest.raises(InputError, match=r"2 builds of each nightly \(\+cpu, \+cu128\).*nightly/cpu"):
+        torch_nightly_commits(files, ["b" * 40], "a" * 40, (date(2025, 11, 2), date(2025, 11, 2)),
+                              lambda f: pytest.fail("nothing is downloaded before the refusal"))
+
+
+def test_a_nightly_branch_commit_is_taken_to_the_main_commit_it_names(tmp_path):
+    """PyTorch's `nightly` branch: a daily commit `YYYY-MM-DD nightly release (<main sha>)`,
+    which a wheel's git_version may name instead of the main commit (a real git repository)."""
+    repo = tmp_path / "pytorch"
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    for i in range(3):
+        subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", f"main {i}"], check=True)
+    mains = subprocess.run([*git, "rev-list", "--reverse", "HEAD"], capture_output=True, text=True,
+                           check=True).stdout.split()
+    subprocess.run([*git, "checkout", "-q", "--orphan", "nightly"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", f"2025-11-03 nightly release ({mains[1]})"],
+                   check=True)
+    branch = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    history = History(repo)
+    by_version = {"2.10.0.dev20251103+cpu": branch, "2.10.0.dev20251104+cpu": None,
+                  "2.10.0.dev20251102+cpu": "9" * 40}  # no git_version; a commit this checkout lacks
+
+    found = torch_nightly_commits([_file(v) for v in by_version], mains[1:], mains[0],
+                                  (date(2025, 11, 2), date(2025, 11, 4)), lambda f: (by_version[f.version], None),
+                                  lambda shas: history.subjects(shas, known_only=True))
+    assert {k: v["version"] for k, v in found.wheels.items()} == {mains[1]: "2.10.0.dev20251103+cpu"}
+    assert (found.read, found.no_commit, found.elsewhere) == (3, 1, 1)

@@ -165,11 +165,16 @@ class History:
         """The committer date (strict ISO 8601): when the commit entered the branch."""
         return self._git("log", "-1", "--no-show-signature", "--format=%cI", sha, "--").strip()
 
-    def subjects(self, shas: list[str]) -> dict[str, str]:
-        """{sha: subject} for many commits with one git call (a report or a phase shows the
-        subject of every step; one `git log` per step would cost a process each)."""
+    def subjects(self, shas: list[str], *, known_only: bool = False) -> dict[str, str]:
+        """{full sha: subject} for many commits with one git call (a report or a phase shows the
+        subject of every step; one `git log` per step would cost a process each). `known_only`:
+        leave out what is not a commit of this repository (one more call) instead of failing."""
         from tritonbisect.bisect.process import git as run_git
 
+        if known_only and shas:
+            checked = run_git(["cat-file", "--batch-check=%(objectname) %(objecttype)"], cwd=self.root,
+                              input="\n".join(shas) + "\n")
+            shas = [line.split()[0] for line in checked.splitlines() if line.endswith(" commit")]
         if not shas:
             return {}
         # the shas go on stdin: an LLVM range can have more than a command line holds

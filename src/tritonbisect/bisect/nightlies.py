@@ -10,14 +10,16 @@ have a wheel to it (build/published.install_published).
 
 `tritonbisect torch --wheel-index` runs the same two phases with the "torch" recipe. PyTorch
 nightlies (`2.10.0.dev20251101+cpu`) name no commit in their version: the commit is the
-`git_version` in the wheel's `torch/version.py`, read from the (cached) download of each
-nightly dated between good and bad (torch_nightly_commits).
+`git_version` in the wheel's `torch/version.py` (a `nightly` branch commit is taken to the
+main commit its subject names), read from the (cached) download of one nightly per date
+between good and bad (torch_nightly_commits).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from tritonbisect.bisect.phases import PhaseSpec
 from tritonbisect.build.install_check import git_label
 from tritonbisect.build.wheel_index import WheelFile
 from tritonbisect.build.wheel_version import dev_date
+from tritonbisect.errors import InputError
 
 PHASE = "nightlies"
 MODES = ("auto", "only", "off")
@@ -64,30 +67,91 @@ def nightly_commits(history: Any, files: Sequence[WheelFile], order: Sequence[st
     return out
 
 
+# The PyTorch `nightly` branch: one commit per day whose subject names the main commit it was
+# cut from. A wheel's git_version may be that commit instead of the main one.
+_NIGHTLY_SUBJECT = re.compile(r"nightly release \(([0-9a-f]{7,40})\)")
+
+
+@dataclass
+class TorchNightlies:
+    """What reading the dated nightlies found: {commit: wheel entry}, and why the others
+    were left out (so "no nightly inside the range" can say which it was)."""
+
+    wheels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    read: int = 0  # wheels downloaded and read
+    no_commit: int = 0  # their torch/version.py names no commit
+    elsewhere: int = 0  # they name a commit outside good..bad (or unknown to the checkout)
+
+
 def torch_nightly_commits(files: Sequence[WheelFile], order: Sequence[str], good: str,
                           window: tuple[date, date],
-                          read_commit: Callable[[WheelFile], str | None]) -> dict[str, dict[str, Any]]:
-    """{commit: wheel entry} for PyTorch nightlies. A `+git<sha>` version names its commit;
-    a dated dev version (`.devYYYYMMDD`) inside `window` (good's and bad's commit dates, a
-    day of margin each side) is read with `read_commit` (the wheel's `git_version`); other
-    versions are left alone, so only the nightlies that can lie in the range are fetched.
-    Newest date first, so an interrupted listing has read the likeliest ones."""
+                          read_commit: Callable[[WheelFile], tuple[str | None, str | None]],
+                          subjects: Callable[[list[str]], Mapping[str, str]] | None = None) -> TorchNightlies:
+    """PyTorch nightlies by commit. A `+git<sha>` version names its commit; a dated dev
+    version (`.devYYYYMMDD`) inside `window` (good's and bad's commit dates, a day of margin
+    each side) is read once per date with `read_commit` (-> the wheel's git_version and its
+    sha256); other versions are left alone, so only the nightlies that can lie in the range
+    are fetched. A git_version on the `nightly` branch is taken to the main commit its subject
+    names (`subjects`: {full sha: subject} of those that are commits here). InputError when one date has several builds
+    (+cpu, +cu128...): one variant's index must be given. Newest date first."""
     inside = {*order, good}
     lo, hi = window[0] - timedelta(days=1), window[1] + timedelta(days=1)
-    out: dict[str, dict[str, Any]] = {}
-    for f in sorted(files, key=lambda f: dev_date(f.version) or date.min, reverse=True):
+    found = TorchNightlies()
+
+    def entry(f: WheelFile, sha256: str | None) -> dict[str, Any]:
+        return {"filename": f.filename, "url": f.url, "sha256": f.sha256 or sha256, "version": f.version}
+
+    def place(label: str) -> str | None:
+        return next((s for s in inside if s.startswith(label)), None)
+
+    dated: dict[date, list[WheelFile]] = {}
+    for f in files:
         label = commit_label(f.version)
+        if label:
+            sha = place(label)
+            if sha is not None:
+                found.wheels.setdefault(sha, entry(f, None))
+            continue
+        day = dev_date(f.version)
+        if day is not None and lo <= day <= hi:
+            dated.setdefault(day, []).append(f)
+    unplaced: list[tuple[str, WheelFile, str | None]] = []
+    for day in sorted(dated, reverse=True):
+        variants = sorted({f.version.partition("+")[2] for f in dated[day]})
+        if len(variants) > 1:
+            raise InputError(f"the index holds {len(variants)} builds of each nightly ({', '.join('+' + v for v in variants)}); "
+                             "give the index of one of them, e.g. https://download.pytorch.org/whl/nightly/cpu")
+        f = dated[day][0]
+        label, sha256 = read_commit(f)
+        found.read += 1
         if not label:
-            day = dev_date(f.version)
-            if day is None or not lo <= day <= hi:
-                continue
-            label = read_commit(f)
-            if not label:
-                continue
-        sha = next((s for s in inside if s.startswith(label)), None)
-        if sha is not None:
-            out.setdefault(sha, {"filename": f.filename, "url": f.url, "sha256": f.sha256,
-                                 "version": f.version})
+            found.no_commit += 1
+            continue
+        sha = place(label)
+        if sha is None:
+            unplaced.append((label, f, sha256))
+        else:
+            found.wheels.setdefault(sha, entry(f, sha256))
+    mains = _main_commits_of([label for label, _f, _d in unplaced], subjects)
+    for label, f, sha256 in unplaced:
+        sha = place(mains[label]) if label in mains else None
+        if sha is None:
+            found.elsewhere += 1
+        else:
+            found.wheels.setdefault(sha, entry(f, sha256))
+    return found
+
+
+def _main_commits_of(labels: list[str], subjects: Callable[[list[str]], Mapping[str, str]] | None) -> dict[str, str]:
+    """{nightly-branch commit: the main commit its subject names}, for those that are such."""
+    if not labels or subjects is None:
+        return {}
+    out = {}
+    for sha, subject in subjects(labels).items():
+        m = _NIGHTLY_SUBJECT.search(subject)
+        label = next((lb for lb in labels if sha.startswith(lb)), None)
+        if m and label:
+            out[label] = m.group(1)
     return out
 
 

@@ -174,35 +174,37 @@ def nightly_phases(bisector: Any, source_phase: Any, settings: Any, index_urls: 
 
 def _torch_nightlies(bisector: Any, files: list, order: list[str], settings: Any,
                      package: str) -> tuple[dict[str, dict[str, Any]], str]:
-    """PyTorch nightlies by the commit in their `version.py`: the dated ones between good's
-    and bad's commit dates are downloaded (into the artifact cache the installs use) and read."""
+    """PyTorch nightlies by the commit in their `version.py`: one per date between good's and
+    bad's commit dates is downloaded (into the artifact cache the installs use) and read."""
     from datetime import datetime, timezone
 
     from tritonbisect.bisect.nightlies import torch_nightly_commits
     from tritonbisect.bisect.wheels import IndexUnreachable
+    from tritonbisect.build.store import open_cache
     from tritonbisect.build.wheel_fetch import FetchError, fetch_wheel
     from tritonbisect.build.wheel_version import git_version_of_wheel
 
     def day(commit: str):
         return datetime.fromisoformat(bisector.history.committed_at(commit)).astimezone(timezone.utc).date()
 
-    cache_root = Path(settings.cache_dir) if settings.cache_dir else Path(settings.workdir) / "cache"
-    read = 0
+    cache_root = Path(open_cache(settings.cache_dir, workdir=Path(settings.workdir)).root)
 
-    def read_commit(f) -> str | None:
-        nonlocal read
+    def read_commit(f) -> tuple[str | None, str | None]:
         try:
             got = fetch_wheel(f.url, f.filename, f.sha256, cache_root)
         except FetchError as exc:
             raise IndexUnreachable(f"{package} {f.version}: {exc}; nothing was tested") from None
-        read += 1
-        return git_version_of_wheel(got.path)
+        return git_version_of_wheel(got.path), got.sha256
 
-    wheels = torch_nightly_commits(files, order, bisector.good, (day(bisector.good), day(bisector.bad)),
-                                   read_commit)
-    note = (f"--wheel-index: read the commit of {read} dated {package} nightlies (downloads kept in "
-            "the artifact cache)") if read else ""
-    return wheels, note
+    found = torch_nightly_commits(files, order, bisector.good, (day(bisector.good), day(bisector.bad)),
+                                  read_commit, lambda shas: bisector.history.subjects(shas, known_only=True))
+    if not found.read:
+        return found.wheels, ""
+    left = [f"{n} {why}" for n, why in ((found.no_commit, "name no commit (no git_version in version.py)"),
+                                        (found.elsewhere, "name a commit outside the range")) if n]
+    note = (f"--wheel-index: read the commit of {found.read} dated {package} nightlies (downloads kept in "
+            "the artifact cache)" + (f"; {', '.join(left)}" if left else ""))
+    return found.wheels, note
 
 
 COMMANDS: list[click.Command] = [wheels_cmd]
