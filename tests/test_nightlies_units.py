@@ -65,7 +65,7 @@ def test_nightlies_are_ordered_by_ancestry_not_by_version(tmp_path):
     files = [_wheel(f"3.6.0+git{c[k][:8]}") for k in ("c", "s", "a", "b", "good", "bad")]
     files += [_wheel("3.6.0+gitdeadbeef"), _wheel("3.5.0")]  # not in the range; a release
     files.sort(key=lambda f: f.version)  # the order of the version strings: meaningless here
-    wheels = nightly_commits(history, files, order, c["good"])
+    wheels = nightly_commits(files, order, c["good"])
     assert set(wheels) == {c[k] for k in ("good", "a", "s", "b", "c", "bad")}
     assert wheels[c["b"]]["version"] == f"3.6.0+git{c['b'][:8]}"
     assert ancestry_chain(history, [c["s"], c["c"], c["a"], c["b"]], c["good"], c["bad"]) == [
@@ -81,7 +81,7 @@ def test_no_nightly_inside_the_range_means_no_nightlies_phase(tmp_path):
     c = _repo(tmp_path)
     history = History(tmp_path / "repo")
     order = list(candidates_of(history, c["good"], c["bad"]).order)
-    wheels = nightly_commits(history, [_wheel(f"3.6.0+git{c['bad'][:8]}")], order, c["good"])
+    wheels = nightly_commits([_wheel(f"3.6.0+git{c['bad'][:8]}")], order, c["good"])
     assert nightly_phase(tmp_path / "repo", c["good"], c["bad"], order, wheels, {},
                          history=history) is None
 

@@ -49,8 +49,7 @@ def commit_label(version: str) -> str | None:
     return m.group(1) if m else None
 
 
-def nightly_commits(history: Any, files: Sequence[WheelFile], order: Sequence[str],
-                    good: str) -> dict[str, dict[str, Any]]:
+def nightly_commits(files: Sequence[WheelFile], order: Sequence[str], good: str) -> dict[str, dict[str, Any]]:
     """{commit: wheel entry} for the wheels whose +git<sha> names good or a commit of
     `order` (good..bad, oldest first); wheels of commits outside the range are ignored."""
     inside = {*order, good}
@@ -104,15 +103,10 @@ def torch_nightly_commits(files: Sequence[WheelFile], order: Sequence[str], good
     def place(label: str) -> str | None:
         return next((s for s in inside if s.startswith(label)), None)
 
+    found.wheels.update(nightly_commits(files, order, good))  # +git<sha> versions name their commit
     dated: dict[date, list[WheelFile]] = {}
     for f in files:
-        label = commit_label(f.version)
-        if label:
-            sha = place(label)
-            if sha is not None:
-                found.wheels.setdefault(sha, entry(f, None))
-            continue
-        day = dev_date(f.version)
+        day = None if commit_label(f.version) else dev_date(f.version)
         if day is not None and lo <= day <= hi:
             dated.setdefault(day, []).append(f)
     unplaced: list[tuple[str, WheelFile, str | None]] = []

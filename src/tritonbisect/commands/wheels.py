@@ -149,7 +149,7 @@ def nightly_phases(bisector: Any, source_phase: Any, settings: Any, index_urls: 
     if recipe == "torch":
         wheels, read = _torch_nightlies(bisector, files, order, settings, package)
     else:
-        wheels = nightly_commits(bisector.history, files, order, bisector.good)
+        wheels = nightly_commits(files, order, bisector.good)
     for entry in wheels.values():
         entry["package"] = package
     config = {**source_phase.recipe_config, "wheels": wheels, "wheel_index": list(index_urls)}
