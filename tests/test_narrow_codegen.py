@@ -3,7 +3,6 @@ are counted after every aligned pass of both pipelines."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ from compile_support import needs_triton
 from oracle_support import cli, needs_traces, scenario
 from tritonbisect.narrow.codegen import count_ops, proxy_of, statistic_passes
 from tritonbisect.narrow.dumps import PassDump
-from tritonbisect.narrow.run import _compile_with_dumps, codegen_changes
+from tritonbisect.narrow.run import _compile_with_dumps, _oracle_job, codegen_changes, oracle_job
 
 DOT = "%r = ttng.warp_group_dot %a, %b, %c {inputPrecision = 0 : i32} : tensor<64x64xf16> -> tensor<64x64xf32>\n"
 COPY = '%t = ttg.async_copy_global_to_local %p, %s mask %m : tensor<32x64x!tt.ptr<f16>> -> <32x64xf16>\n'
@@ -49,6 +48,18 @@ def test_the_pass_that_drops_the_stand_in_ops_is_named() -> None:
     assert first["pass"].startswith("(the frontend")
 
 
+def test_a_pass_only_the_culprit_runs_is_blamed_not_the_next_aligned_one() -> None:
+    def dumps(*steps: tuple[str, str]) -> list[PassDump]:
+        return [PassDump(i, name, name.lower(), "builtin.module", f"module {{\n{ir}}}\n")
+                for i, (name, ir) in enumerate(steps)]
+
+    parent = dumps(("A", ""), ("B", ""), ("C", ""), ("D", ""))
+    culprit = dumps(("A", ""), ("X", ""), ("B", DOT), ("C", DOT), ("D", DOT))  # X made the dot
+    hit, = statistic_passes(parent, culprit, [{"metric": "ptx.wgmma", "old": 0, "new": 8}])
+    assert hit["pass"] == "(a pass only one pipeline runs, before B (b): X (x))"
+    assert hit["counts"] == {"parent": 0, "culprit": 1}
+
+
 @needs_triton
 @needs_traces
 def test_real_matmul_losing_its_pipelining_names_the_passes(tmp_path: Path) -> None:
@@ -57,8 +68,7 @@ def test_real_matmul_losing_its_pipelining_names_the_passes(tmp_path: Path) -> N
     folder = tmp_path / "oracle"
     proc = cli("repro", str(scenario("matmul")), "--kernel", "matmul_kernel", "--mode", "compile", "--out", str(folder))
     assert proc.returncode == 0, proc.stderr
-    job = json.loads((folder / "compile_context.json").read_text())["job"]
-    job["what"]["file"] = str(folder / job["what"]["file"])
+    job = oracle_job(folder)
     env = {k: v for k, v in os.environ.items() if k != "TRITONBISECT_RESULT"}
     parent = _compile_with_dumps(job, sys.executable, env, tmp_path, tmp_path / "p", 300)
     job["options"]["num_stages"] = 1
@@ -69,3 +79,24 @@ def test_real_matmul_losing_its_pipelining_names_the_passes(tmp_path: Path) -> N
     assert found["ptx.cp.async"]["counts"]["parent"] > 0 == found["ptx.cp.async"]["counts"]["culprit"]
     assert found["ptx.cp.async"]["pass"].startswith("TritonGPU")
     assert found["regs"]["pass"] is None
+
+
+@needs_traces
+def test_the_session_s_codegen_thresholds_are_the_ones_narrowed_with(tmp_path: Path) -> None:
+    """narrow reads the session's oracle command: its --check codegen and --threshold values."""
+    from types import SimpleNamespace
+
+    from tritonbisect.tritonparse.compileoracle.generate import compile_commands
+
+    folder = tmp_path / "o"
+    proc = cli("repro", str(scenario("vadd")), "--kernel", "add_kernel", "--mode", "compile", "--out", str(folder))
+    assert proc.returncode == 0, proc.stderr
+
+    def phase(command: str) -> SimpleNamespace:
+        return SimpleNamespace(spec=SimpleNamespace(recipe_config={"test": {"command": command}}))
+
+    checked = compile_commands(folder, check=["codegen"], thresholds=["regs=0", "sass.*=5%"]).command
+    job, found, thresholds = _oracle_job(phase(checked))
+    assert found == folder.resolve() and thresholds == ["regs=0", "sass.*=5%"]
+    assert os.path.isabs(job["what"]["file"])
+    assert _oracle_job(phase(compile_commands(folder).command))[2] is None

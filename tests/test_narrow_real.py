@@ -17,7 +17,7 @@ import pytest
 from compile_support import needs_triton
 from oracle_support import needs_traces, scenario
 from tritonbisect.narrow.dumps import parse_dumps
-from tritonbisect.narrow.run import DUMP_ENV, narrow_compiles
+from tritonbisect.narrow.run import DUMP_ENV, narrow_compiles, oracle_job
 from tritonbisect.tritonparse.compileoracle.standalone import tb_runner
 from tritonbisect.tritonparse.reader import load_trace
 
@@ -79,7 +79,6 @@ def test_the_matmul_register_change_of_3_4_is_in_the_loop_scheduler(tmp_path: Pa
     where the new software-pipelining passes (latency assignment, loop schedule) replaced the
     warp-specialization ones, not in the frontend (its helper-name mangling changed, which does
     not count). By 3.6.0 tl.cdiv itself changed ((x + 31) // 32): the frontend differs first."""
-    import json
 
     from oracle_support import cli
     from real_triton import triton_release_python
@@ -87,8 +86,7 @@ def test_the_matmul_register_change_of_3_4_is_in_the_loop_scheduler(tmp_path: Pa
     folder = tmp_path / "oracle"
     proc = cli("repro", str(scenario("matmul")), "--kernel", "matmul_kernel", "--mode", "compile", "--out", str(folder))
     assert proc.returncode == 0, proc.stderr
-    job = json.loads((folder / "compile_context.json").read_text())["job"]
-    job["what"]["file"] = str(folder / job["what"]["file"])
+    job = oracle_job(folder)
     env = {k: v for k, v in os.environ.items() if k != "TRITONBISECT_RESULT"}
     old = (str(triton_release_python("3.3.1")), env, tmp_path)
     result, _ = narrow_compiles(job, old, (str(triton_release_python("3.4.0")), env, tmp_path), tmp_path)

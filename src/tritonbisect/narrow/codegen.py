@@ -53,14 +53,35 @@ def count_ops(ir: str | None, ops: Sequence[str]) -> int:
     return len(re.findall(rf'(?:^|[\s="])"?(?:{names})"?(?=[\s(<{{"]|$)', ir, re.MULTILINE))
 
 
-def _after(dumps: Sequence[PassDump], i: int) -> str | None:
-    return dumps[i + 1].ir if i + 1 < len(dumps) else None
+def _first_difference(parent: Sequence[PassDump], culprit: Sequence[PassDump], pairs: Sequence[tuple[int, int]],
+                      ops: Sequence[str]) -> tuple[str, int, int] | None:
+    """(where, parent count, culprit count) at the first point the number of `ops` differs:
+    the input of an aligned pass (the frontend, or passes that only one pipeline runs before
+    it), else its output; None when the counts agree after every dumped pass."""
+    def n(dumps: Sequence[PassDump], k: int) -> int | None:
+        return count_ops(dumps[k].ir, ops) if k < len(dumps) else None
+
+    prev = (-1, -1)
+    for i, j in pairs:
+        before = n(parent, i), n(culprit, j)
+        if before[0] != before[1]:
+            only = [d.label for d in culprit[prev[1] + 1:j]] + [d.label for d in parent[prev[0] + 1:i]]
+            if prev == (-1, -1) and not only:
+                return f"(the frontend, before {culprit[j].label})", before[0] or 0, before[1] or 0
+            return (f"(a pass only one pipeline runs, before {culprit[j].label}: {', '.join(only)})",
+                    before[0] or 0, before[1] or 0)
+        after = n(parent, i + 1), n(culprit, j + 1)
+        if None not in after and after[0] != after[1]:
+            return culprit[j].label, after[0] or 0, after[1] or 0
+        prev = (i, j)
+    return None
 
 
 def statistic_passes(parent: Sequence[PassDump], culprit: Sequence[PassDump],
                      changes: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """For each changed statistic: the pass after which its stand-in ops first differ in number."""
     pairs, _, _ = align(list(parent), list(culprit))
+    found: dict[tuple[str, ...], tuple[str, int, int] | None] = {}  # ptx.cp.async and sass.LDGSTS share ops
     out = []
     for change in changes:
         metric = str(change["metric"])
@@ -74,24 +95,15 @@ def statistic_passes(parent: Sequence[PassDump], culprit: Sequence[PassDump],
             continue
         what, ops = proxy
         entry["proxy"] = {"what": what, "ops": list(ops)}
-        if pairs and count_ops(parent[pairs[0][0]].ir, ops) != count_ops(culprit[pairs[0][1]].ir, ops):
-            entry["pass"] = f"(the frontend, before {culprit[pairs[0][1]].label})"
-            entry["counts"] = {"parent": count_ops(parent[pairs[0][0]].ir, ops),
-                               "culprit": count_ops(culprit[pairs[0][1]].ir, ops)}
-        for i, j in pairs if entry["pass"] is None else ():
-            p, c = _after(parent, i), _after(culprit, j)
-            if p is None or c is None:
-                continue
-            n_p, n_c = count_ops(p, ops), count_ops(c, ops)
-            if n_p != n_c:
-                entry["pass"] = culprit[j].label
-                entry["counts"] = {"parent": n_p, "culprit": n_c}
-                break
-        if entry["pass"] is None:
+        if ops not in found:
+            found[ops] = _first_difference(parent, culprit, pairs, ops)
+        hit = found[ops]
+        if hit is None:
             entry["note"] = (f"the number of {what} is the same after every dumped pass: the change comes "
                              "after them (LLVM, ptxas)")
         else:
-            entry["note"] = (f"{what}: {entry['counts']['parent']} at the parent, {entry['counts']['culprit']} "
-                             "at the culprit after this pass")
+            entry["pass"], n_parent, n_culprit = hit
+            entry["counts"] = {"parent": n_parent, "culprit": n_culprit}
+            entry["note"] = f"{what}: {n_parent} at the parent, {n_culprit} at the culprit after this pass"
         out.append(entry)
     return out

@@ -16,9 +16,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,23 +44,33 @@ def _culprit_phase(session: Session) -> Any:
     return found[-1]
 
 
-def _oracle_job(phase: Any) -> tuple[dict[str, Any], Path]:
-    """The compile job of the session's compile/IR oracle, its file paths made absolute."""
+def oracle_job(folder: Path) -> dict[str, Any]:
+    """The compile job of a compile/IR oracle folder (`repro --mode compile`, `--from ttir`),
+    its file paths made absolute."""
+    try:
+        ctx = json.loads((folder / "compile_context.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read the oracle {folder}/compile_context.json: {exc}") from None
+    job = json.loads(json.dumps(ctx["job"]))
+    what = job["what"]
+    if what.get("file") and not os.path.isabs(what["file"]):
+        what["file"] = str(folder / what["file"])
+    return job
+
+
+def _oracle_job(phase: Any) -> tuple[dict[str, Any], Path, list[str] | None]:
+    """The session's compile job, its oracle folder, and the codegen thresholds its test checks
+    (None: the test checks no codegen)."""
     test = (phase.spec.recipe_config.get("test") or {}).get("command") or ""
     m = _ORACLE_SCRIPT.search(test)
     if not m:
         raise InputError("narrow compiles the kernel of a compile or IR oracle: the session's test is not one "
                          "(bisect with --repro TRACE --oracle compile|ir)")
     folder = Path(m.group(1).strip("'\""))
-    try:
-        ctx = json.loads((folder / "compile_context.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read the session's oracle {folder}/compile_context.json: {exc}") from None
-    job = json.loads(json.dumps(ctx["job"]))
-    what = job["what"]
-    if what.get("file") and not os.path.isabs(what["file"]):
-        what["file"] = str(folder / what["file"])
-    return job, folder
+    argv = shlex.split(test)
+    checks = [argv[k + 1] for k, a in enumerate(argv[:-1]) if a == "--check"]
+    thresholds = [argv[k + 1] for k, a in enumerate(argv[:-1]) if a == "--threshold"]
+    return oracle_job(folder), folder, thresholds if "codegen" in checks else None
 
 
 def _compile_with_dumps(job: dict[str, Any], python: str, env: dict[str, str], cwd: Path, work: Path,
@@ -71,17 +83,22 @@ def _compile_with_dumps(job: dict[str, Any], python: str, env: dict[str, str], c
             "triton_dir": res.triton_dir}
 
 
-def codegen_changes(parent: dict[str, Any], culprit: dict[str, Any]) -> list[dict[str, Any]]:
-    """The checked codegen statistics (the compile oracle's default thresholds) that differ."""
+def codegen_changes(parent: dict[str, Any], culprit: dict[str, Any],
+                    thresholds: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The codegen statistics that differ beyond `thresholds` (the oracle's `--threshold`
+    values; none given: its defaults)."""
     if parent["status"] != "pass" or culprit["status"] != "pass":
         return []
     stats = [tb_codegen.collect(run["artifacts"], run["metadata"], run["triton_dir"])[0] for run in (parent, culprit)]
-    return [d.to_dict() for d in tb_codegen.compare(stats[0], stats[1], tb_codegen.parse_thresholds(None)) if d.over]
+    limits = tb_codegen.parse_thresholds(list(thresholds) or None)
+    return [d.to_dict() for d in tb_codegen.compare(stats[0], stats[1], limits) if d.over]
 
 
 def narrow_compiles(job: dict[str, Any], parent: Environment, culprit: Environment, scratch: Path, *,
-                    timeout: float = 600.0) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """Compile `job` in both environments with dumps on; (the comparison, each compile's run)."""
+                    timeout: float = 600.0, codegen: Sequence[str] | None = ()
+                    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Compile `job` in both environments with dumps on; (the comparison, each compile's run).
+    `codegen`: the thresholds of the codegen check (() its defaults; None: no check, no statistics)."""
     runs = {role: _compile_with_dumps(job, *env, scratch / f"{role}-work", timeout)
             for role, env in (("parent", parent), ("culprit", culprit))}
     p, c = runs["parent"], runs["culprit"]
@@ -90,7 +107,7 @@ def narrow_compiles(job: dict[str, Any], parent: Environment, culprit: Environme
         raise InputError(f"no IR dumps from the {' and '.join(missing)} compile under MLIR_ENABLE_DUMP=1 "
                          f"({runs[missing[0]]['status']}: {runs[missing[0]]['reason']})")
     result = compare_pipelines(p["dumps"], c["dumps"], culprit_failed=c["status"] != "pass")
-    changes = codegen_changes(p, c)
+    changes = [] if codegen is None else codegen_changes(p, c, codegen)
     if changes:  # a codegen regression: which pass changed each statistic's stand-in ops
         result["codegen"] = statistic_passes(p["dumps"], c["dumps"], changes)
     result["compiles"] = {role: {k: runs[role][k] for k in ("status", "reason", "seconds", "triton_version")}
@@ -108,7 +125,7 @@ def narrow_session(session: Session, *, timeout: float = 600.0, keep: Path | Non
     if not parents:
         raise InputError(f"culprit {culprit[:12]} has no parent to compare with")
     parent = parents[0]
-    job, oracle = _oracle_job(phase)
+    job, oracle, codegen = _oracle_job(phase)
     builds = builds_for(session, phase)
     scratch = Path(tempfile.mkdtemp(prefix="tb-narrow-", dir=keep))
     try:
@@ -117,7 +134,7 @@ def narrow_session(session: Session, *, timeout: float = 600.0, keep: Path | Non
             root = scratch / role
             root.mkdir()
             envs.append(builds.environment(commit, root))
-        result, _runs = narrow_compiles(job, envs[0], envs[1], scratch, timeout=timeout)
+        result, _runs = narrow_compiles(job, envs[0], envs[1], scratch, timeout=timeout, codegen=codegen)
     finally:
         if keep is None:
             shutil.rmtree(scratch, ignore_errors=True)
