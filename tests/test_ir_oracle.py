@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -227,3 +228,26 @@ def test_runtime_ir_oracle_carries_the_ir_and_needs_a_gpu(tmp_path) -> None:
                  [str(scenario("vadd")), "--from", "ttir", "--mode", "runtime", "--launches", "all"]):
         proc = cli("repro", *argv, "--out", str(tmp_path / "x"))
         assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0, proc.stderr
+
+
+@needs_traces
+def test_a_stage_the_trace_lacks_is_one_line_and_writes_nothing(tmp_path) -> None:
+    """A trace whose compilation events carry no TTIR: both IR oracles refuse before writing."""
+    trace = tmp_path / "vadd"
+    shutil.copytree(scenario("vadd") / "logs", trace)
+    for log in trace.glob("*.ndjson"):
+        lines = []
+        for line in log.read_text().splitlines():
+            event = json.loads(line)
+            files = event.get("payload", {}).get("file_content") if isinstance(event.get("payload"), dict) else None
+            if isinstance(files, dict):
+                for name in [n for n in files if n.endswith(".ttir")]:
+                    del files[name]
+            lines.append(json.dumps(event))
+        log.write_text("\n".join(lines) + "\n")
+    for mode in ("runtime", "compile"):
+        out = tmp_path / f"out-{mode}"
+        proc = cli("repro", str(trace), "--kernel", "add_kernel", "--from", "ttir", "--mode", mode, "--out", str(out))
+        assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0, proc.stderr
+        assert "has no ttir" in proc.stderr and "--from ttgir or --from source" in proc.stderr, proc.stderr
+        assert not out.exists() or not any(out.iterdir()), sorted(out.rglob("*"))

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from tritonbisect.errors import InputError
+
 IR_STAGES = ("ttir", "ttgir")
 
 
@@ -24,3 +28,15 @@ def ttir_text(payload: dict) -> str | None:
             if str(name).endswith(".ttir") and isinstance(text, str):
                 return text
     return None
+
+
+def recorded_ir(comp: Any, kernel: str, stage: str) -> str:
+    """The `stage` IR a compilation event (reader.Compilation) recorded; InputError naming the
+    stages it does hold when that one is missing."""
+    text = comp.ir.get(stage)
+    if not text:
+        have = sorted(comp.ir)
+        instead = [f"--from {h}" for h in have if h in IR_STAGES] + ["--from source"]
+        raise InputError(f"kernel '{kernel}' has no {stage} in its compilation event ({comp.file}:{comp.line}; "
+                         f"IR stages recorded: {', '.join(have) or 'none'}); use {' or '.join(instead)}")
+    return text

@@ -30,6 +30,7 @@ from tritonbisect.tritonparse.compileoracle.generate import (
     compile_commands,
     copy_standalone,
 )
+from tritonbisect.tritonparse.ir_content import recorded_ir
 from tritonbisect.tritonparse.reader import Trace, load_trace
 
 STAGES = ("ttir", "ttgir")
@@ -77,11 +78,7 @@ def generate_ir_oracle(
         raise InputError(f"--from {stage}: the IR oracle replays one of {', '.join(STAGES)}")
     tr = trace if isinstance(trace, Trace) else load_trace(Path(trace))
     comp, launch = compile_spec.select(tr, kernel, launch_id, line)
-    text = comp.ir.get(stage)
-    if not text:
-        have = ", ".join(sorted(comp.ir)) or "none"
-        raise InputError(f"kernel '{kernel}' has no {stage} in its compilation event ({comp.file}:{comp.line}; "
-                         f"IR stages recorded: {have}); use --from source")
+    text = recorded_ir(comp, kernel, stage)
     meta = dict(comp.metadata)
     gpu = compile_spec.parse_target_text(target) if target else compile_spec.traced_target(meta)
     if gpu is None:
