@@ -6,8 +6,6 @@ at each of them: the script bridges every API difference that a bisect over the 
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,7 +14,13 @@ import pytest
 from oracle_support import cli, needs_traces, scenario
 from real_triton import triton_release_python
 from tritonbisect.tritonparse.reader import load_trace
-from tritonbisect.tritonparse.selfcheck import interpreter_env, plant_mutations
+from tritonbisect.tritonparse.selfcheck import (
+    Job,
+    JobResult,
+    interpreter_env,
+    plant_mutations,
+    run_one,
+)
 
 pytestmark = [pytest.mark.slow, needs_traces]
 
@@ -24,12 +28,10 @@ RELEASES = ("3.3.1", "3.6.0", "3.9.0")
 SHARED = ("vadd", "softmax", "transpose")
 
 
-def _run(python: str, script: Path, *args: str) -> dict:
+def _run(python: str, script: Path, *args: str) -> JobResult:
     result = script.parent / f"result-{len(list(script.parent.glob('result-*')))}.json"
-    proc = subprocess.run([python, str(script), "--result", str(result), "--vectors", "recorded",
-                           *args], env=interpreter_env(), capture_output=True, text=True, timeout=600)
-    assert result.is_file(), proc.stdout + proc.stderr
-    return json.loads(result.read_text())
+    job = Job(script.name, script, ["--vectors", "recorded", *args], result)
+    return run_one(job, python=python, env=interpreter_env(), timeout=600)
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +43,8 @@ def oracles(tmp_path_factory) -> dict[str, tuple[Path, Path]]:
         kernel = load_trace(scenario(name) / "logs").kernels()[0]
         proc = cli("repro", str(scenario(name)), "--kernel", kernel, "--out", str(root / name))
         assert proc.returncode == 0, proc.stderr
-        data = _run(sys.executable, root / name / "repro.py", "--record-golden", str(root / name / "golden.pt"))
-        assert data["status"] == "pass", data["reason"]
+        res = _run(sys.executable, root / name / "repro.py", "--record-golden", str(root / name / "golden.pt"))
+        assert res.status == "pass", res.reason
         bug = plant_mutations(root / name, kernel, ["op_swap"])["op_swap"]
         assert bug is not None, f"op_swap does not apply to {kernel}"
         out[name] = (root / name / "repro.py", bug)
@@ -54,7 +56,7 @@ def test_goldens_pass_and_planted_bugs_mismatch_under_each_release(oracles, rele
     python = str(triton_release_python(release))
     for name, (script, bug) in oracles.items():
         golden = str(script.parent / "golden.pt")
-        data = _run(python, script, "--golden", golden)
-        assert data["status"] == "pass" and data["triton_version"] == release, (name, data["reason"])
-        data = _run(python, bug, "--golden", golden)
-        assert data["status"] == "mismatch", (name, release, data["reason"])
+        res = _run(python, script, "--golden", golden)
+        assert res.status == "pass" and res.data["triton_version"] == release, (name, res.reason)
+        res = _run(python, bug, "--golden", golden)
+        assert res.status == "mismatch", (name, release, res.reason)
