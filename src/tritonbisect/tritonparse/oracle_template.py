@@ -437,7 +437,7 @@ class IRKernel:
     the launcher gets the bound arguments without them."""
 
     def __init__(self, inner, nparams, keep):
-        self.__dict__.update(_inner=inner, _nparams=nparams, _keep=keep)
+        self._inner, self._nparams, self._keep = inner, nparams, keep
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
@@ -449,7 +449,7 @@ class IRKernel:
         return self._inner.run(*args, **kwargs)
 
 
-def parse_ir(triton, target, path):
+def parse_ir(target, path):
     """Raise when this Triton's dialects cannot read the IR file (dialect drift)."""
     try:
         from triton._C.libtriton import ir as mlir
@@ -479,7 +479,7 @@ def use_recorded_ir(triton, kernel, ir):
 
     def compile_ir(src, target=None, options=None, **_ignored):
         try:
-            parse_ir(triton, target, path)
+            parse_ir(target, path)
         except Exception as exc:
             raise Outcome("unreadable_ir", "this Triton cannot read the recorded %s: %s"
                           % (ir["stage"], short_error(exc))) from None
@@ -496,11 +496,6 @@ def launch(torch, triton, kernel, ctx, state, device, interpret):
     kwargs = dict(state["arguments"])
     options = compile_options(triton, ctx)
     install_allocator(torch, triton, device)
-    if ctx.get("ir"):
-        if interpret:
-            raise Outcome("usage_error", "the runtime IR oracle needs a GPU: TRITON_INTERPRET=1 runs Python "
-                          "source, not %s" % ctx["ir"]["stage"])
-        use_recorded_ir(triton, kernel, ctx["ir"])
     if not interpret and has_warmup(kernel):
         try:
             kernel.warmup(grid=grid, **kwargs, **options)
@@ -667,6 +662,9 @@ def run(args, result):
         raise Outcome("env_unusable", "torch fails to import: %s" % short_error(exc)) from None
     device = choose_device(torch, args.device)
     interpret = device == "cpu"
+    if interpret and ctx.get("ir"):
+        raise Outcome("usage_error", "the runtime IR oracle needs a GPU: TRITON_INTERPRET=1 runs Python "
+                      "source, not %s" % ctx["ir"]["stage"])
     if interpret:
         os.environ["TRITON_INTERPRET"] = "1"
     for key, value in (ctx.get("env") or {}).items():
@@ -722,6 +720,8 @@ def run(args, result):
     except Exception as exc:
         traceback.print_exc()
         raise Outcome("compile_error", "the embedded kernel source does not load: " + short_error(exc)) from None
+    if ctx.get("ir"):  # once: the JIT compiles the recorded IR for every launch that follows
+        use_recorded_ir(triton, kernel, ctx["ir"])
 
     runs = 1 if record else max(1, args.repeat)
     blob_cache = {}
