@@ -73,15 +73,14 @@ def repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: i
     from tritonbisect.tritonparse.generate import generate_oracle
     from tritonbisect.tritonparse.reader import load_trace
 
-    runtime_ir = from_ != "source" and ir_file is None and mode == "runtime"
-    if ir_file is not None or (from_ != "source" and not runtime_ir):
-        if launches is not None:
-            raise InputError("--launches replays kernels from their source: drop --from/--ir")
+    if launches is not None and (ir_file is not None or from_ != "source"):
+        raise InputError("--launches replays kernels from their source: drop --from/--ir")
+    if ir_file is not None and mode == "runtime":
+        raise InputError("--ir FILE compiles only (no arguments to launch it with): drop --mode runtime, "
+                         "or replay a trace's IR with TRACE --from ttir|ttgir --mode runtime")
+    if ir_file is not None or (from_ != "source" and mode != "runtime"):  # the IR compile oracle
         from tritonbisect.commands.compile_repro import echo_ir_oracle
 
-        if mode == "runtime":
-            raise InputError("--ir FILE compiles only (no arguments to launch it with): drop --mode runtime, "
-                             "or replay a trace's IR with TRACE --from ttir|ttgir --mode runtime")
         echo_ir_oracle(trace, ir_file, from_, kernel, out_dir, launch_id=launch_id, line=line, target=target,
                        timeout=timeout)
         return
@@ -92,8 +91,6 @@ def repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: i
         raise InputError("--target goes with --mode compile")
     tr = load_trace(trace)
     if launches is not None:
-        if runtime_ir:
-            raise InputError("--launches replays kernels from their source: drop --from")
         from tritonbisect.commands.replay_repro import echo_replay_oracle
 
         echo_replay_oracle(tr, launches, out_dir, kernel=kernel, launch_id=launch_id, line=line, mode=mode,
@@ -110,7 +107,7 @@ def repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: i
         echo_compile_oracle(tr, kernel, out_dir, launch_id=launch_id, line=line, target=target, timeout=timeout)
         return
     oracle = generate_oracle(tr, kernel, out_dir, launch_id=launch_id, line=line, timeout=timeout,
-                             ir_stage=from_ if runtime_ir else None)
+                             ir_stage=None if from_ == "source" else from_)
     click.echo(oracle.summary())
     for warning in oracle.warnings:
         click.echo(f"  note: {warning}")
