@@ -27,6 +27,8 @@ def eager_thread_switches():
     sys.setswitchinterval(before)
 
 
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="only CPython 3.11 corrupts concurrent parses: "
+                    "elsewhere this test could not fail without the lock")
 def test_concurrent_parses_all_succeed(eager_thread_switches):
     def work(_):
         for _ in range(30):
