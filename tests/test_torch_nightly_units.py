@@ -106,3 +106,22 @@ def test_a_nightly_branch_commit_is_taken_to_the_main_commit_it_names(tmp_path):
                                   lambda shas: history.subjects(shas, known_only=True))
     assert {k: v["version"] for k, v in found.wheels.items()} == {mains[1]: "2.10.0.dev20251103+cpu"}
     assert (found.read, found.no_commit, found.elsewhere) == (3, 1, 1)
+
+
+@pytest.mark.slow
+def test_the_real_torch_wheel_names_its_commit(tmp_path):
+    """The published torch 2.13.0 CPU wheel from the package index (the one the tests run with):
+    its torch/version.py carries the commit; a CPU build pins no Triton."""
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "torch==2.13.0", "-d",
+                           str(tmp_path)], capture_output=True, text=True, timeout=900)
+    wheels = list(tmp_path.glob("torch-2.13.0*.whl"))
+    if proc.returncode != 0 or not wheels:
+        pytest.skip(f"the torch 2.13.0 wheel cannot be downloaded here: {proc.stderr.strip()[-200:]}")
+    torch = pytest.importorskip("torch")
+
+    version_py = (Path(torch.__file__).parent / "version.py").read_text()
+    commit = git_version_of_wheel(wheels[0])
+    assert commit is not None and len(commit) == 40 and f"git_version = '{commit}'" in version_py
+    assert triton_requirement(wheels[0]) is None
