@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from tritonbisect.compat_builder.csvmap import CompatMap, CompatRow, write_map
+from tritonbisect.compatmap import CompatMap, CompatRow, write_map
 
 
 def write_toy_map(world, path: Path, rows: Sequence[tuple[str, str]] | None = None) -> Path:

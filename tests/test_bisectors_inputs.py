@@ -13,7 +13,7 @@ from tritonbisect.bisect.llvm import assign_triton, check_map_commits, llvm_orde
 from tritonbisect.bisect.pairs import max_pairs_tested, select_pairs
 from tritonbisect.bisect.torch import parse_use_flags
 from tritonbisect.bisect.triton import HASH_FILE, bumps_between, llvm_bump, pinned_llvm
-from tritonbisect.compat_builder.csvmap import read_map
+from tritonbisect.compatmap import read_map
 from tritonbisect.errors import InputError
 from tritonbisect.toyworld.world import make_world
 

@@ -23,7 +23,7 @@ from tritonbisect.cli import COMMANDS, load_command
 HEAVY = ("git", "rich", "anthropic", "tenacity", "tritonbisect.bisect.session",
          "tritonbisect.bisect.history")
 STEP_MODULES = {"tritonbisect.commands", "tritonbisect.commands.step",
-                "tritonbisect.commands.step_args"}
+                "tritonbisect.bisect.step_args"}
 
 PROBE = """
 import json, sys

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tritonbisect.compat_builder.csvmap import (
+from tritonbisect.compatmap import (
     CompatMap,
     CompatRow,
     order_problems,

@@ -28,8 +28,8 @@ from fake_anthropic import (
     tool_use,
 )
 from tritonbisect.compat_builder.cli import main
-from tritonbisect.compat_builder.csvmap import read_map
 from tritonbisect.compat_builder.state import MapState, session_dir
+from tritonbisect.compatmap import read_map
 from tritonbisect.errors import EXIT_MANUAL_FIX_NEEDED
 from tritonbisect.toyworld.world import make_world
 

@@ -19,8 +19,8 @@ from tritonbisect.errors import InputError
 if TYPE_CHECKING:  # pragma: no cover
     from tritonbisect.bisect.outcome import Policy
     from tritonbisect.bisect.phases import PhaseSpec
+    from tritonbisect.bisect.settings import BisectSettings
     from tritonbisect.build.recipes import Recipe
-    from tritonbisect.commands.options import BisectSettings
 
 EXECUTORS = ("local", "ray")
 RAY_INSTALL_HINT = (

@@ -49,7 +49,7 @@ def llvm_order(history: History, good: str, bad: str) -> list[str]:
 
 def load_compat_map(path: Path):
     """Read a commits.csv (contract F); errors name the file and line."""
-    from tritonbisect.compat_builder.csvmap import read_map
+    from tritonbisect.compatmap import read_map
 
     if not Path(path).is_file():
         raise InputError(f"--compat-map {path}: no such file")
@@ -73,7 +73,7 @@ def check_map_commits(cmap, path: Path, triton: History, llvm: History) -> list[
         if not _exists(llvm, cmap.metadata[key]):
             raise InputError(f"{path}: {key} {cmap.metadata[key][:12]} not found in {llvm.root}")
     order = llvm_order(llvm, cmap.metadata["old_llvm"], cmap.metadata["new_llvm"])
-    from tritonbisect.compat_builder.csvmap import order_problems
+    from tritonbisect.compatmap import order_problems
 
     problems = order_problems(cmap, path, order)
     if problems:

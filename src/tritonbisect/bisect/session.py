@@ -43,7 +43,7 @@ from tritonbisect.bisect.phases import (
 from tritonbisect.errors import EXIT_INTERRUPTED, InputError, TritonBisectError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tritonbisect.commands.options import BisectSettings
+    from tritonbisect.bisect.settings import BisectSettings
 
 
 class InterruptedRun(TritonBisectError):
@@ -97,7 +97,7 @@ def _new_id() -> str:
 
 class Session:
     def __init__(self, directory: Path, data: Mapping[str, Any]) -> None:
-        from tritonbisect.commands.options import BisectSettings
+        from tritonbisect.bisect.settings import BisectSettings
 
         self.dir = directory
         try:
@@ -232,7 +232,7 @@ class Session:
     def resume_command(self) -> str:
         import shlex
 
-        from tritonbisect.commands.options import default_workdir
+        from tritonbisect.bisect.step_args import default_workdir
 
         cmd = f"tritonbisect resume {self.id}"
         workdir = self.dir.parent.parent

@@ -13,7 +13,7 @@ from tritonbisect.build.cache import ArtifactCache, human_size, parse_size
 
 def _default_workdir() -> Path:
     try:
-        from tritonbisect.commands.options import default_workdir
+        from tritonbisect.bisect.step_args import default_workdir
     except ImportError:  # pragma: no cover - options.py is part of the package
         env = os.environ.get("TRITONBISECT_HOME")
         if env:

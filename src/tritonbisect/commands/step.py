@@ -57,9 +57,9 @@ def run_step(
 
     from tritonbisect.bisect.outcome import EXIT_CODE_OF_VERDICT, Policy, Verdict
     from tritonbisect.bisect.runner import execute_step, execute_with_retry, git
+    from tritonbisect.bisect.step_args import check_test_command, parse_env, resolve_workdir
     from tritonbisect.build.command_recipe import CommandRecipe
     from tritonbisect.build.recipes import StepContext, TestSpec
-    from tritonbisect.commands.step_args import check_test_command, parse_env, resolve_workdir
     from tritonbisect.errors import InputError
 
     if repeat < 1:

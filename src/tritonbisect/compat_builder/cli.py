@@ -17,7 +17,6 @@ from tritonbisect.cli_main import run_cli
 from tritonbisect.commands.options import executor_options, executor_values, resolve_workdir
 from tritonbisect.compat_builder import gitops
 from tritonbisect.compat_builder.agent import DEFAULT_MODEL, AgentSettings, AnthropicAgent
-from tritonbisect.compat_builder.csvmap import order_problems, read_map
 from tritonbisect.compat_builder.fixer import Fixer
 from tritonbisect.compat_builder.mapper import Mapper, llvm_range, read_llvm_hash
 from tritonbisect.compat_builder.probe import COMPATIBLE, DEFAULT_SMOKE, SKIP, Prober
@@ -31,6 +30,7 @@ from tritonbisect.compat_builder.state import (
     session_dir,
     sessions_root,
 )
+from tritonbisect.compatmap import order_problems, read_map
 from tritonbisect.errors import EXIT_MANUAL_FIX_NEEDED, InputError, TritonBisectError
 
 AI_CHOICES = ("anthropic", "claude-cli", "none")

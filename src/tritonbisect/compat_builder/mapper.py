@@ -34,10 +34,10 @@ from tritonbisect.bisect.search import (
     next_step,
 )
 from tritonbisect.compat_builder import gitops
-from tritonbisect.compat_builder.csvmap import CompatMap, CompatRow, write_map
 from tritonbisect.compat_builder.fixer import Fixer, ManualFixNeeded, manual_instructions
 from tritonbisect.compat_builder.probe import COMPATIBLE, INCOMPATIBLE, SEARCH_VERDICT, Prober
 from tritonbisect.compat_builder.state import DONE, FIXING, MANUAL, SEARCHING, MapState, now_iso
+from tritonbisect.compatmap import CompatMap, CompatRow, write_map
 from tritonbisect.errors import AbortError, InputError
 
 LLVM_HASH_FILE = "cmake/llvm-hash.txt"
