@@ -100,3 +100,24 @@ def test_the_session_s_codegen_thresholds_are_the_ones_narrowed_with(tmp_path: P
     assert found == folder.resolve() and thresholds == ["regs=0", "sass.*=5%"]
     assert os.path.isabs(job["what"]["file"])
     assert _oracle_job(phase(compile_commands(folder).command))[2] is None
+
+
+def test_the_report_and_the_command_show_the_pass_behind_each_statistic(capsys) -> None:
+    from tritonbisect.bisect.report_where import where_lines
+    from tritonbisect.commands.narrow import echo_narrowing
+
+    parent = _pipeline("", "", DOT, DOT)
+    culprit = _pipeline("", "", "", "")
+    codegen = statistic_passes(parent, culprit, [{"metric": "ptx.wgmma", "old": 64, "new": 0,
+                                                  "text": "PTX wgmma instructions 64 → 0"},
+                                                 {"metric": "regs", "old": 40, "new": 90, "text": "registers 40 → 90"}])
+    data = {"kernel": "matmul_kernel", "parent": "a" * 40, "culprit": "b" * 40, "first_difference": None,
+            "passes": {"parent": 4, "culprit": 4}, "seconds": 0.5, "builds": 0,
+            "compiles": {"parent": {"status": "pass"}, "culprit": {"status": "pass"}}, "codegen": codegen}
+    md = "\n".join(where_lines(data))
+    assert "- **PTX wgmma instructions 64 → 0:** first differs after `TritonGPUAccelerateMatmul" in md
+    assert "- **registers 40 → 90:** no dumped pass (no MLIR op stands for this statistic" in md
+    echo_narrowing(data)
+    err = capsys.readouterr()
+    text = err.out + err.err
+    assert "PTX wgmma instructions 64 → 0: first differs after TritonGPUAccelerateMatmul" in text
