@@ -93,6 +93,17 @@ def test_a_planted_bug_is_a_mismatch_of_that_kernel_only(oracle: Path, tmp_path:
     assert "add_kernel" in data["reason"] and "out_ptr" in data["reason"]
 
 
+def test_a_stray_write_fails_that_launch_only(oracle: Path, tmp_path: Path) -> None:
+    """scale_kernel writes one element past its output (mask_grow): its own launches mismatch on
+    the guard bytes; the launches after it get the guard bytes back and pass."""
+    folder = variant(oracle, tmp_path, "scale_kernel", lambda src: mutate(src, "scale_kernel", "mask_grow"))
+    rc, data = run(folder)
+    assert rc == 1 and data["status"] == "mismatch", data["reason"]
+    statuses = [(e["kernel"], e["status"]) for e in data["launches"]]
+    assert statuses[1:3] == [("add_kernel", "pass"), ("rowsum_kernel", "pass")], data["launches"]
+    assert statuses[0] == ("scale_kernel", "mismatch") and "#guard" in data["launches"][0]["reason"]
+
+
 def _abort_at_jit_time(source: str) -> str:
     """The kernel calls a `@triton.constexpr_function` (evaluated by the JIT while it compiles the
     kernel; under the interpreter, when it runs) that kills the process, as a compiler assertion would."""
@@ -121,6 +132,10 @@ def test_bad_launch_list_is_one_line(oracle: Path, tmp_path: Path) -> None:
     assert proc.stderr.strip().count("\n") == 0 and "available kernels" in proc.stderr
     proc = cli("repro", str(trace), "--launches", "all", "--kernel", "add_kernel", "--out", str(tmp_path / "o"))
     assert proc.returncode == 2 and "--launches" in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
+    proc = cli("repro", str(trace), "--launches", " , ", "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2 and "wants 'all' or a comma list" in proc.stderr
+    assert not (tmp_path / "o").exists()  # nothing written on a refusal
 
 
 def test_no_reference_is_a_usage_error(oracle: Path, tmp_path: Path) -> None:

@@ -74,12 +74,10 @@ def select_launches(trace: Trace, launches: str) -> list[Launch]:
     chosen = trace.launches
     if text != "all":
         names = [n.strip() for n in text.split(",") if n.strip()]
-        known = trace.kernels()
-        unknown = [n for n in names if n not in known]
-        if unknown:
-            raise InputError(
-                f"kernel {', '.join(unknown)} is not in trace {trace.root}; available kernels: {', '.join(known) or 'none'}"
-            )
+        if not names:
+            raise InputError("--launches wants 'all' or a comma list of kernel names")
+        for name in names:
+            trace.require_kernel(name)  # unknown, or compiled but never launched: one line each
         chosen = [launch for launch in trace.launches if launch.name in names]
     chosen = [launch for launch in chosen if not launch.autotune_benchmark]
     if not chosen:
@@ -200,13 +198,9 @@ def generate_replay(
     """Write the replay oracle folder for the selected launches; InputError when it cannot."""
     tr = trace if isinstance(trace, Trace) else load_trace(Path(trace))
     chosen = select_launches(tr, launches)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    warnings: list[str] = []
-    copied: dict[Path, str] = {}
     kernels: dict[str, dict[str, Any]] = {}
-    specs: list[dict[str, Any]] = []
-    for order, launch in enumerate(chosen):
+    keys: list[str] = []
+    for launch in chosen:  # every refusal before anything is written
         reason = refuse_reason(tr, launch)
         if reason:
             raise InputError(reason)
@@ -217,12 +211,22 @@ def generate_replay(
             ks = extract_kernel_source(comp.python_source, launch.name)
             kernels[key] = {"name": launch.name, "hash": comp.hash, "source": ks.text, "params": ks.params,
                             "autotuned": ks.autotuned, "dropped_decorators": ks.dropped_decorators}
-        params = kernels[key]["params"]
-        if sorted(params) != sorted(launch.args):
+        if sorted(kernels[key]["params"]) != sorted(launch.args):
             raise InputError(
                 f"the source of '{launch.name}' in the trace does not match launch {launch.index} "
-                f"({launch.where()}): parameters {params}, recorded arguments {list(launch.args)}"
+                f"({launch.where()}): parameters {kernels[key]['params']}, recorded arguments {list(launch.args)}"
             )
+        keys.append(key)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    warnings: list[str] = []
+    copied: dict[Path, str] = {}
+    specs: list[dict[str, Any]] = []
+    for order, (launch, key) in enumerate(zip(chosen, keys, strict=True)):
+        comp = tr.compilation_of(launch)
+        assert comp is not None
+        params = kernels[key]["params"]
+
         def tensor(name: str, info: dict[str, Any], after: Any, launch: Launch = launch,
                    order: int = order) -> dict[str, Any]:
             spec = _tensor_spec(name, info, launch, tr, out, copied, warnings, after)

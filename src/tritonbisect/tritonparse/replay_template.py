@@ -504,7 +504,7 @@ def replay(args, result, ctx, torch, triton, device, interpret, isolation, expec
                     entry.update(status="pass", reason="%d tensors match" % len(records))
         outputs.update(got)
         if entry["status"] != "pass":
-            resync(torch, buffers, launch, expected, order)
+            resync(torch, buffers, ctx, launch, expected, order)
         entry["seconds"] = round(time.time() - t0, 3)
         per_launch.append(entry)
         print("  launch %d %s: %s: %s" % (order, launch["name"], entry["status"], entry["reason"]), flush=True)
@@ -513,13 +513,18 @@ def replay(args, result, ctx, torch, triton, device, interpret, isolation, expec
     return outputs, per_launch
 
 
-def resync(torch, buffers, launch, expected, order):
-    """Put the reference outputs of a failed launch in place: later launches get its right outputs."""
+def resync(torch, buffers, ctx, launch, expected, order):
+    """Put the reference outputs of a failed launch in place, and its buffers' guard bytes back:
+    the later launches get its right outputs and are judged on their own."""
     for spec in launch["args"]:
         ref = expected.get("%d:%s" % (order, spec["name"])) if spec["kind"] == "tensor" else None
         if ref is not None:
             view = tensor_view(torch, buffers, spec)
             view.copy_(ref.to(device=view.device, dtype=view.dtype))
+    for b in set(s["buffer"] for s in launch["args"] if s["kind"] == "tensor"):
+        info = ctx["buffers"][b]
+        buffers[b][: lib.PAD + info.get("lo", 0)].fill_(lib.GUARD_BYTE)
+        buffers[b][lib.PAD + info.get("hi", info["nbytes"]):].fill_(lib.GUARD_BYTE)
 
 
 def parse_args(argv):
