@@ -167,6 +167,35 @@ class TargetEnv:
         out = self._query("import site, json; print(json.dumps(site.getsitepackages()))")
         return list(json.loads(out))
 
+    def torch_origin(self) -> str:
+        """Where this environment's torch comes from, in words (read without importing torch)."""
+        code = (
+            "import importlib.metadata as m, importlib.util as u\n"
+            "spec = u.find_spec('torch')\n"
+            "try: v = m.version('torch')\n"
+            "except m.PackageNotFoundError: v = '?'\n"
+            "print(v + ' ' + (spec.origin or '') if spec else '')\n"
+        )
+        try:
+            found = self._query(code)
+        except (EnvError, subprocess.TimeoutExpired) as exc:
+            return f"torch unknown ({exc})"
+        if not found:
+            return "no torch in it"
+        version, _, origin = found.partition(" ")
+        where = str(Path(origin).parent.parent) if origin else "?"
+        return f"torch {version} from {where}"
+
+    def describe(self) -> str:
+        """One line: whose environment this is and where its torch comes from."""
+        if self.owned:
+            made = f"made by tritonbisect from {self.base_python()}"
+            origin = self.torch_origin()
+            if origin == "no torch in it":
+                origin += " (to test with your torch, pass --venv DIR of an environment that has it)"
+            return f"target environment {self.root}: {made}; {origin}"
+        return f"target environment {self.root}: yours, used as it is; {self.torch_origin()}"
+
     def python_abi(self) -> str:
         """e.g. 'cpython-311-linux-x86_64': part of every cache key of a built wheel."""
         if self._abi is None:
