@@ -233,7 +233,7 @@ def resume_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
 @click.command("status")
 @click.argument("session_id", metavar="[SESSION]", required=False)
 @_workdir_option
-@click.option("--json", "json_out", is_flag=True)
+@click.option("--json", "json_out", is_flag=True, help="Print the session's state as one JSON object.")
 def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> None:
     """Show where a session stands (the latest when SESSION is omitted)."""
     from tritonbisect.bisect.display import format_eta
@@ -296,7 +296,8 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
 @click.command("report")
 @click.argument("session_id", metavar="[SESSION]", required=False)
 @_workdir_option
-@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True,
+              help="md: Markdown, ready to paste into a GitHub issue; json: the same facts as one JSON object.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write to a file instead of stdout.")
 def report_cmd(session_id: str | None, workdir: Path | None, fmt: str, output: Path | None) -> None:
     """A report of a session: Markdown for a GitHub issue, or JSON."""
@@ -316,7 +317,7 @@ def report_cmd(session_id: str | None, workdir: Path | None, fmt: str, output: P
 
 
 @click.command("demo")
-@click.option("--jobs", "-j", type=int, default=1, show_default=True)
+@click.option("--jobs", "-j", type=int, default=1, show_default=True, help="Workers testing commits in parallel, each in its own worktree.")
 @click.option("--keep", is_flag=True, help="Keep the sample repository and session afterwards.")
 @click.option("--json", "json_out", is_flag=True, help="Print the JSON report instead of Markdown.")
 def demo_cmd(jobs: int, keep: bool, json_out: bool) -> None:

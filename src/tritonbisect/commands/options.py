@@ -32,6 +32,7 @@ from tritonbisect.bisect.step_args import check_test_command as check_test_comma
 from tritonbisect.bisect.step_args import default_workdir as default_workdir
 from tritonbisect.bisect.step_args import parse_env as parse_env
 from tritonbisect.bisect.step_args import resolve_workdir as resolve_workdir
+from tritonbisect.cli_help import hidden_alias
 from tritonbisect.errors import InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -290,7 +291,8 @@ def compile_oracle_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 # its samples against the good endpoint's. These options only go with --regress perf.
 
 PERF_OPTIONS = [
-    click.option("--threshold", metavar="PCT", help="With --regress perf: how much worse than the good endpoint a commit must be to be bad, e.g. 5% (default 5%)."),
+    # --perf-threshold: --threshold alone also names codegen limits elsewhere (the compile oracle)
+    click.option("--perf-threshold", "--threshold", "threshold", metavar="PCT", **hidden_alias("--threshold"), help="With --regress perf: how much worse than the good endpoint a commit must be to be bad, e.g. 5% (default 5%)."),
     click.option("--significance", type=float, metavar="P", help="With --regress perf: the significance of the one-sided Mann-Whitney U tests (default 0.01)."),
     click.option("--max-samples", type=int, metavar="N", help="With --regress perf: samples a step may take before it is called flaky; the good endpoint takes this many (default 4 x --repeat)."),
     click.option("--higher-is-better", is_flag=True, help="With --regress perf: the metric is a rate (higher is better), not a time."),

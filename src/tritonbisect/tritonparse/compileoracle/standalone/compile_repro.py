@@ -8,7 +8,7 @@ Triton of the Python running it, in a child process, and reports how that went:
 
     python compile_repro.py                                  # compile once: pass / compile_error / crash
     python compile_repro.py --record-golden golden_codegen.json   # at a known-good Triton: save codegen statistics
-    python compile_repro.py --golden golden_codegen.json --check codegen [--threshold spills=0 ...]
+    python compile_repro.py --golden golden_codegen.json --check codegen [--codegen-threshold spills=0 ...]
 
 Exit codes: 0 pass, 1 codegen differs past a threshold (--check codegen), 2 usage error
 (the oracle's own inputs or harness), 3 compile error, 4 crash (signal/abort in the
@@ -87,11 +87,17 @@ def parse_args(argv):
                       "(default: %s beside the script, when it exists)" % DEFAULT_GOLDEN)
     p.add_argument("--check", action="append", default=[], choices=["codegen"],
                    help="codegen: a difference past a threshold is a failure (exit 1), not only reported")
-    p.add_argument("--threshold", action="append", default=[], metavar="METRIC=LIMIT",
+    # --codegen-threshold and --compile-target, as the bisectors name them; --threshold and
+    # --target, the first spellings, still work
+    p.add_argument("--codegen-threshold", dest="threshold", action="append", default=[], metavar="METRIC=LIMIT",
                    help="with --check codegen: check only these metrics (repeatable), e.g. spills=0, regs=10%%, "
                         "'ptx.wgmma=0', 'sass.*=25%%' (default: %s)"
                         % ", ".join("%s=%s" % t for t in tb_codegen.DEFAULT_THRESHOLDS))
-    p.add_argument("--target", help="compile for this target instead of the traced one: cuda:90, cuda:80, hip:gfx942")
+    p.add_argument("--threshold", dest="threshold", action="append", default=argparse.SUPPRESS,
+                   help=argparse.SUPPRESS)
+    p.add_argument("--compile-target", dest="target", metavar="BACKEND:ARCH",
+                   help="compile for this target instead of the traced one: cuda:90, cuda:80, hip:gfx942")
+    p.add_argument("--target", dest="target", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     p.add_argument("--result", metavar="PATH", help="write the JSON result here (also to $TRITONBISECT_RESULT)")
     p.add_argument("--timeout", type=float, default=None, help="seconds before giving up (default: from the context)")
     p.add_argument("--keep", metavar="DIR", help="copy what the compiler produced (ttir, ttgir, llir, ptx, cubin…) here")
