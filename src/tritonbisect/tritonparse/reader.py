@@ -10,8 +10,8 @@ Nothing here imports torch or triton: the tool's own environment has neither.
 from __future__ import annotations
 
 import json
-import shlex
 import re
+import shlex
 import zlib
 from collections import Counter
 from collections.abc import Iterator

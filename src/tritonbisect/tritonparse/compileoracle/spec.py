@@ -308,13 +308,13 @@ def derive_params(
     constants = recorded_constants(meta, params)
     attrs = recorded_attrs(meta, params)
     recorded = constants is not None and attrs is not None and (bool(constants) or bool(attrs) or bool(ttir))
-    skipped = {n for i, n in enumerate(params) if n in constexpr_params or (recorded and (i,) in constants)}
-    sig, by_name = ttir_leaves(ttir, kernel, params, skipped)
+    skipped = {n for i, n in enumerate(params) if n in constexpr_params or (recorded and (i,) in (constants or {}))}
+    ttir_sig, by_name = ttir_leaves(ttir, kernel, params, skipped)
     launch_args = launch.args if launch is not None and launch.args else {}
     sources = []
     if recorded:
         sources.append("recorded specialization (src_constants, src_attrs)")
-    if sig is not None:
+    if ttir_sig is not None:
         sources.append("TTIR signature")
     if launch_args:
         sources.append(f"launch {launch.index} arguments" if launch is not None else "launch arguments")
