@@ -17,12 +17,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from tritonbisect.mlir.signature import FUNC_HEAD
+
 _LOC_DEF = re.compile(r"^#loc[\w$.-]*\s*=.*$", re.MULTILINE)
 _LOC_USE = re.compile(r"\s*loc\((?:[^()]|\([^()]*(?:\([^()]*\))*[^()]*\))*\)")
 # an SSA value (MLIR suffix-ids: letters, digits, $._-; `%42#1` is a result of a multi-result op)
 # or a block label
 _NAME = re.compile(r"%[A-Za-z_$.-][\w$.-]*|%\d+(?:#\d+)?|\^[A-Za-z_][\w$.-]*|\^\d+")
-_FUNC = re.compile(r"^\s*(?:tt|func|llvm)\.func\b")
 _SYMBOL = re.compile(r'@"(?:[^"\\]|\\.)*"|@[A-Za-z_$][\w$.]*')
 
 
@@ -61,7 +62,7 @@ def renumber_values(text: str) -> str:
     lines = []
     for line in text.splitlines():
         stripped = line.strip()
-        if _FUNC.match(line):  # a function starts numbering afresh
+        if FUNC_HEAD.match(stripped):  # a function starts numbering afresh
             scopes.reset()
         elif stripped.startswith("}") and len(scopes.stack) > 1:
             scopes.stack.pop()
