@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -44,8 +45,8 @@ IDS = [f"{_short(f)}::{k}" for f, k in CASES]
 MODES = {"source": ["--mode", "compile"], "ttir": ["--from", "ttir"], "ttgir": ["--from", "ttgir"]}
 
 
-def _write(trace: Path, kernel: str, mode: str, out: Path) -> dict:
-    proc = cli("repro", str(trace), "--kernel", kernel, *MODES[mode], "--out", str(out))
+def _write(trace: Path, kernel: str, mode: str, out: Path, *extra: str) -> dict:
+    proc = cli("repro", str(trace), "--kernel", kernel, *MODES[mode], *extra, "--out", str(out))
     assert proc.returncode == 0, (mode, proc.stderr)
     assert "signature:" in proc.stdout
     return json.loads((out / "compile_context.json").read_text())
@@ -105,6 +106,23 @@ def test_a_source_that_cannot_be_typed_names_the_ir_oracle(tmp_path: Path) -> No
     assert "--from ttir" in proc.stderr, proc.stderr
     proc = cli("repro", str(edited), "--kernel", "add_kernel", "--from", "ttir", "--out", str(tmp_path / "i"))
     assert proc.returncode == 0, proc.stderr
+
+
+def test_line_picks_one_compilation_of_an_autotuned_kernel_that_never_launched(tmp_path: Path) -> None:
+    """add_kernel_autotune was compiled for 6 configs: `info` shows each compilation's line,
+    `--line N` picks one (its num_warps and BLOCK_SIZE), a line with none is one clear line."""
+    trace = next(f for f in EXAMPLES if f.parent.name == "public")
+    info = cli("info", str(trace)).stdout
+    lines = [int(x) for x in re.findall(r"compilation \w+ \(line (\d+)\): num_warps=8", info)]
+    assert len(lines) == 2, info
+    for mode in ("source", "ttgir"):
+        ctx = _write(trace, "add_kernel_autotune", mode, tmp_path / mode, "--line", str(lines[-1]))
+        assert ctx["job"]["options"]["num_warps"] == 8 and ctx["trace"]["line"] == lines[-1], ctx["trace"]
+    assert "BLOCK_SIZE=2048" in json.loads((tmp_path / "source" / "compile_context.json").read_text())["signature"]
+    proc = cli("repro", str(trace), "--kernel", "add_kernel_autotune", "--mode", "compile", "--line", "99",
+               "--out", str(tmp_path / "none"))
+    assert proc.returncode == 2 and "its compilations are on lines 2, 3, 4, 5, 6, 7" in proc.stderr, proc.stderr
+    assert not (tmp_path / "none").exists()
 
 
 @needs_triton

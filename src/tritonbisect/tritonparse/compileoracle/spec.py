@@ -419,11 +419,19 @@ def select(trace: Trace, kernel: str, launch_id: int | None, line: int | None) -
         available = ", ".join(names) if names else "none"
         raise InputError(f"kernel '{kernel}' is not in trace {trace.root}; available kernels: {available}")
     launches = trace.launches_of(kernel)
+    comps = [c for c in trace.compilations.values() if c.name == kernel]
     if launches and (launch_id is not None or line is not None):
         launch = trace.select_launch(kernel, launch_id, line)
-    elif launch_id is not None or line is not None:
-        raise InputError(f"kernel '{kernel}' was compiled but never launched in trace {trace.root}: "
-                         "leave out --launch-id/--line to compile its compilation")
+    elif line is not None:  # compiled, never launched: --line picks one of its compilations
+        hits = [c for c in comps if c.line == line]
+        if len(hits) != 1:
+            lines = ", ".join(str(c.line) for c in comps)
+            raise InputError(f"no single compilation of kernel '{kernel}' on line {line} of {trace.root}; "
+                             f"its compilations are on lines {lines} (see `tritonbisect info`)")
+        return hits[0], None
+    elif launch_id is not None:
+        raise InputError(f"kernel '{kernel}' was compiled but never launched in trace {trace.root}: leave out "
+                         "--launch-id to compile its first compilation, or pick one with --line N (see `tritonbisect info`)")
     else:
         with_comp = [la for la in launches if trace.compilation_of(la) is not None]
         real = [la for la in with_comp if not la.autotune_benchmark]
@@ -438,7 +446,6 @@ def select(trace: Trace, kernel: str, launch_id: int | None, line: int | None) -
                 "first compilation"
             )
         return comp, launch
-    comps = [c for c in trace.compilations.values() if c.name == kernel]
     if not comps:
         raise InputError(f"kernel '{kernel}' has no compilation event in trace {trace.root}: "
                          "compile mode needs the compilation's metadata")
