@@ -178,3 +178,52 @@ def test_the_example_files_are_not_in_the_repository() -> None:
     names = {f.name for f in EXAMPLES}
     inside = [p for p in repo.rglob("*.ndjson*") if p.name in names and ".git" not in p.parts]
     assert not inside, inside
+
+
+def _recorded_files(trace: Path, kernel: str, line: int) -> dict[str, str]:
+    """The file_content of the compilation event on `line` of a raw or gzip trace."""
+    import gzip
+
+    opener = gzip.open if trace.suffix == ".gz" else open
+    with opener(trace, "rt") as fh:
+        for n, text in enumerate(fh, 1):
+            if n == line:
+                files = json.loads(text)["payload"]["file_content"]
+                return {name.rsplit(".", 1)[-1]: body for name, body in files.items()}
+    raise AssertionError(f"no line {line} in {trace}")
+
+
+def _code(text: str, stage: str) -> list[str]:
+    """The IR's lines without locations; the PTX's instructions (its debug lines and sections
+    name the source file, which the oracle cuts out into kernel_source.py)."""
+    from tritonbisect.mlir.normalise import drop_locations
+
+    if stage == "ptx":
+        return [line.split("//")[0].strip() for line in text.splitlines() if re.match(r"\s+@?[a-z]", line)]
+    return [line.rstrip() for line in drop_locations(text).splitlines() if line.strip()]
+
+
+@pytest.mark.slow
+@needs_triton
+def test_the_release_that_recorded_them_rebuilds_the_recorded_ir_from_the_source(tmp_path: Path) -> None:
+    """Triton 3.4.0 (the release in the traces) compiles each compilation-only kernel from its
+    Python source, typed from the TTIR signature and the recorded specialization alone, into
+    the very TTIR, TTGIR and PTX the trace recorded (locations aside)."""
+    from real_triton import triton_release_python
+
+    python = str(triton_release_python("3.4.0"))
+    seen = 0
+    for trace, kernel in CASES:
+        if load_trace(trace).launches_of(kernel):
+            continue
+        out = tmp_path / f"{seen}-{kernel}"
+        ctx = _write(trace, kernel, "source", out)
+        proc, result = run_oracle(out, "--keep", str(tmp_path / f"kept-{seen}"), python=python)
+        assert proc.returncode == 0 and result["triton_version"] == "3.4.0", proc.stdout + proc.stderr[-2000:]
+        recorded = _recorded_files(trace, kernel, ctx["trace"]["line"])
+        for stage in ("ttir", "ttgir", "ptx"):
+            produced = Path(result["artifacts"][stage]).read_text()
+            assert len(_code(produced, stage)) > 10, stage
+            assert _code(produced, stage) == _code(recorded[stage], stage), (_short(trace), kernel, stage)
+        seen += 1
+    assert seen >= 5
