@@ -174,8 +174,8 @@ def ttir_leaves(ttir: str | None, kernel: str, params: list[str],
     Newer Tritons name each argument's parameter in its location; 3.4 and older write
     `%arg0 ... loc("file":line:col)`, so the arguments are the parameters that were not
     specialized away (`skipped`: constexprs, recorded constants), in order. A tuple
-    parameter has several arguments: without names its arguments cannot be told apart, and
-    the arguments are then keyed by their SSA names."""
+    parameter has several arguments: when some are unnamed and the count does not fit, each
+    argument is keyed by its name where it has one, else by its SSA name."""
     sig = read_signature(ttir, kernel) if ttir else None
     grouped: dict[str, list[SignatureArg]] = {}
     if sig is None:
@@ -189,7 +189,7 @@ def ttir_leaves(ttir: str | None, kernel: str, params: list[str],
             grouped[name] = [a]
     else:
         for a in sig.args:
-            grouped.setdefault(a.var, []).append(a)
+            grouped.setdefault(a.name or a.var, []).append(a)
     return sig, grouped
 
 
