@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from tritonbisect.mlir.normalise import normalise
+from tritonbisect.mlir.passes import parse_dumps
 from tritonbisect.narrow.compare import compare_pipelines
-from tritonbisect.narrow.dumps import normalise, parse_dumps
 from tritonbisect.toyworld.pass_triton import FAILING_PASS, PLANTED_PASS, make_pass_triton
 
 DUMP = """\

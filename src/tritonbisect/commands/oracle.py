@@ -45,7 +45,7 @@ def info(trace: Path, kernel: str | None, json_out: bool) -> None:
 @click.option("--launch-id", type=int, metavar="I",
               help="Which launch of the kernel, as numbered by `info` (default: the first launch that can "
                    "be reproduced and is not an autotuner benchmark).")
-@click.option("--line", type=int, metavar="N", help="The launch on line N of the trace file instead.")
+@click.option("--line", type=int, metavar="N", help="The launch on line N of the trace file instead (with --mode compile or --from, for a kernel compiled but never launched: its compilation on line N, as `info` shows).")
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Folder to write the oracle into.")
 @click.option("--timeout", type=float, default=None, metavar="S", help="The oracle's own timeout in seconds (default 600).")
 @click.option("--mode", type=click.Choice(["runtime", "compile"]), default=None,

@@ -27,10 +27,10 @@ from typing import Any
 from tritonbisect.bisect.history import History
 from tritonbisect.bisect.session import Session
 from tritonbisect.errors import InputError
+from tritonbisect.mlir.passes import parse_dumps
 from tritonbisect.narrow.builds import Environment, builds_for
 from tritonbisect.narrow.codegen import statistic_passes
 from tritonbisect.narrow.compare import compare_pipelines
-from tritonbisect.narrow.dumps import parse_dumps
 from tritonbisect.tritonparse.compileoracle.standalone import tb_codegen, tb_runner
 
 _ORACLE_SCRIPT = re.compile(r"(\S+)/compile_repro\.py")
