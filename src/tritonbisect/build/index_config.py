@@ -333,6 +333,20 @@ def _ssl_context(config: IndexConfig, host: str) -> ssl.SSLContext:
     return ctx
 
 
+class _AuthPerHost(urllib.request.HTTPRedirectHandler):
+    """A redirect keeps the Authorization header only on the same host (a fallback to
+    another index, a CDN for the files): elsewhere it gets that host's own credentials."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and _netloc(newurl) != _netloc(req.full_url):
+            for name in ("Authorization",):
+                new.headers.pop(name, None)
+                new.unredirected_hdrs.pop(name, None)
+            new.headers.update({k.capitalize(): v for k, v in auth_header(newurl).items()})
+        return new
+
+
 def open_url(url: str, *, headers: dict[str, str] | None = None, timeout: float = 60.0):
     """urlopen `url` with the active configuration's cert, trusted hosts, proxy and the
     credentials for its host. The URL given must carry no credentials of its own."""
@@ -347,6 +361,7 @@ def open_url(url: str, *, headers: dict[str, str] | None = None, timeout: float 
         if proxy_auth:
             token = base64.b64encode(f"{proxy_auth[0]}:{proxy_auth[1]}".encode()).decode()
             extra["Proxy-Authorization"] = f"Basic {token}"
+    handlers.append(_AuthPerHost())
     opener = urllib.request.build_opener(*handlers)
     req = urllib.request.Request(bare, headers={"User-Agent": "tritonbisect", **(headers or {}),
                                                 **auth_header(url), **extra})

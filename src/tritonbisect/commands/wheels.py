@@ -74,8 +74,6 @@ def wheels_cmd(good: str, bad: str, package: str | None, feed: str | None, index
     _choose_installer(installer, target)
     plat = _platform(target)
     config = _index_config(target, feed, index_urls, find_links)
-    for line in config.describe():
-        click.echo(f"tritonbisect wheels: {line}", err=True)
     if not config.index_urls and not config.find_links:
         raise InputError("no index and no find-links to read (pip's configuration says no-index); "
                          "give --index-url URL or --find-links DIR")
@@ -108,6 +106,8 @@ def wheels_cmd(good: str, bad: str, package: str | None, feed: str | None, index
         "cwd": str(Path.cwd().resolve()), "package": package, "installer": installer,
     }
     bisector = WheelsBisector(package, rungs, ladder, shas, recipe_config)
+    for line in config.describe():  # once the inputs are known good: an error stays one line
+        click.echo(f"tritonbisect wheels: {line}", err=True)
     click.echo(f"tritonbisect wheels: {len(rungs)} {package} versions from {rungs[0].version} to "
                f"{rungs[-1].version} for {plat.describe()}", err=True)
     _run(settings, bisector, triton_dir)
@@ -141,10 +141,14 @@ def _package_files(feed: str | None, package: str | None, lister: Any, good: str
         name = normalize_name(package or "triton")
         return name, lister(name)
     found = survey(feed_named(feed), lister, [package] if package else None)
-    click.echo(f"tritonbisect wheels: feed {feed} holds " + "; ".join(f.summary() for f in found), err=True)
     chosen = pick(found, good, bad)
+    held = f"feed {feed} holds " + "; ".join(f.summary() for f in found)
     if chosen is None:
-        return normalize_name(package or found[0].package), []
+        raise InputError(f"{held}: no wheels there; check --feed and --package")
+    names = {w.version for w in chosen.files}
+    if good not in names or bad not in names:
+        raise InputError(f"{held}: none holds both {good} and {bad}; give --package and versions it lists")
+    click.echo(f"tritonbisect wheels: {held}; using {chosen.package}", err=True)
     return normalize_name(chosen.package), chosen.files
 
 
