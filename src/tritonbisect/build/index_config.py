@@ -182,7 +182,7 @@ def parse_pip_config_list(text: str) -> dict[str, str]:
             value = ast.literal_eval(raw.strip())
         except (ValueError, SyntaxError):
             value = raw.strip().strip("'\"")
-        by_section.setdefault(section.lstrip(":"), {})[name.replace("_", "-")] = str(value)
+        by_section.setdefault(section.strip(":"), {})[name.replace("_", "-")] = str(value)
     merged: dict[str, str] = {}
     for section in ("global", "download", "install", "env"):
         merged.update(by_section.get(section, {}))
