@@ -86,6 +86,17 @@ def test_credentials_from_netrc_toy_nightlies_and_without_them(index, tmp_path):
     assert (res["last_good"], res["first_bad"]) == (NIGHTLIES[1], NIGHTLIES[2])
     assert f"index {index.url} (--index-url)" in err
     _no_password_anywhere(out, err, home)
+    # the password in the --index-url itself: used, shown as ****, stored nowhere (not even
+    # in the session's record of the command line)
+    home2 = tmp_path / "home2"
+    argv2 = [*argv[:argv.index("--index-url") + 1], index.url_with_credentials(),
+             *argv[argv.index("--index-url") + 2:-1], str(home2)]
+    code, res, out, err = _run(argv2, {**os.environ, "NETRC": str(tmp_path / "none")}, here)
+    assert code == 0, err[-3000:]
+    assert f"index http://{USER}:****@127.0.0.1:{index.port}/simple (--index-url)" in err
+    session = json.loads((Path(res["session_dir"]) / "session.json").read_text())
+    assert f"http://{USER}:****@127.0.0.1:{index.port}/simple" in session["argv"]
+    _no_password_anywhere(out, err, home2)
     # no credentials at all: one line saying so, exit 4, nothing tested
     code, res, out, err = _run(argv, {**os.environ, "NETRC": str(tmp_path / "none")}, here)
     lines = [ln for ln in err.splitlines() if ln.strip()]
