@@ -61,6 +61,12 @@ def section(rows: list[dict]) -> str:
         per = f"{statistics.median(s):.1f}, {max(s):.1f}" if s else "-"
         table.append(f"| {r['used'] or r['installer']} | {r['run']} | {r['installs']} | {per} | "
                      f"{r['downloads']} ({r['download_mb']} MB) | {r['wall_s']} s | {r['first_bad']} |")
+    med = {(r["used"] or r["installer"], r["run"]): statistics.median(r["install_s"]) for r in rows if r["install_s"]}
+    verdict = ""
+    if all(k in med for k in (("pip", "cold"), ("uv", "cold"), ("pip", "warm"), ("uv", "warm"))):
+        verdict = (f"uv's median install is {med['pip', 'cold'] / med['uv', 'cold']:.1f}x faster than pip's cold "
+                   f"and {med['pip', 'warm'] / med['uv', 'warm']:.1f}x warm (its cache hard-links the files "
+                   "it unpacked once; pip unpacks every time): uv is the default where it is available.")
     return "\n".join([
         f"`tritonbisect wheels --good {GOOD} --bad {BAD} --venv V --installer pip|uv --test 'python "
         "bench/wheels_real/max_nan.py'` over the real `triton` releases, the index read through this "
@@ -70,6 +76,7 @@ def section(rows: list[dict]) -> str:
         "250-400 MB Triton wheel.",
         "",
         *table,
+        *(["", verdict] if verdict else []),
     ])
 
 
@@ -77,9 +84,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--workdir", type=Path, required=True)
     ap.add_argument("--no-results", action="store_true")
+    ap.add_argument("--rows", type=Path, help="write the section from the JSON lines a run printed")
     args = ap.parse_args()
     rows = []
-    for installer in ("pip", "uv"):
+    if args.rows:
+        rows = [json.loads(ln) for ln in args.rows.read_text().splitlines() if ln.startswith("{")]
+    for installer in () if args.rows else ("pip", "uv"):
         wd = args.workdir / installer
         shutil.rmtree(wd, ignore_errors=True)
         wd.mkdir(parents=True)
