@@ -44,6 +44,7 @@ def test_pip_config_file_and_variables_in_pips_order(tmp_path, monkeypatch, clea
     assert cfg.source.startswith("pip config of ")
     shown = "\n".join(cfg.describe())
     assert "https://alice:****@mirror.example/simple" in shown and "p%40ss" not in shown and "p@ss" not in shown
+    assert "find-links /srv/wheels (pip config of" in shown and "/srv/wheels (pip config of " + sys.executable + "), not on disk: skipped" in shown
     # explicit options win over the configured indexes and find-links; the rest stays
     cfg = ic.read_config(sys.executable, index_urls=["https://x.example/simple"], find_links=["/w"])
     assert cfg.index_urls == ["https://x.example/simple"] and cfg.find_links == ("/w",)

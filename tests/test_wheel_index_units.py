@@ -150,7 +150,7 @@ def test_nightlies_by_ancestry_of_a_checkout(tmp_path):
         subprocess.run(["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m", f"c{i}"], check=True, env=env)
         shas.append(subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
                                    text=True).stdout.strip())
-    old, new = next((a, b) for a, b in zip(shas, shas[1:]) if a[:8] > b[:8])
+    old, new = next((a, b) for a, b in zip(shas, shas[1:], strict=False) if a[:8] > b[:8])
     versions = [f"3.7.0+git{new[:8]}", f"3.7.0+git{old[:8]}", "3.6.0", "3.8.0"]
     assert sorted_versions(versions)[1:3] == [f"3.7.0+git{new[:8]}", f"3.7.0+git{old[:8]}"]  # text order
     order, note = ancestry_order(versions, repo)
@@ -185,3 +185,14 @@ def test_nearest_versions():
     vs = ["3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0"]
     assert nearest("3.2.5", vs, 2) == ["3.1.0", "3.2.0", "3.3.0", "3.4.0"]
     assert nearest("9.0", vs, 2) == ["3.3.0", "3.4.0"]
+
+
+def test_the_cli_names_every_feed():
+    from tritonbisect.build.wheel_feeds import FEEDS, feed_named
+    from tritonbisect.commands.domains import NIGHTLY_FEEDS
+    from tritonbisect.commands.wheels import FEED_NAMES
+
+    assert set(FEED_NAMES) == set(FEEDS) and set(NIGHTLY_FEEDS) == set(FEEDS) - {"pypi"}
+    assert {"triton", "triton-rocm", "triton-xpu", "pytorch-triton"} <= set(feed_named("pytorch-nightly").packages)
+    with pytest.raises(KeyError, match="one of pypi, triton-nightly, pytorch-nightly"):
+        feed_named("nope")

@@ -217,7 +217,7 @@ def _git_repo_with_reversed_labels(root: Path) -> tuple[Path, str, str]:
         subprocess.run(["git", "-C", str(root), "commit", "-q", "--allow-empty", "-m", f"c{i}"], check=True, env=env)
         shas.append(subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
                                    text=True).stdout.strip())
-    old, new = next((a, b) for a, b in zip(shas, shas[1:]) if a[:8] > b[:8])
+    old, new = next((a, b) for a, b in zip(shas, shas[1:], strict=False) if a[:8] > b[:8])
     return root, old, new
 
 

@@ -57,9 +57,9 @@ class IndexConfig:
         """Lines for the start of a run: what is read and from where (credentials redacted)."""
         out = []
         for u in self.index_urls:
-            out.append(f"index {redact(u)} ({self.origins.get(u, self.source)})")
+            out.append(f"index {redact(u)} ({self.origins.get(u, self.source)}){_missing(u)}")
         for f in self.find_links:
-            out.append(f"find-links {redact(f)} ({self.origins.get(f, self.source)})")
+            out.append(f"find-links {redact(f)} ({self.origins.get(f, self.source)}){_missing(f)}")
         if not out:
             out.append("no index and no find-links")
         extras = []
@@ -70,6 +70,15 @@ class IndexConfig:
         if self.proxy:
             extras.append(f"proxy {redact(self.proxy)}")
         return out + extras
+
+
+def _missing(location: str) -> str:
+    """", not on disk: skipped" for a file: index or a find-links path that is not there
+    (pip skips those with a warning too)."""
+    if "://" in location and not location.startswith("file:"):
+        return ""
+    path = urllib.request.url2pathname(urllib.parse.urlsplit(location).path) if location.startswith("file:") else location
+    return "" if Path(path).exists() else ", not on disk: skipped"
 
 
 # --- credentials and redaction --------------------------------------------------------------
