@@ -40,6 +40,7 @@ from tritonbisect.bisect.phases import (
     PhaseState,
     SessionResult,
 )
+from tritonbisect.build.index_config import redact_text
 from tritonbisect.errors import EXIT_INTERRUPTED, InputError, TritonBisectError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -146,7 +147,7 @@ class Session:
         data = {
             "id": sid,
             "created": _now(),
-            "argv": list(argv) if argv is not None else [],
+            "argv": [redact_text(a) for a in argv] if argv is not None else [],
             "cwd": os.getcwd(),
             "workflow": workflow,
             "settings": settings.to_dict(),
