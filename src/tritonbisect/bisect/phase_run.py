@@ -58,7 +58,10 @@ class PhaseRun(SearchLoop):
     def _journal(self, result: Any, role: str, round_: int | None) -> dict[str, Any]:
         extra = None
         if self.judge is not None:  # --manual: a person gives the verdict (bisect/manual.py)
+            before = len(self.records)
             result, extra = self.judge.judge(self, result, role)
+            if len(self.records) != before:  # an answer was taken back at the prompt
+                self._reread_verdicts()
         rec = {"seq": self._next_seq(), "phase": self.spec.name, "role": role, "round": round_}
         rec.update(result.to_record())
         if extra:
@@ -134,6 +137,16 @@ class PhaseRun(SearchLoop):
             done=len(self.records),
             in_flight=len(self.in_flight),
         )
+
+    def _reread_verdicts(self) -> None:
+        """The verdicts the search goes on from, after a correction: the same as a resume
+        would read from the journal, so the running search and a resumed one agree."""
+        from tritonbisect.bisect.evidence import classic_verdicts
+
+        self.verdicts.clear()
+        self.verdicts.update(classic_verdicts(self._evidence(), self._in_set))
+        self.verdicts.setdefault(self.spec.bad, "bad")
+        self.overrides.clear()  # a resume starts without them too; contradictions come back
 
     def _effective(self) -> dict[str, str]:
         eff = dict(self.verdicts)
