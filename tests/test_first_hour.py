@@ -1,0 +1,73 @@
+"""A new user's first hour: the headline command from any directory, valid bash as --test,
+answers a script can tell apart, and endpoints that a flaky test contradicts once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine_repo import BUILD, TEST, linear, tb
+from tritonbisect.bisect.history import History
+from tritonbisect.bisect.step_args import check_test_command
+from tritonbisect.errors import InputError
+
+CHECK = "#!/bin/bash\n" + TEST + "\n"
+
+
+def repo_with_check(tmp_path: Path, n: int = 40, culprit: int = 27) -> tuple[Path, list[str]]:
+    repo = tmp_path / "r"
+    shas = linear(repo, n, culprit=culprit, files={"check.sh": CHECK})
+    return repo, shas
+
+
+@pytest.mark.parametrize(
+    "test", ["./check.sh", "check.sh", "bash check.sh", "bash ./check.sh", "./check.sh --fast"]
+)
+def test_a_tracked_script_is_found_from_any_directory(tmp_path: Path, test: str) -> None:
+    repo, shas = repo_with_check(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    got = check_test_command(test, repo=repo, bad=shas[-1], history=History(repo), cwd=elsewhere)
+    assert got.replace("./check.sh", "check.sh").replace("check.sh", "./check.sh").startswith(
+        ("./check.sh", "bash ./check.sh")
+    )
+    assert str(elsewhere) not in got  # runs from the checkout, not from where it was typed
+
+
+def test_a_script_from_a_subdirectory_is_rewritten_from_the_top(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    shas = linear(repo, 5, culprit=3, files={"tools/check.sh": CHECK})
+    got = check_test_command("./check.sh", repo=repo, bad=shas[-1], history=History(repo), cwd=repo / "tools")
+    assert got == "./tools/check.sh"
+
+
+@pytest.mark.parametrize(
+    "test",
+    ["./check.sh >/dev/null", "(./check.sh)", "./check.sh|cat", "./check.sh; true",
+     "./check.sh && true", "FOO=1 ./check.sh", "./check.sh 2>&1", "if ./check.sh; then :; fi",
+     "./check.sh $HOME", "{ ./check.sh; }"],
+)
+def test_valid_bash_is_never_refused(tmp_path: Path, test: str) -> None:
+    repo, shas = repo_with_check(tmp_path)
+    got = check_test_command(test, repo=repo, bad=shas[-1], history=History(repo), cwd=tmp_path)
+    assert got == test
+
+
+def test_a_script_found_nowhere_is_still_one_line(tmp_path: Path) -> None:
+    repo, shas = repo_with_check(tmp_path)
+    with pytest.raises(InputError, match="nope.sh not found") as err:
+        check_test_command("./nope.sh", repo=repo, bad=shas[-1], history=History(repo), cwd=tmp_path)
+    assert "\n" not in err.value.message
+
+
+@pytest.mark.parametrize("test", ["./check.sh", "check.sh", "bash check.sh", "./check.sh >/dev/null"])
+def test_the_headline_command_works_from_another_directory(tmp_path: Path, test: str) -> None:
+    repo, shas = repo_with_check(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = tb("run", "--repo", str(repo), "--good", shas[0], "--bad", "main", "--test", test,
+              "--build", BUILD, "--json", cwd=elsewhere, home=tmp_path / "home")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["culprit"] == shas[27]
