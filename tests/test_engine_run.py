@@ -277,12 +277,15 @@ def test_confirmation_that_disagrees_gives_low_confidence_with_flaky_off(tmp_pat
     repo, home = tmp_path / "repo", tmp_path / "home"
     shas = linear(repo, 16, culprit=12)
     proc = _run(repo, home, shas[0], "main", "--flaky", "off", test=_first_run_fails(tmp_path, shas))
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 6, proc.stderr  # not 0: a script must tell it from a confirmed one
     out = last_json(proc.stdout)
     assert out["status"] == "found"
+    assert out["outcome"] == "found-low-confidence" and out["exit_code"] == 6
     assert out["culprit"] != shas[12]
     assert out["confidence"] == "low"
     assert "confirmation disagrees" in out["reason"]
+    status = json.loads(tb("status", out["session"], "--json", cwd=repo, home=home).stdout)
+    assert status["outcome"] == "found-low-confidence" and status["exit_code"] == 6
 
 
 def test_confirmation_that_disagrees_switches_to_the_flake_aware_search(tmp_path: Path) -> None:
@@ -315,7 +318,8 @@ def test_contradicting_verdicts_are_retested_with_flaky_off(tmp_path: Path) -> N
     state["phases"][0].update(status="running", culprit=None, candidates=[], confidence=None)
     (sdir / "session.json").write_text(json.dumps(state))
     res = tb("resume", out["session"], "--json", cwd=repo, home=home)
-    assert res.returncode == 0, res.stderr
+    # right, but after a contradiction below the confidence asked for: its own exit code
+    assert res.returncode == 6, res.stderr
     assert "contradict" in res.stderr
     assert last_json(res.stdout)["culprit"] == shas[25]
     searched = [r["commit"] for r in journal(home, out["session"]) if r["role"] == "search"]

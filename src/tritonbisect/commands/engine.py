@@ -1,7 +1,7 @@
 """Engine commands: `run`, `resume`, `status`, `report`, `demo` (`step` is commands/step.py).
 
 Exit codes (README): 0 found, 1 inconclusive, 2 usage/input, 3 endpoints invalid,
-4 aborted, 130 interrupted. `step` speaks only git bisect's protocol: 0/1/125/128.
+4 aborted, 6 found with low confidence, 130 interrupted. `step` speaks only git bisect's protocol: 0/1/125/128.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
     out = {
         "culprit": result.culprit,
         "status": result.status,
+        # what the exit code says: "found-low-confidence" (exit 6) apart from "found" (exit 0)
+        "outcome": result.outcome,
+        "exit_code": result.exit_code,
         "candidates": result.candidates,
         "confidence": result.confidence,
         "tests": counters["tests"],
@@ -125,6 +128,8 @@ def summary(session: Any, result: Any) -> str:
         post = session.extra.get("posterior", {}).get(result.phase) or {}
         prob = f" (P = {post['probability']:.3f})" if post.get("probability") is not None else ""
         lines.append(f"confidence: {result.confidence}{prob}")
+        if result.confidence == "low":
+            lines.append(f"low confidence (exit {result.exit_code}): {result.reason}")
     elif result.status == "inconclusive":
         lines.append(
             f"inconclusive: the culprit is one of {len(result.candidates)} commits that could "
@@ -254,6 +259,7 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
                     "phases": [p.to_dict() for p in session.phases()],
                     "last_steps": records[-10:],
                     "posterior": session.extra.get("posterior", {}),
+                    **_outcome_of(session),
                 }
             )
         )
@@ -291,6 +297,16 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
     if kept:
         click.echo("\n".join(kept))
         click.echo(f"  remove them with: tritonbisect clean {session.id}{_workdir_flag(session)}")
+
+
+def _outcome_of(session: Any) -> dict[str, Any]:
+    """The outcome and exit code of a finished session (nothing while it is not finished)."""
+    from tritonbisect.bisect.phases import RESUMABLE
+
+    if not session.phases() or any(p.status in RESUMABLE for p in session.phases()):
+        return {}
+    result = session.result()
+    return {"outcome": result.outcome, "exit_code": result.exit_code}
 
 
 @click.command("report")
