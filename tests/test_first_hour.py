@@ -71,3 +71,43 @@ def test_the_headline_command_works_from_another_directory(tmp_path: Path, test:
               "--build", BUILD, "--json", cwd=elsewhere, home=tmp_path / "home")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["culprit"] == shas[27]
+
+
+def _good_fails_first(tmp_path: Path, good: str) -> str:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    return (f'if [ "$TRITONBISECT_COMMIT" = {good} ] && [ ! -e {marks}/once ]; then '
+            f"touch {marks}/once; exit 1; fi; {TEST}")
+
+
+def test_an_endpoint_that_contradicts_once_is_run_again_and_the_search_goes_on(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    shas = linear(repo, 40, culprit=27)
+    proc = tb("run", "--repo", str(repo), "--good", shas[0], "--bad", "main", "--build", BUILD,
+              "--test", _good_fails_first(tmp_path, shas[0]), "--json", cwd=repo, home=tmp_path / "home")
+    assert proc.returncode in (0, 6), proc.stderr
+    assert "running it again before giving up" in proc.stderr
+    assert "the test looks flaky" in proc.stderr and "--flaky auto" in proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["culprit"] == shas[27]
+    assert out["posterior"]["search"] == "flake-aware"
+
+
+def test_an_endpoint_that_contradicts_twice_is_invalid(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    shas = linear(repo, 10, culprit=3)
+    proc = tb("run", "--repo", str(repo), "--good", shas[4], "--bad", "main", "--build", BUILD,
+              "--test", TEST, "--json", cwd=repo, home=tmp_path / "home")
+    assert proc.returncode == 3, proc.stderr
+    assert "running it again before giving up" in proc.stderr
+    assert f"the good commit {shas[4][:12]} never passed (2 bad)" in proc.stderr
+
+
+def test_with_flaky_off_an_endpoint_is_run_once(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    shas = linear(repo, 10, culprit=3)
+    proc = tb("run", "--repo", str(repo), "--good", shas[4], "--bad", "main", "--build", BUILD,
+              "--test", TEST, "--flaky", "off", cwd=repo, home=tmp_path / "home")
+    assert proc.returncode == 3, proc.stderr
+    assert "running it again" not in proc.stderr
+    assert "--flaky" in proc.stderr  # the options for a flaky test are named

@@ -155,6 +155,21 @@ class FlakySearch:
             tally.setdefault(str(rec["commit"]), Counter())[rec["verdict"]] += 1
         return tally
 
+    def _contradicting_endpoints(self) -> list[str]:
+        """Endpoints run once whose test verdict contradicts the person, to run again (not
+        under --flaky off, nor --regress perf, which samples on its own; a commit that does
+        not build does not build twice)."""
+        if self._flaky_mode() == "off" or self.perf is not None:
+            return []
+        tally = self._endpoint_tally()
+        out = []
+        for name, commit, want in (("the good commit", self.spec.good, "good"),
+                                   ("the bad commit", self.spec.bad, "bad")):
+            runs = tally.get(commit, Counter())
+            if sum(runs.values()) == 1 and not runs[want] and not runs["skip"]:
+                out.append(f"{name} {commit[:12]}")
+        return out
+
     def _endpoint_problems(self, tally: dict[str, Counter[str]]) -> list[str]:
         """Why the endpoints cannot bracket a regression (empty: they can).
 
@@ -173,6 +188,11 @@ class FlakySearch:
             if bad["bad"] != 1:
                 why = _describe(latest.get(spec.bad))
                 problems.append(f"the bad commit {spec.bad[:12]} is not bad ({why})")
+            if good["bad"] or bad["good"]:  # the test said the opposite, once
+                problems.append(
+                    "if the test is flaky: --flaky detect runs a contradicting endpoint again, "
+                    "--flaky auto runs each endpoint 3 times, --repeat N runs every step N times"
+                )
             return problems
         g_rate = good["good"] / max(1, good["good"] + good["bad"])
         b_rate = bad["good"] / max(1, bad["good"] + bad["bad"])

@@ -275,6 +275,29 @@ class PhaseRun(SearchLoop):
             return False
         problems = self._endpoint_problems(self._endpoint_tally())
         if problems:
+            again = self._contradicting_endpoints()
+            if again:
+                # one run is one observation: a flaky test may say so once
+                self.ui.note(
+                    f"{' and '.join(again)} contradicted what you said: running "
+                    f"{'them' if len(again) > 1 else 'it'} again before giving up"
+                )
+                for name in again:
+                    commit = spec.good if name.startswith("the good") else spec.bad
+                    request, future = self._submit(
+                        commit, ROLE_ENDPOINT, record=needs_record and commit == spec.good
+                    )
+                    self.in_flight[future] = (request, commit, ROLE_ENDPOINT, 0)
+                if not self._collect_endpoints():
+                    return False
+                problems = self._endpoint_problems(self._endpoint_tally())
+                if not problems:
+                    self.ui.note(
+                        "the runs of an endpoint disagree: the test looks flaky; going on with the "
+                        "flake-aware search (--flaky auto measures the flakiness first, "
+                        "--flake-rate P fixes it, --repeat N runs each step N times)"
+                    )
+        if problems:
             done = self._endpoint_records()
             good, bad = done.get(spec.good), done.get(spec.bad)
             self.phase.status = STATUS_INVALID
