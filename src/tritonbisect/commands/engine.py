@@ -322,7 +322,10 @@ def report_cmd(session_id: str | None, workdir: Path | None, fmt: str, output: P
     session = Session.open(resolve_workdir(workdir), session_id)
     text = render_markdown(session) if fmt == "md" else json.dumps(render_json(session), indent=2) + "\n"
     if output:
-        output.write_text(text, encoding="utf-8")
+        from tritonbisect.oserrors import at_path
+
+        with at_path(output):
+            output.write_text(text, encoding="utf-8")
         click.echo(f"report written to {output}", err=True)
     else:
         click.echo(text, nl=False)
