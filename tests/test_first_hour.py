@@ -111,3 +111,45 @@ def test_with_flaky_off_an_endpoint_is_run_once(tmp_path: Path) -> None:
     assert proc.returncode == 3, proc.stderr
     assert "running it again" not in proc.stderr
     assert "--flaky" in proc.stderr  # the options for a flaky test are named
+
+
+CHATTY = ("head -c 2000000 /dev/zero | tr '\\0' 'x' | fold -w 100; echo; echo 'the last words of the test'; "
+          + TEST)
+
+
+def test_step_logs_are_bounded_head_and_tail_kept(tmp_path: Path) -> None:
+    repo, home = tmp_path / "r", tmp_path / "home"
+    shas = linear(repo, 12, culprit=7)
+    proc = tb("run", "--repo", str(repo), "--good", shas[0], "--bad", "main", "--build", BUILD,
+              "--test", CHATTY, "--log-limit", "256k", "--json", cwd=repo, home=home, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["culprit"] == shas[7]  # the verdicts do not depend on what was cut
+    logs = list((home / "sessions" / out["session"] / "steps").glob("*/test-*.log"))
+    assert logs
+    for log in logs:
+        data = log.read_bytes()
+        assert len(data) < 256 * 1024 + 4096, (log, len(data))
+        text = data.decode()
+        assert text.startswith("$ ")  # the command line, then the first part of the output
+        assert "of output cut here; the log keeps the first and the last 128.0 KiB" in text
+        assert text.rstrip().endswith("the last words of the test")
+    total = sum(p.stat().st_size for p in (home / "sessions").rglob("*") if p.is_file())
+    assert total < len(logs) * 300 * 1024
+
+
+def test_log_limit_zero_keeps_everything_and_bad_sizes_are_one_line(tmp_path: Path) -> None:
+    from tritonbisect.bisect.loglimit import DEFAULT_LOG_LIMIT, log_limit, parse_size
+
+    assert parse_size("16M") == DEFAULT_LOG_LIMIT and parse_size("0") == 0 and parse_size("500k") == 512000
+    assert log_limit({"TRITONBISECT_LOG_LIMIT": "1m"}) == 1 << 20
+    repo, home = tmp_path / "r", tmp_path / "home"
+    shas = linear(repo, 4, culprit=2)
+    proc = tb("run", "--repo", str(repo), "--good", shas[0], "--bad", "main", "--test", TEST,
+              "--log-limit", "lots", cwd=repo, home=home)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--log-limit" in proc.stderr
+    proc = tb("run", "--repo", str(repo), "--good", shas[0], "--bad", "main", "--build", BUILD,
+              "--test", CHATTY, "--log-limit", "0", "--json", cwd=repo, home=home, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    log = next((home / "sessions" / json.loads(proc.stdout)["session"] / "steps").glob("*/test-*.log"))
+    assert log.stat().st_size > 2_000_000 and "cut here" not in log.read_text()
