@@ -153,3 +153,29 @@ def test_log_limit_zero_keeps_everything_and_bad_sizes_are_one_line(tmp_path: Pa
     assert proc.returncode == 0, proc.stderr
     log = next((home / "sessions" / json.loads(proc.stdout)["session"] / "steps").glob("*/test-*.log"))
     assert log.stat().st_size > 2_000_000 and "cut here" not in log.read_text()
+
+
+def test_an_inconclusive_answer_says_which_candidates_were_tested(tmp_path: Path) -> None:
+    repo, home = tmp_path / "r", tmp_path / "home"
+    shas = linear(repo, 40, culprit=20, broken=range(13, 20))
+    proc = tb("run", "--repo", str(repo), "--good", shas[0], "--bad", "main", "--build", BUILD,
+              "--test", TEST, cwd=repo, home=home)
+    assert proc.returncode == 1, proc.stderr
+    assert "could not be tested" not in proc.stdout
+    assert "the culprit is one of 8 commits (7 do not build, 1 tested bad):" in proc.stdout
+    assert f"  {shas[20]}  tested bad" in proc.stdout
+    assert f"  {shas[13]}  does not build" in proc.stdout
+
+
+def test_contradicting_marks_do_not_say_that_buildable_commits_do_not_build(tmp_path: Path) -> None:
+    repo, home = tmp_path / "r", tmp_path / "home"
+    shas = linear(repo, 40, culprit=20)
+    sid = json.loads(tb("run", "--repo", str(repo), "--good", shas[0], "--bad", "main", "--build", BUILD,
+                        "--test", TEST, "--json", cwd=repo, home=home).stdout)["session"]
+    assert tb("mark", sid, shas[5], "bad", cwd=repo, home=home).returncode == 0  # wrong, by hand
+    proc = tb("resume", sid, "--json", cwd=repo, home=home)
+    out = json.loads(proc.stdout)
+    assert out["status"] == "inconclusive", out
+    assert "do not build" not in out["reason"] and "does not build" not in out["reason"]
+    assert "marked bad" in out["reason"] and "never tested" in out["reason"]
+    assert "tritonbisect mark" in out["reason"]

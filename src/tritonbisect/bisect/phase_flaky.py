@@ -356,16 +356,24 @@ class FlakySearch:
             phase.candidates = cands
             phase.confidence = None
             budget = self._test_budget()
+            said = self._candidates_said(cands)
             why = (
-                f"the test budget ({budget} search tests) was spent; raise it with --max-tests"
+                f"the test budget ({budget} search tests) was spent; raise it with --max-tests ({said})"
                 if self._evidence().search_tests >= budget
-                else "no test can tell them apart (they do not build)"
+                else f"no test can tell them apart ({said})"
+                + ("; `tritonbisect mark` one of them to decide" if "never tested" in said else "")
             )
             phase.reason = (
                 f"{len(cands)} candidates hold P = {prob:.3f} of the culprit; {why}"
             )
         self.session.save()
         self.ui.phase_finished(self.session, phase)
+
+    def _candidates_said(self, candidates: list[str]) -> str:
+        """What is known of an inconclusive answer's candidates, counted (evidence.py)."""
+        from tritonbisect.bisect.evidence import candidate_states, candidates_summary
+
+        return candidates_summary(candidate_states(self.records, candidates))
 
     def _evidence_line(self) -> str:
         ev = self._evidence()

@@ -345,8 +345,8 @@ class PhaseRun(SearchLoop):
             phase.candidates = list(action.candidates)
             phase.culprit = None
             phase.reason = (
-                f"{len(action.candidates)} candidates remain; they could not be tested "
-                "(e.g. they do not build)"
+                f"{len(action.candidates)} candidates remain, which no test can tell apart: "
+                + self._candidates_said(phase.candidates)
             )
             self._record_posterior(None, phase.candidates)
             self.session.save()

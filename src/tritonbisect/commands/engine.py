@@ -131,11 +131,15 @@ def summary(session: Any, result: Any) -> str:
         if result.confidence == "low":
             lines.append(f"low confidence (exit {result.exit_code}): {result.reason}")
     elif result.status == "inconclusive":
+        from tritonbisect.bisect.evidence import candidate_states, candidates_summary
+
+        records = [r for r in session.records() if r.get("phase") == result.phase]
+        states = candidate_states(records, result.candidates)
         lines.append(
-            f"inconclusive: the culprit is one of {len(result.candidates)} commits that could "
-            "not be tested:"
+            f"inconclusive: the culprit is one of {len(result.candidates)} commits "
+            f"({candidates_summary(states)}):"
         )
-        lines.extend(f"  {c}" for c in result.candidates)
+        lines.extend(f"  {c}  {states[c]}" for c in result.candidates)
     else:
         lines.append(f"{result.status}: {result.reason}")
     c = session.counters()
