@@ -62,9 +62,16 @@ class NullUI:
     def __init__(self) -> None:
         self.durations: list[float] = []
         self.jobs = 1
+        # names a command gave the phase's commits (`wheels`: versions, not its ladder's shas)
+        self.labels: dict[str, str] = {}
 
     def phase_started(self, session: Any, phase: Any, n: int, subject: Callable[[str], str]) -> None:
         self.jobs = getattr(getattr(session, "settings", None), "jobs", 1) or 1
+        extra = getattr(session, "extra", None) or {}
+        self.labels = (extra.get("labels") or {}).get(phase.spec.name) or {}
+
+    def short(self, commit: str | None) -> str:
+        return self.labels.get(commit or "") or short(commit)
 
     def note(self, text: str) -> None:
         pass
@@ -112,9 +119,10 @@ class PlainUI(NullUI):
     def phase_started(self, session: Any, phase: Any, n: int, subject: Callable[[str], str]) -> None:
         super().phase_started(session, phase, n, subject)
         spec = phase.spec
+        where = f"{n} versions" if self.labels else f"{n} commits in {spec.repo}"
         self._print(
-            f"tritonbisect: session {session.id}, phase {spec.name}: bisecting {n} commits "
-            f"in {spec.repo} (good {short(spec.good)}, bad {short(spec.bad)}), "
+            f"tritonbisect: session {session.id}, phase {spec.name}: bisecting {where} "
+            f"(good {self.short(spec.good)}, bad {self.short(spec.bad)}), "
             f"{session.settings.jobs} worker(s)"
         )
 
@@ -128,7 +136,7 @@ class PlainUI(NullUI):
     def step_line(self, rec: Mapping[str, Any], subject: str, progress: Any) -> str:
         verdict = _VERDICT_MARK.get(str(rec.get("verdict")), str(rec.get("verdict")))
         line = (
-            f"  [{rec.get('role')}] {short(rec.get('commit'))} {verdict:5} "
+            f"  [{rec.get('role')}] {self.short(rec.get('commit'))} {verdict:5} "
             f"{rec.get('kind')} ({float(rec.get('seconds') or 0):.1f}s){where_of(rec)} {subject[:50]}"
         )
         if progress is not None:
@@ -154,7 +162,12 @@ class PlainUI(NullUI):
                     self._print(f"    {line}")
 
     def phase_finished(self, session: Any, phase: Any) -> None:
-        if phase.status == "found":
+        if phase.status == "found" and self.labels:
+            self._print(
+                f"tritonbisect: phase {phase.spec.name}: first bad version {self.short(phase.culprit)} "
+                f"(confidence {phase.confidence})"
+            )
+        elif phase.status == "found":
             self._print(
                 f"tritonbisect: phase {phase.spec.name}: culprit {phase.culprit} "
                 f"(confidence {phase.confidence})"
@@ -163,7 +176,7 @@ class PlainUI(NullUI):
             self._print(
                 f"tritonbisect: phase {phase.spec.name}: inconclusive, "
                 f"{len(phase.candidates)} candidates: "
-                + " ".join(short(c) for c in phase.candidates[:20])
+                + " ".join(self.short(c) for c in phase.candidates[:20])
             )
         elif phase.status == "aborted":
             self._print(f"tritonbisect: phase {phase.spec.name}: aborted: {phase.reason}")

@@ -84,6 +84,18 @@ class FlakySearch:
 
     _bayes: bool | None = None
 
+    # how commits are named to the user ------------------------------------------------------
+
+    def _labels(self) -> dict[str, str]:
+        """Names a command gave this phase's commits (`wheels`: the versions of its ladder)."""
+        return (getattr(self.session, "extra", {}).get("labels") or {}).get(self.spec.name) or {}
+
+    def _named(self, commit: str) -> str:
+        return self._labels().get(commit) or commit[:12]
+
+    def _noun(self) -> str:
+        return "version" if self._labels() else "commit"
+
     # settings -----------------------------------------------------------------------------
 
     def _flaky_mode(self) -> str:
@@ -163,11 +175,11 @@ class FlakySearch:
             return []
         tally = self._endpoint_tally()
         out = []
-        for name, commit, want in (("the good commit", self.spec.good, "good"),
-                                   ("the bad commit", self.spec.bad, "bad")):
+        for name, commit, want in ((f"the good {self._noun()}", self.spec.good, "good"),
+                                   (f"the bad {self._noun()}", self.spec.bad, "bad")):
             runs = tally.get(commit, Counter())
             if sum(runs.values()) == 1 and not runs[want] and not runs["skip"]:
-                out.append(f"{name} {commit[:12]}")
+                out.append(f"{name} {self._named(commit)}")
         return out
 
     def _endpoint_problems(self, tally: dict[str, Counter[str]]) -> list[str]:
@@ -184,10 +196,10 @@ class FlakySearch:
             latest = self._endpoint_records()
             if good["good"] != 1:
                 why = _describe(latest.get(spec.good))
-                problems.append(f"the good commit {spec.good[:12]} is not good ({why})")
+                problems.append(f"the good {self._noun()} {self._named(spec.good)} is not good ({why})")
             if bad["bad"] != 1:
                 why = _describe(latest.get(spec.bad))
-                problems.append(f"the bad commit {spec.bad[:12]} is not bad ({why})")
+                problems.append(f"the bad {self._noun()} {self._named(spec.bad)} is not bad ({why})")
             if good["bad"] or bad["good"]:  # the test said the opposite, once
                 problems.append(
                     "if the test is flaky: --flaky detect runs a contradicting endpoint again, "
@@ -197,9 +209,9 @@ class FlakySearch:
         g_rate = good["good"] / max(1, good["good"] + good["bad"])
         b_rate = bad["good"] / max(1, bad["good"] + bad["bad"])
         if not good["good"]:
-            problems.append(f"the good commit {spec.good[:12]} never passed ({_tally(good)})")
+            problems.append(f"the good {self._noun()} {self._named(spec.good)} never passed ({_tally(good)})")
         if not bad["bad"]:
-            problems.append(f"the bad commit {spec.bad[:12]} never failed ({_tally(bad)})")
+            problems.append(f"the bad {self._noun()} {self._named(spec.bad)} never failed ({_tally(bad)})")
         if not problems and g_rate <= b_rate:
             problems.append(
                 f"the test does not tell the endpoints apart: good {_tally(good)}, "

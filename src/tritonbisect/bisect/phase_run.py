@@ -256,7 +256,7 @@ class PhaseRun(SearchLoop):
         needs_record = bool(test_spec and test_spec.record_command)
         if any(n > 0 for n in todo.values()):
             self.ui.note(
-                "checking the endpoints: the good commit must pass, the bad one must fail"
+                f"checking the endpoints: the good {self._noun()} must pass, the bad one must fail"
                 + (f" ({runs} runs each, to measure how flaky the test is)" if runs > 1 else "")
             )
         if (needs_record or self.perf is not None) and todo[spec.good] > 0 and not tally.get(spec.good):
@@ -283,7 +283,7 @@ class PhaseRun(SearchLoop):
                     f"{'them' if len(again) > 1 else 'it'} again before giving up"
                 )
                 for name in again:
-                    commit = spec.good if name.startswith("the good") else spec.bad
+                    commit = spec.good if name.startswith("the good") else spec.bad  # see _contradicting_endpoints
                     request, future = self._submit(
                         commit, ROLE_ENDPOINT, record=needs_record and commit == spec.good
                     )
@@ -366,7 +366,7 @@ class PhaseRun(SearchLoop):
                 confirm[rec["commit"]] = rec
         todo = [c for c in dict.fromkeys((culprit, parent)) if c not in confirm and c not in marks]
         if todo:
-            self.ui.note(f"confirming: re-testing {culprit[:12]} and its parent {parent[:12]}")
+            self.ui.note(f"confirming: re-testing {self._named(culprit)} and its parent {self._named(parent)}")
         # judged by hand: one commit at a time, so the checkout shown is the one judged
         for batch in [[c] for c in todo] if self.judge is not None else [todo]:
             for commit in batch:
@@ -397,7 +397,7 @@ class PhaseRun(SearchLoop):
         if c_ok and p_ok:
             phase.confidence = "high" if prob is None or prob >= threshold else "low"
             phase.reason = (
-                f"confirmed: {culprit[:12]} is bad again and its parent {parent[:12]} good again"
+                f"confirmed: {self._named(culprit)} is bad again and its parent {self._named(parent)} good again"
                 + stated
                 + ("" if phase.confidence == "high" else f" (below {threshold:g})")
             )
