@@ -354,6 +354,12 @@ def test_regress_fixed_finds_the_fixing_commit(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     out = last_json(proc.stdout)
     assert out["culprit"] == shas[6] and out["confidence"] == "high"
+    assert "BAD" not in proc.stderr  # a passing step is the fixed state, not "BAD pass"
+    assert f"[search] {shas[6][:12]} FIXED   pass" in proc.stderr
+    assert "the good commit must fail, the bad (fixed) one must pass" in proc.stderr
+    plain = tb("run", "--repo", str(repo), "--good", shas[0], "--bad", "main", "--build", BUILD, "--test",
+               "grep -q bad out/state", "--regress", "fixed", cwd=repo, home=tmp_path / "home2")
+    assert plain.stdout.startswith(f"fixed by: {shas[6]}"), plain.stdout
 
 
 def test_four_workers_stop_steps_that_no_longer_matter(tmp_path: Path) -> None:

@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 _VERDICT_MARK = {"good": "good", "bad": "BAD", "skip": "skip", "abort": "ABORT"}
+# --regress fixed looks for the commit that fixed it: "bad" is the new, fixed state
+_FIXED_MARK = {**_VERDICT_MARK, "good": "unfixed", "bad": "FIXED"}
 
 
 def short(commit: str | None) -> str:
@@ -64,11 +66,14 @@ class NullUI:
         self.jobs = 1
         # names a command gave the phase's commits (`wheels`: versions, not its ladder's shas)
         self.labels: dict[str, str] = {}
+        self.marks = _VERDICT_MARK
 
     def phase_started(self, session: Any, phase: Any, n: int, subject: Callable[[str], str]) -> None:
         self.jobs = getattr(getattr(session, "settings", None), "jobs", 1) or 1
         extra = getattr(session, "extra", None) or {}
         self.labels = (extra.get("labels") or {}).get(phase.spec.name) or {}
+        regress = getattr(getattr(session, "settings", None), "regress", "fail")
+        self.marks = _FIXED_MARK if regress == "fixed" else _VERDICT_MARK
 
     def short(self, commit: str | None) -> str:
         return self.labels.get(commit or "") or short(commit)
@@ -134,9 +139,10 @@ class PlainUI(NullUI):
         self._print(self.step_line(rec, subject, progress))
 
     def step_line(self, rec: Mapping[str, Any], subject: str, progress: Any) -> str:
-        verdict = _VERDICT_MARK.get(str(rec.get("verdict")), str(rec.get("verdict")))
+        verdict = self.marks.get(str(rec.get("verdict")), str(rec.get("verdict")))
+        verdict = verdict.ljust(7 if self.marks is _FIXED_MARK else 5)
         line = (
-            f"  [{rec.get('role')}] {self.short(rec.get('commit'))} {verdict:5} "
+            f"  [{rec.get('role')}] {self.short(rec.get('commit'))} {verdict} "
             f"{rec.get('kind')} ({float(rec.get('seconds') or 0):.1f}s){where_of(rec)} {subject[:50]}"
         )
         if progress is not None:

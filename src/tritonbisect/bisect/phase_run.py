@@ -256,7 +256,9 @@ class PhaseRun(SearchLoop):
         needs_record = bool(test_spec and test_spec.record_command)
         if any(n > 0 for n in todo.values()):
             self.ui.note(
-                f"checking the endpoints: the good {self._noun()} must pass, the bad one must fail"
+                f"checking the endpoints: the good {self._noun()} must "
+                + ("fail, the bad (fixed) one must pass" if self.policy.regress == "fixed"
+                   else "pass, the bad one must fail")
                 + (f" ({runs} runs each, to measure how flaky the test is)" if runs > 1 else "")
             )
         if (needs_record or self.perf is not None) and todo[spec.good] > 0 and not tally.get(spec.good):

@@ -124,6 +124,8 @@ def summary(session: Any, result: Any) -> str:
                 subject = ""
         # --wheels only ends at the nightlies' bracket: its culprit is the first bad nightly
         label = "first bad nightly" if result.phase == "nightlies" else "culprit"
+        if getattr(session.settings, "regress", None) == "fixed":
+            label = "first fixed nightly" if result.phase == "nightlies" else "fixed by"
         lines.append(f"{label}: {result.culprit}{subject}")
         post = session.extra.get("posterior", {}).get(result.phase) or {}
         prob = f" (P = {post['probability']:.3f})" if post.get("probability") is not None else ""
