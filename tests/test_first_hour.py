@@ -179,3 +179,36 @@ def test_contradicting_marks_do_not_say_that_buildable_commits_do_not_build(tmp_
     assert "do not build" not in out["reason"] and "does not build" not in out["reason"]
     assert "marked bad" in out["reason"] and "never tested" in out["reason"]
     assert "tritonbisect mark" in out["reason"]
+
+
+def test_status_names_what_it_shows_and_ctrl_c_says_resume_once(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    from engine_repo import popen_tb
+
+    repo, home = tmp_path / "r", tmp_path / "home"
+    shas = linear(repo, 40, culprit=27)
+    started = tmp_path / "started"
+    slow = f"touch {started}; sleep 30; {TEST}"
+    proc = popen_tb("run", "--repo", str(repo), "--good", shas[0], "--bad", "main", "--build", BUILD,
+                    "--test", slow, cwd=repo, home=home)
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.count("tritonbisect resume") == 1, err
+    sid = next((home / "sessions").iterdir()).name
+    # a finished session with a correction: status says how many records it shows, and the undo
+    done = tb("run", "--repo", str(repo), "--good", shas[0], "--bad", "main", "--build", BUILD,
+              "--test", TEST, "--json", cwd=repo, home=home)
+    sid = json.loads(done.stdout)["session"]
+    assert tb("mark", sid, shas[27], "good", cwd=repo, home=home).returncode == 0
+    assert tb("undo", sid, cwd=repo, home=home).returncode == 0
+    status = tb("status", sid, cwd=repo, home=home).stdout
+    assert "last 8 of " in status and "journal records" in status
+    assert "None" not in status
+    assert "[main/undo]" in status and "takes back #" in status
+    assert "[main/mark]" in status and "marked good" in status

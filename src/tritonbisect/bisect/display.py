@@ -190,7 +190,8 @@ class PlainUI(NullUI):
             self._print(f"tritonbisect: {phase.reason}")
 
     def interrupted(self, command: str) -> None:
-        self._print(f"tritonbisect: interrupted; state saved. Resume with:\n  {command}")
+        # the command's last line (InterruptedRun, at the CLI boundary) says how to resume
+        self._print("tritonbisect: interrupted; the running steps were stopped")
 
 
 class RichUI(PlainUI):

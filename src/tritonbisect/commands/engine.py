@@ -263,7 +263,7 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
                     "created": session.created,
                     "counters": counters,
                     "phases": [p.to_dict() for p in session.phases()],
-                    "last_steps": records[-10:],
+                    "last_steps": records[-_STATUS_STEPS:],
                     "posterior": session.extra.get("posterior", {}),
                     **_outcome_of(session),
                 }
@@ -290,11 +290,13 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
         f"  {counters['steps']} steps, {counters['tests']} test runs, {counters['builds']} builds "
         f"({counters['cached_builds']} cached), {format_eta(total)} of step time"
     )
-    for rec in records[-8:]:
-        click.echo(
-            f"    #{rec.get('seq')} [{rec.get('phase')}/{rec.get('role')}] "
-            f"{str(rec.get('commit'))[:12]} {rec.get('verdict')} ({rec.get('kind')})"
-        )
+    shown = records[-_STATUS_STEPS:]
+    if shown:
+        more = f" of {len(records)}" if len(records) > len(shown) else ""
+        click.echo(f"  last {len(shown)}{more} journal records (every step: tritonbisect report {session.id}"
+                   f"{_workdir_flag(session)}):")
+    for rec in shown:
+        click.echo(f"    {_status_line(rec)}")
     if not running and any(p.status in ("pending", "running", "aborted") for p in session.phases()):
         click.echo(f"  resume with: {session.resume_command()}")
     from tritonbisect.bisect.cleanup import describe
@@ -303,6 +305,21 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
     if kept:
         click.echo("\n".join(kept))
         click.echo(f"  remove them with: tritonbisect clean {session.id}{_workdir_flag(session)}")
+
+
+_STATUS_STEPS = 8  # journal records `status` shows
+
+
+def _status_line(rec: dict[str, Any]) -> str:
+    """One journal record for `status`: a step's verdict, or a person's correction."""
+    head = f"#{rec.get('seq')} [{rec.get('phase')}/{rec.get('role')}] {str(rec.get('commit') or '')[:12]}"
+    if rec.get("role") == "undo":
+        why = f" ({rec['reason']})" if rec.get("reason") else ""
+        return f"{head} takes back #{rec.get('undoes')}{why}"
+    if rec.get("role") == "mark":
+        why = f" ({rec['reason']})" if rec.get("reason") else ""
+        return f"{head} marked {rec.get('verdict')}{why}"
+    return f"{head} {rec.get('verdict')} ({rec.get('kind')})"
 
 
 def _outcome_of(session: Any) -> dict[str, Any]:
