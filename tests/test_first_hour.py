@@ -212,3 +212,30 @@ def test_status_names_what_it_shows_and_ctrl_c_says_resume_once(tmp_path: Path) 
     assert "None" not in status
     assert "[main/undo]" in status and "takes back #" in status
     assert "[main/mark]" in status and "marked good" in status
+
+
+def test_the_markdown_report_is_ready_to_paste(tmp_path: Path) -> None:
+    import platform
+    import subprocess
+
+    from tritonbisect import __version__
+
+    repo, home = tmp_path / "r", tmp_path / "home"
+    shas = linear(repo, 30, culprit=17, files={"check.sh": "#!/bin/bash\necho checking the kernel\n"
+                                                "grep -q ok out/state || { echo 'AssertionError: max abs diff 0.37'; exit 1; }\n"})
+    proc = tb("run", "--repo", "r", "--good", shas[0], "--bad", "main", "--build", BUILD, "--test", "./check.sh",
+              "--json", cwd=tmp_path, home=home)
+    assert proc.returncode == 0, proc.stderr
+    sid = json.loads(proc.stdout)["session"]
+    md = tb("report", sid, cwd=repo, home=home).stdout
+    # the failing test's own words, from the culprit's log
+    assert "Failing test output" in md and "AssertionError: max abs diff 0.37" in md
+    # what it ran with
+    git_version = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.split()[-1]
+    assert f"tritonbisect {__version__}" in md and f"Python {platform.python_version()}" in md
+    assert f"git {git_version}" in md and platform.system() in md
+    # nothing of this machine's layout
+    assert str(tmp_path) not in md and str(home) not in md
+    assert "tritonbisect run --repo r --good" in md and "&lt;workdir&gt;/sessions/" in md
+    # a clean run: no estimated error rates, which would be noise
+    assert "error rates" not in md and "no verdict contradicted another" in md

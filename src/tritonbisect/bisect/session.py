@@ -40,6 +40,7 @@ from tritonbisect.bisect.phases import (
     PhaseState,
     SessionResult,
 )
+from tritonbisect.bisect.report_extras import environment
 from tritonbisect.errors import EXIT_INTERRUPTED, InputError, TritonBisectError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -152,6 +153,7 @@ class Session:
             "settings": settings.to_dict(),
             "phases": [PhaseState(spec).to_dict() for spec in phases],
             "current_phase": 0,
+            "extra": {"environment": environment()},  # the versions, for the report
         }
         session = cls(directory, data)
         session.save()
