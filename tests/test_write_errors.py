@@ -124,3 +124,13 @@ def test_an_unrelated_os_error_is_not_hidden(tmp_path: Path) -> None:
     err = place_error(OSError(30, "Read-only file system", "/x"))
     assert err is not None and err.exit_code == 2 and err.message.startswith("/x: read-only")
     assert os.environ.get("TRITONBISECT_HOME") is None or True
+
+
+@needs_mount
+def test_step_with_a_read_only_workdir_aborts_in_one_line(tmp_path: Path) -> None:
+    repo, ro = tmp_path / "repo", tmp_path / "ro"
+    linear(repo, 3, culprit=2)
+    proc = tb_in_mount(ro, "ro", "step", "--test", TEST, "--build", BUILD, "--workdir", str(ro / "w"),
+                       cwd=repo, home=tmp_path / "home")
+    assert proc.returncode == 128, proc.stderr  # git bisect's abort
+    assert proc.stderr.strip().count("\n") == 0 and "read-only file system" in proc.stderr

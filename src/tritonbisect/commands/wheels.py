@@ -101,7 +101,8 @@ def _run(settings: Any, bisector: Any, triton_dir: Path | None) -> NoReturn:
     narrowed = narrow_after(session, result, quiet=settings.json)
     out = wheels_result(result, session.journal.records(), bisector.versions(), bisector.shas,
                         session.dir)
-    out.update(session=session.id, session_dir=str(session.dir), exit_code=result.exit_code)
+    out.update(session=session.id, session_dir=str(session.dir), exit_code=result.exit_code,
+               outcome=result.outcome)
     if narrowed is not None:
         out["narrow"] = narrowed
     if triton_dir is not None:
