@@ -135,3 +135,32 @@ def test_undo_acts_on_the_running_search_at_once(tmp_path: Path) -> None:
     out = finish(child)
     assert out["culprit"] == shas[137], out
     assert out["status"] == "found"
+
+
+def test_undo_at_the_confirmation_searches_again_at_once(tmp_path: Path) -> None:
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    shas = linear(repo, 40, culprit=22)
+    child = spawn("run", "--repo", str(repo), "--good", shas[0], "--bad", "main", "--build", BUILD,
+                  "--json", cwd=repo, home=home)
+    last = None
+    while True:  # the search, answered truthfully, up to the first confirmation
+        child.expect(READY + r"( \(confirmation)?")
+        commit, confirming = child.match.group(1), bool(child.match.group(2))
+        child.expect(r"checkout: (\S+)")
+        state = (Path(child.match.group(1)) / "out" / "state").read_text().strip()
+        child.expect_exact("Your verdict?")
+        if confirming:
+            break
+        last = commit
+        child.sendline(answer(state))
+    child.sendline("u")  # takes back the last search answer, which the culprit rests on
+    child.expect(rf"took back (good|bad) for {last[:12]}")
+    child.expect_exact("Your verdict?")
+    child.sendline(answer(state))
+    child.expect_exact("an answer was taken back: searching again")  # at once, not at a resume
+    out = finish(child)
+    assert out["culprit"] == shas[22]
+    recs = journal(home, out["session"])
+    undo = next(r for r in recs if r["role"] == "undo")
+    assert last != shas[22]  # the parent's answer was taken back: it is asked again
+    assert [r["commit"] for r in recs if r["role"] == "search" and r["seq"] > undo["seq"]][:1] == [last]

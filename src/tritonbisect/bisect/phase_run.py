@@ -62,6 +62,7 @@ class PhaseRun(SearchLoop):
             result, extra = self.judge.judge(self, result, role)
             if len(self.records) != before:  # an answer was taken back at the prompt
                 self._reread_verdicts()
+                self._corrected = True
         rec = {"seq": self._next_seq(), "phase": self.spec.name, "role": role, "round": round_}
         rec.update(result.to_record())
         if extra:
@@ -138,6 +139,16 @@ class PhaseRun(SearchLoop):
             in_flight=len(self.in_flight),
         )
 
+    def _research(self) -> None:
+        """Search again from the journal as it is now (as a resume would), then confirm."""
+        self.ui.note("an answer was taken back: searching again from the verdicts that stand")
+        self.phase.culprit = None
+        self.phase.candidates = []
+        self.session.save()
+        action = self._search()
+        if action is not None:
+            self._finish(action)
+
     def _reread_verdicts(self) -> None:
         """The verdicts the search goes on from, after a correction: the same as a resume
         would read from the journal, so the running search and a resumed one agree."""
@@ -185,6 +196,7 @@ class PhaseRun(SearchLoop):
         self._children: dict[str, list[str]] | None = None
         self._in_set = frozenset(self.cands.order)
         self.judge = None
+        self._corrected = False  # set when an answer is taken back at the prompt
         if getattr(self.settings, "manual", False):
             from tritonbisect.bisect.manual import ManualJudge
 
@@ -377,12 +389,16 @@ class PhaseRun(SearchLoop):
             while self.in_flight:
                 for fut, (_req, commit, role, round_) in self._wait_one():
                     result = fut.result()
+                    self._corrected = False
                     rec = self._journal(result, role, round_)
                     self.ui.step_finished(self.spec.name, rec, self.subject(commit), None)
                     if result.verdict == "abort":
                         self._abort(f"confirmation of {commit[:12]}: {result.reason}")
                         return
                     confirm[commit] = rec
+                    if self._corrected:  # an answer the culprit rests on was taken back
+                        self._research()
+                        return
         for commit, verdict in marks.items():
             confirm[commit] = {"verdict": verdict, "kind": "marked"}
         c_ok = confirm[culprit]["verdict"] == "bad"
