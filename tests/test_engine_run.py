@@ -145,7 +145,8 @@ def test_invalid_endpoints_exit_3_with_both_logs(tmp_path: Path) -> None:
     assert out["status"] == "invalid-endpoints"
     assert "probe-output-ok" in proc.stderr  # the good endpoint's log tail
     assert "probe-output-bad" in proc.stderr  # the bad endpoint's log tail
-    assert out["tests"] == 2
+    assert out["tests"] == 3  # the good endpoint failed: run once more before giving up
+    assert "never passed (2 bad)" in out["reason"]
 
 
 def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
