@@ -239,3 +239,11 @@ def test_the_markdown_report_is_ready_to_paste(tmp_path: Path) -> None:
     assert "tritonbisect run --repo r --good" in md and "&lt;workdir&gt;/sessions/" in md
     # a clean run: no estimated error rates, which would be noise
     assert "error rates" not in md and "no verdict contradicted another" in md
+
+
+def test_a_script_beside_the_user_wins_over_one_in_the_repository(tmp_path: Path) -> None:
+    repo, shas = repo_with_check(tmp_path)
+    mine = tmp_path / "check.sh"
+    mine.write_text("#!/bin/bash\ntrue\n")
+    got = check_test_command("./check.sh", repo=repo, bad=shas[-1], history=History(repo), cwd=tmp_path)
+    assert got == str(mine)  # as the shell would read ./check.sh where it was typed

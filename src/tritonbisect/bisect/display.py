@@ -232,7 +232,7 @@ class RichUI(PlainUI):
     def phase_started(self, session: Any, phase: Any, n: int, subject: Callable[[str], str]) -> None:
         super().phase_started(session, phase, n, subject)
         self._phase = phase.spec.name
-        self._status = f"{n} commits in range"
+        self._status = f"{n} {'versions' if self.labels else 'commits'} in range"
 
     def step_started(self, phase: str, commit: str, role: str, subject: str) -> None:
         self._flying.setdefault(short(commit), role)  # step_running may have come first

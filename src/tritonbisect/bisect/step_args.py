@@ -123,26 +123,34 @@ def check_test_command(
     cwd = (cwd or Path.cwd()).resolve()
     on_disk = Path(word).expanduser()
     on_disk = on_disk if on_disk.is_absolute() else cwd / on_disk
-    if history is not None and bad is not None and repo is not None and not Path(word).is_absolute():
-        repo_root = Path(getattr(history, "root", repo)).resolve()
-        tried = []
+    tracked = history is not None and bad is not None and repo is not None and not Path(word).is_absolute()
+    repo_root = Path(getattr(history, "root", repo)).resolve() if tracked else None
+
+    def at_bad(rel: str) -> str | None:
+        """The command running `rel` from the top of the checkout, when it is tracked there."""
+        if rel.startswith("..") or history.file_at(bad, rel) is None:
+            return None
+        if os.path.normpath(as_run) == rel and as_run == word:
+            return command
+        return _replace_word(command, words, index, "./" + rel)
+
+    if tracked and repo_root is not None:
+        # given from inside the repository: the path from here, as the shell reads it
         try:
             from_cwd = os.path.relpath(on_disk.resolve() if on_disk.exists() else on_disk, repo_root)
         except ValueError:
             from_cwd = ".."
-        if not from_cwd.startswith(".."):
-            tried.append(os.path.normpath(from_cwd))
-        tried.append(os.path.normpath(word))
-        for rel in dict.fromkeys(tried):
-            if rel.startswith("..") or history.file_at(bad, rel) is None:
-                continue
-            if os.path.normpath(as_run) == rel and as_run == word:
-                return command
-            return _replace_word(command, words, index, "./" + rel)
-    if on_disk.exists():
+        found = at_bad(os.path.normpath(from_cwd))
+        if found is not None:
+            return found
+    if on_disk.exists():  # a script of the user's, where the shell would find it
         if Path(word).is_absolute():
             return command
         return _replace_word(command, words, index, str(on_disk.resolve()))
+    if tracked:  # given from elsewhere: the path from the top of the repository
+        found = at_bad(os.path.normpath(word))
+        if found is not None:
+            return found
     where = f" in {repo} at {bad[:12]}" if repo is not None and bad else ""
     raise InputError(
         f"test script {word} not found{where} nor in {cwd}: give its path from the top of the "
