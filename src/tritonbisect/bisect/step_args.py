@@ -124,7 +124,7 @@ def check_test_command(
     on_disk = Path(word).expanduser()
     on_disk = on_disk if on_disk.is_absolute() else cwd / on_disk
     tracked = history is not None and bad is not None and repo is not None and not Path(word).is_absolute()
-    repo_root = Path(getattr(history, "root", repo)).resolve() if tracked else None
+    repo_root = Path(getattr(history, "root", None) or repo or ".").resolve() if tracked else None
 
     def at_bad(rel: str) -> str | None:
         """The command running `rel` from the top of the checkout, when it is tracked there."""
