@@ -263,7 +263,7 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
                     "created": session.created,
                     "counters": counters,
                     "phases": [p.to_dict() for p in session.phases()],
-                    "last_steps": records[-_STATUS_STEPS:],
+                    "last_steps": records[-10:],
                     "posterior": session.extra.get("posterior", {}),
                     **_outcome_of(session),
                 }
