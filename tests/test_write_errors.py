@@ -4,7 +4,6 @@ mounted in a private mount namespace (`unshare -m`) instead of a chmod."""
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
 import subprocess
@@ -123,7 +122,8 @@ def test_an_unrelated_os_error_is_not_hidden(tmp_path: Path) -> None:
     assert place_error(OSError(5, "Input/output error")) is None  # no path: a real failure
     err = place_error(OSError(30, "Read-only file system", "/x"))
     assert err is not None and err.exit_code == 2 and err.message.startswith("/x: read-only")
-    assert os.environ.get("TRITONBISECT_HOME") is None or True
+    full = place_error(OSError(28, "No space left on device", "/y"))
+    assert full is not None and full.exit_code == 4 and "no space left" in full.message
 
 
 @needs_mount
