@@ -24,7 +24,7 @@ _PROBLEMS = {
     errno.EEXIST: "a file is in the way (a folder is needed there); choose another path",
     errno.ENOTDIR: "a part of the path is a file, not a folder; choose another path",
     errno.EISDIR: "is a folder; give a file name",
-    errno.ENOENT: "no such file or folder (nor can one be made there)",
+    errno.ENOENT: "no such file or folder (or one cannot be made there)",
     errno.ENAMETOOLONG: "the name is too long",
     errno.ELOOP: "too many symbolic links",
 }
