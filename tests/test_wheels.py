@@ -112,6 +112,14 @@ def test_endpoints_checked_first(index, here, home, capsys):
     assert {t["role"] for t in res["tested"]} == {"endpoint"}  # no search began
     assert ("3.4.0", "bad") in [(t["version"], t["verdict"]) for t in res["tested"]]
     assert res["first_bad"] is None and res["status"] != "found"
+    # in versions, as the user gave them; no `resume` for a session that is over
+    code, out, err = run_cli(_argv("3.4.0", "3.6.0", "--index-url", index.url, home=home), capsys)
+    assert code == 3
+    assert "the good version 3.4.0 never passed (2 bad)" in out + err
+    assert "bisecting 2 versions (good 3.4.0, bad 3.6.0)" in err and "wheel-ladders" not in err
+    assert "tritonbisect resume" not in out and "tritonbisect report" in out
+    said = out + "\n".join(line for line in err.splitlines() if "/steps/" not in line)  # not log paths
+    assert not any(r["commit"][:12] in said for r in _journal(res))  # no ladder sha anywhere
 
 
 def test_index_gone_at_start_is_an_abort(tmp_path, here, home, capsys):

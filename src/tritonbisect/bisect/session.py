@@ -40,6 +40,7 @@ from tritonbisect.bisect.phases import (
     PhaseState,
     SessionResult,
 )
+from tritonbisect.bisect.report_extras import environment
 from tritonbisect.build.index_config import redact_text
 from tritonbisect.errors import EXIT_INTERRUPTED, InputError, TritonBisectError
 
@@ -153,6 +154,7 @@ class Session:
             "settings": settings.to_dict(),
             "phases": [PhaseState(spec).to_dict() for spec in phases],
             "current_phase": 0,
+            "extra": {"environment": environment()},  # the versions, for the report
         }
         session = cls(directory, data)
         session.save()

@@ -126,6 +126,7 @@ def common_bisect_options(f: F | None = None, *, test: bool = True) -> Any:
             click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Where sessions, worktrees and caches live (default: $TRITONBISECT_HOME or the user cache dir)."),
             click.option("--json", "json_out", is_flag=True, help="Print one JSON object with the result at the end."),
             *PERF_OPTIONS,
+            click.option("--log-limit", metavar="SIZE", help="Keep at most SIZE of each build's and test's output in its log: the first and the last half, with a line saying how much was cut (default 16M; 0 keeps everything; also $TRITONBISECT_LOG_LIMIT)."),
         ]
         options += verdict_options(test=test)
         return executor_options(_add_options(func, options))
@@ -215,7 +216,7 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
         jobs=jobs,
         repeat=repeat,
         timeout=timeout,
-        env=parse_env(kwargs.get("env")),
+        env=_with_log_limit(parse_env(kwargs.get("env")), kwargs.get("log_limit")),
         on_build_failure=kwargs.get("on_build_failure") or "skip",
         regress=regress,
         first_parent=bool(kwargs.get("first_parent")),
@@ -230,6 +231,21 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
         **_verdict_settings(kwargs),
         **perf,
     )
+
+
+def _with_log_limit(env: dict[str, str], given: str | None) -> dict[str, str]:
+    """--log-limit travels with the step environment (to every worker, and into session.json
+    for `resume`), where the process runner reads it."""
+    from tritonbisect.bisect.loglimit import LOG_LIMIT_ENV, parse_size
+
+    value = given if given is not None else env.get(LOG_LIMIT_ENV)
+    if value is None:
+        return env
+    try:
+        env[LOG_LIMIT_ENV] = str(parse_size(value))
+    except ValueError as exc:
+        raise InputError(f"--log-limit: {exc}") from None
+    return env
 
 
 # --- compile oracle (issue 8) ------------------------------------------------------------

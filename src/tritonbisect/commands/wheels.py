@@ -159,6 +159,10 @@ def _run(settings: Any, bisector: Any, triton_dir: Path | None) -> NoReturn:
 
     session = Session.create(settings.workdir, settings, [bisector.phase()],
                              argv=list(sys.argv[1:]))
+    # the ladder's commits are an internal device: every message names the versions
+    phase = session.phases()[0]
+    session.extra.setdefault("labels", {})[phase.spec.name] = dict(bisector.versions())
+    session.save()
     ui = make_ui()
     try:
         result = drive(session, ui)
@@ -169,7 +173,8 @@ def _run(settings: Any, bisector: Any, triton_dir: Path | None) -> NoReturn:
     narrowed = narrow_after(session, result, quiet=settings.json)
     out = wheels_result(result, session.journal.records(), bisector.versions(), bisector.shas,
                         session.dir)
-    out.update(session=session.id, session_dir=str(session.dir), exit_code=result.exit_code)
+    out.update(session=session.id, session_dir=str(session.dir), exit_code=result.exit_code,
+               outcome=result.outcome)
     if narrowed is not None:
         out["narrow"] = narrowed
     if triton_dir is not None:
@@ -190,8 +195,15 @@ def _summary(out: dict[str, Any], session: Any) -> str:
         lines = [f"{out['status']}: {out['reason']}"]
     for t in out["tested"]:
         lines.append(f"  {t['version']:<16} {t['outcome']:<14} {t['verdict']}")
+    from tritonbisect.bisect.phases import RESUMABLE
+    from tritonbisect.commands.engine import _workdir_flag
+
+    if any(p.status in RESUMABLE for p in session.phases()):
+        then = session.resume_command()
+    else:  # finished: resuming would change nothing
+        then = f"tritonbisect report {session.id}{_workdir_flag(session)}"
     lines.append(f"{out['installs']} installs, {out['downloads']} downloads "
-                 f"({out['download_mb']} MB); session {session.id}: {session.resume_command()}")
+                 f"({out['download_mb']} MB); session {session.id}: {then}")
     cr = out.get("commit_range")
     if cr and cr.get("command"):
         lines.append(f"commits: {cr['command']} --test ...")
