@@ -177,17 +177,19 @@ def next_step(
     cached: AbstractSet[str] = frozenset(),
     confidence: float = 0.95,
     tests_left: int | None = None,
+    prior: Sequence[float] | None = None,
 ) -> Action:
     """Test some commits (re-tests allowed), or the culprit, or a set that holds it, or wait.
 
     `counts` maps commits to (good verdicts, bad verdicts); `skipped` commits cannot be tested
     (they do not build); `marks` are a person's verdicts (constraints). `tests_left`: the test
-    budget still open (None: no budget); at 0 the search stops with what it knows.
+    budget still open (None: no budget); at 0 the search stops with what it knows. `prior`:
+    P(culprit = order[i]) before any test (bisect/prior.py; None: uniform).
     """
     if not 0.5 <= confidence < 1.0:
         raise ValueError("confidence must be in [0.5, 1)")
     marks = dict(marks or {})
-    post = posterior(cands, counts, model=model, marks=marks)
+    post = posterior(cands, counts, model=model, marks=marks, prior=prior)
     idx, n = post.idx, post.n
     skip_i = {idx.pos[c] for c in skipped if c in idx.pos}
     marked = {idx.pos[c] for c in marks if c in idx.pos}
