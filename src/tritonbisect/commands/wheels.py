@@ -60,6 +60,9 @@ def wheels_cmd(good: str, bad: str, package: str, index_urls: tuple[str, ...], f
     settings = bisect_settings(**kwargs)
     if not settings.wants_test:
         raise InputError("give the test to run: --test CMD (or --repro TRACE --kernel K)")
+    if settings.prefer_pass or settings.prefer_files:
+        raise InputError("--prefer-pass/--prefer-files weigh commits; wheels bisects versions: give them to the "
+                         "commit bisect it prints (with --triton-dir and --narrow, filled in)")
     package = normalize_name(package)
     target = _target_python(python, venv)
     plat = _platform(target)
