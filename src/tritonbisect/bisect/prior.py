@@ -207,3 +207,18 @@ def hint_verdict(order: Sequence[str], hinted: Iterable[str], prior: Sequence[fl
         posterior_mass=sum(posterior[i] for i in idx),
         culprit_hinted=None if culprit is None else culprit in hint,
     )
+
+
+def narrowed_passes(narrowed: Mapping[str, object] | None) -> list[str]:
+    """The pass names a narrowing result (narrow/compare.py) points at: the first pass whose
+    output differs, else the pass running when the culprit's compile failed; none when the
+    IR differs before the first pass (the frontend)."""
+    if not narrowed:
+        return []
+    first = narrowed.get("first_difference")
+    label = first.get("pass") if isinstance(first, Mapping) else None
+    if not isinstance(label, str) or label.startswith("("):
+        label = narrowed.get("running_pass") if isinstance(narrowed.get("running_pass"), str) else None
+    if not label:
+        return []
+    return [pass_query(str(label))]
