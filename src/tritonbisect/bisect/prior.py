@@ -21,7 +21,7 @@ from it (Triton's lib/Dialect/TritonGPU/Transforms/Coalesce.cpp):
 `std::unique_ptr<Pass> createTritonGPUCoalescePass() { ... }`). A pass is named by its
 TableGen name (what MLIR_ENABLE_DUMP prints, `TritonGPUCoalesce`), its argument
 (`tritongpu-coalesce`), or narrow's label (`TritonGPUCoalesce (tritongpu-coalesce)`).
-A conversion pass (`Convert...`, or declared under a Conversion folder) works through the
+A conversion pass (`Convert...`, argument `convert-...`) works through the
 patterns of its folder, so every source file there counts too, and the vendor-neutral
 patterns of lib/Conversion/<folder without NVIDIA/AMD> (Triton's TritonGPUToLLVM).
 
@@ -62,7 +62,9 @@ class PassDecl:
 
     @property
     def conversion(self) -> bool:
-        return self.name.startswith("Convert") or "/Conversion/" in f"/{self.td}"
+        # MLIR's naming of conversion passes; not the folder: Triton's
+        # Conversion/TritonGPUToLLVM/Passes.td also declares AllocateSharedMemory and friends
+        return self.name.startswith("Convert") or self.arg.startswith("convert-")
 
 
 def declared_passes(td_files: Mapping[str, str]) -> list[PassDecl]:
