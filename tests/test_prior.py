@@ -174,7 +174,7 @@ def test_a_right_hint_saves_builds_and_a_wrong_one_costs_little() -> None:
     rng = random.Random(5)
     order = [f"c{i:03d}" for i in range(600)]
     right_saved, wrong_extra = [], []
-    for trial in range(12):
+    for _ in range(12):
         hinted = set(rng.sample(order[:-1], 30))
         w = prior.prior_weights(order, hinted)
         inside = rng.choice(sorted(hinted))

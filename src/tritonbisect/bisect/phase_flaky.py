@@ -304,7 +304,7 @@ class FlakySearch:
         if not self._bayes and not model.fixed:
             model = bayes.FlakeModel(trust=CLASSIC_TRUST)
         try:
-            return bayes.posterior(self.cands, ev.counts, model=model, marks=ev.marks, prior=self._prior())
+            return bayes.posterior(self.cands, ev.counts, model=model, marks=ev.marks)
         except ValueError:
             return None
 
@@ -316,7 +316,7 @@ class FlakySearch:
             return None
         from tritonbisect.bisect.phase_hint import record_verdict
 
-        record_verdict(self, post, culprit)
+        record_verdict(self, culprit)
         summary = post.summary()
         prob = post.prob(culprit) if culprit else sum(post.prob(c) for c in candidates or [])
         summary.update(

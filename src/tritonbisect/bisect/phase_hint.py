@@ -2,7 +2,7 @@
 it weighs (printed once), and at the end whether the evidence went for or against it.
 
 Called by the phase's search (bisect/phase_flaky.py) through `prior_of(run)` and
-`record_verdict(run, post, culprit)`; `check_hint(session)` validates a new session's hint
+`record_verdict(run, culprit)`; `check_hint(session)` validates a new session's hint
 before anything runs (one clear line for a pass no Passes.td declares). The hint's facts
 are stored in session.json under extra["hint"][phase] for the report and the JSON.
 """
@@ -83,10 +83,18 @@ def prior_of(run: Any) -> list[float] | None:
     return weights
 
 
-def record_verdict(run: Any, post: Any, culprit: str | None) -> None:
-    """Say whether the evidence went for or against the hint (stored with the hint)."""
+def record_verdict(run: Any, culprit: str | None) -> None:
+    """Say whether the evidence went for or against the hint (stored with the hint): the mass
+    the hinted commits hold after every verdict, from the prior."""
+    from tritonbisect.bisect import bayes
+
     weights = run.__dict__.get("_hint_prior")
     if weights is None:
+        return
+    ev = run._evidence()
+    try:
+        post = bayes.posterior(run.cands, ev.counts, model=run._flake_model(), marks=ev.marks, prior=weights)
+    except ValueError:
         return
     verdict = prior.hint_verdict(run.cands.order, run.__dict__["_hint_commits"], weights, post.w, culprit)
     entry = run.session.extra.setdefault("hint", {}).setdefault(run.spec.name, {})
