@@ -188,3 +188,18 @@ def test_a_right_hint_saves_builds_and_a_wrong_one_costs_little() -> None:
             bucket.append(with_hint - without)
     assert sum(right_saved) / len(right_saved) <= -2.5  # ~0.65x of ~9.5 builds
     assert max(wrong_extra) <= 3 and sum(wrong_extra) / len(wrong_extra) <= 2.0
+
+
+def test_the_prior_never_decides_the_answer() -> None:
+    """c5 is hinted, c4 is not; c3 passed and c5 failed. The prior alone makes c5 ~98% likely,
+    but nothing has told c4 from c5: the search must test c4, not answer c5."""
+    order = [f"c{i}" for i in range(12)]
+    cands = search.Candidates.linear(order)
+    w = prior.prior_weights(order, ["c5"])
+    counts = {"c3": (1, 0), "c5": (0, 1), order[-1]: (0, 1)}
+    model = bayes.FlakeModel(trust=0.9)
+    assert bayes.posterior(cands, counts, model=model, prior=w).prob("c5") > 0.95
+    action = bayes_step.next_step(cands, counts, model=model, prior=w, cached=frozenset(["c3", "c5"]))
+    assert isinstance(action, search.TestNext) and action.commits == ("c4",)
+    found = bayes_step.next_step(cands, {**counts, "c4": (0, 1)}, model=model, prior=w)
+    assert found == search.Found("c4")
