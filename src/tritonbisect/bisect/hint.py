@@ -61,12 +61,12 @@ class Hint:
         for g, hits in self.globs.items():
             shown = ", ".join(hits[:6]) + (f", ... ({len(hits)} files)" if len(hits) > 6 else "")
             out.append(f"--prefer-files {g}: {shown or 'no file at the bad commit'}")
-        total = self.range_size or "?"
         if self.commits:
-            ratio = prior.hint_ratio(int(self.range_size or len(self.commits) * 20), len(self.commits))
+            weight = (f", each {prior.hint_ratio(self.range_size, len(self.commits)):.0f}x a commit elsewhere"
+                      if self.range_size else "")
+            total = self.range_size or "the"
             out.append(f"the hint weighs {len(self.commits)} of {total} commits (they touch {len(self.files)} "
-                       f"files), each {ratio:.0f}x a commit elsewhere; a wrong hint costs at most "
-                       f"~{prior.WRONG_HINT_BITS:g} more builds")
+                       f"files){weight}; a wrong hint costs at most ~{prior.WRONG_HINT_BITS:g} more builds")
         else:
             out.append("no commit of the range touches the hinted files: searching without the hint")
         return out

@@ -69,17 +69,16 @@ def prior_of(run: Any) -> list[float] | None:
     for line in hint.lines():
         run.ui.note(line)
     record = hint.to_dict()
-    in_range = [c for c in hint.commits if c in run._in_set]
+    in_range = frozenset(c for c in hint.commits if c in run._in_set)
     record["commits"] = len(in_range)
     if not in_range:
         run.session.extra.setdefault("hint", {})[spec.name] = record
         return None
     weights = prior.prior_weights(run.cands.order, in_range)
-    record["prior_mass"] = round(sum(w for c, w in zip(run.cands.order, weights, strict=True)
-                                     if c in set(in_range)), 4)
+    record["prior_mass"] = round(sum(w for c, w in zip(run.cands.order, weights, strict=True) if c in in_range), 4)
     run.session.extra.setdefault("hint", {})[spec.name] = record
     run.__dict__["_hint_prior"] = weights
-    run.__dict__["_hint_commits"] = frozenset(in_range)
+    run.__dict__["_hint_commits"] = in_range
     return weights
 
 
