@@ -322,7 +322,8 @@ class FlakySearch:
         summary.update(
             probability=round(prob, 6),
             threshold=self._confidence(),
-            search="flake-aware" if self._bayes else "classic",
+            search=("flake-aware" if self._bayes else "classic") if self._prior() is None else (
+                "hint-guided" + (", flake-aware" if self._flake_model().trust == 0 else "")),
             flaky=self._flaky_mode(),
         )
         self.session.extra.setdefault("posterior", {})[self.spec.name] = summary
