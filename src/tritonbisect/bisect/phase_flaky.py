@@ -102,7 +102,18 @@ class FlakySearch:
         return getattr(self.settings, "flaky", "detect") or "detect"
 
     def _flake_model(self):
-        return flake_model_of(self.settings)
+        from tritonbisect.bisect import bayes
+
+        model = flake_model_of(self.settings)
+        if self._prior() is not None and not model.fixed and self._flaky_mode() != "auto":
+            model = bayes.FlakeModel(trust=CLASSIC_TRUST)  # hinted: the deterministic limit
+        return model
+
+    def _prior(self):
+        """The hint's prior over the commits (--prefer-pass/--prefer-files), or None."""
+        from tritonbisect.bisect.phase_hint import prior_of
+
+        return prior_of(self)
 
     def _confidence(self) -> float:
         return confidence_of(self.settings)
@@ -130,9 +141,11 @@ class FlakySearch:
             self._bayes = bool(
                 getattr(self.settings, "flake_rate", None)
                 or mode == "auto"
+                or self._prior() is not None  # a hint is a prior: the probabilistic search
                 or (mode == "detect" and self._evidence().flakiness_seen)
             )
-            if self._bayes and mode == "detect" and not getattr(self.settings, "flake_rate", None):
+            if (self._bayes and mode == "detect" and not getattr(self.settings, "flake_rate", None)
+                    and self._evidence().flakiness_seen):
                 self.ui.note("the verdicts so far disagree: using the flake-aware search")
         return self._bayes
 
@@ -251,7 +264,7 @@ class FlakySearch:
                     self.cands, ev.counts, model=model, marks=ev.marks,
                     skipped={c for c in ev.skipped if c not in ev.counts},
                     workers=max(0, free), in_flight=flying, cached=cached,
-                    confidence=confidence, tests_left=max(0, tests_left),
+                    confidence=confidence, tests_left=max(0, tests_left), prior=self._prior(),
                 )
             if isinstance(action, (search.Found, search.Inconclusive)):
                 if tests_left <= 0 and isinstance(action, search.Inconclusive):
@@ -333,12 +346,16 @@ class FlakySearch:
         post = self._posterior()
         if post is None:
             return None
+        from tritonbisect.bisect.phase_hint import record_verdict
+
+        record_verdict(self, culprit)
         summary = post.summary()
         prob = post.prob(culprit) if culprit else sum(post.prob(c) for c in candidates or [])
         summary.update(
             probability=round(prob, 6),
             threshold=self._confidence(),
-            search="flake-aware" if self._bayes else "classic",
+            search=("flake-aware" if self._bayes else "classic") if self._prior() is None else (
+                "hint-guided" + (", flake-aware" if self._flake_model().trust == 0 else "")),
             flaky=self._flaky_mode(),
         )
         self.session.extra.setdefault("posterior", {})[self.spec.name] = summary

@@ -130,6 +130,8 @@ def report_data(session: Session) -> dict[str, Any]:
                 "confidence": phase.confidence,
                 # P(culprit), top candidates, error rates (bisect/phase_flaky.py)
                 "posterior": session.extra.get("posterior", {}).get(phase.spec.name),
+                # --prefer-pass / --prefer-files: what the hint weighed, and what came of it
+                "hint": (session.extra.get("hint") or {}).get(phase.spec.name),
                 "reason": phase.reason,
                 "recipe": phase.spec.recipe_name,
                 "counters": counters_of(recs),
@@ -239,6 +241,7 @@ def render_markdown(session: Session) -> str:
         if phase["confidence"]:
             out.append(f"- **Confidence:** {phase['confidence']}")
         out.extend(_posterior_lines(phase.get("posterior"), subject_of(phase), phase["contradicted"]))
+        out.extend(hint_lines(phase.get("hint")))
         if phase["reason"]:
             out.append(f"- **Note:** {_md_escape(scrub(phase['reason']))}")
         out.extend(unreadable_ir_lines(phase["steps"]))
@@ -302,6 +305,26 @@ def unreadable_ir_lines(steps: list[Mapping[str, Any]]) -> list[str]:
     if unreadable * 2 >= len(steps):
         line += "; most of the range speaks another IR dialect: bisect with `--from source` instead"
     return [line]
+
+
+def hint_lines(hint: Mapping[str, Any] | None) -> list[str]:
+    """The hint of a phase (--prefer-pass/--prefer-files): what it weighed and its verdict."""
+    if not hint:
+        return []
+    files = hint.get("files") or []
+    shown = ", ".join(f"`{f}`" for f in files[:6]) + (f" and {len(files) - 6} more" if len(files) > 6 else "")
+    line = (f"- **Hint:** `{_md_escape(hint.get('described'))}` weighed {hint.get('commits')} of "
+            f"{hint.get('range_size')} commits (touching {shown or 'no file'})")
+    if hint.get("ratio"):
+        line += f", each {float(hint['ratio']):.0f}x a commit elsewhere"
+    out = [line]
+    for p in hint.get("passes") or []:
+        if p.get("note"):
+            out.append(f"  - `{_md_escape(p.get('query'))}`: {_md_escape(p['note'])}")
+    if hint.get("verdict"):
+        out.append(f"  - {'**' if hint.get('against') else ''}{_md_escape(hint['verdict'])}"
+                   f"{'**' if hint.get('against') else ''}")
+    return out
 
 
 def subject_of(phase: Mapping[str, Any]):

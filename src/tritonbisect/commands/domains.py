@@ -94,9 +94,11 @@ def _test(settings, history, commit: str) -> dict:
 
 
 def _start(settings, phases, *, workflow: str | None = None, before_run=None):
+    from tritonbisect.bisect.phase_hint import check_hint
     from tritonbisect.bisect.session import Session
     from tritonbisect.commands.engine import execute
 
+    check_hint(settings, [getattr(p, "spec", p) for p in phases])
     session = Session.create(
         settings.workdir, settings, phases, workflow=workflow, argv=list(sys.argv[1:])
     )

@@ -57,6 +57,8 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
         ],
         "reason": result.reason,
     }
+    if session.extra.get("hint"):  # --prefer-pass / --prefer-files: what it weighed, what came of it
+        out["hint"] = session.extra["hint"]
     if session.extra.get("wheels_mode") is not None:  # triton --wheel-index: installs vs builds
         from tritonbisect.bisect.nightlies import wheels_summary
 
@@ -144,6 +146,9 @@ def summary(session: Any, result: Any) -> str:
         lines.extend(f"  {c}  {states[c]}" for c in result.candidates)
     else:
         lines.append(f"{result.status}: {result.reason}")
+    for name, hint in (session.extra.get("hint") or {}).items():
+        lines.append(f"hint ({hint.get('described')}), phase {name}: "
+                     + (hint.get("verdict") or f"weighed {hint.get('commits')} commits"))
     c = session.counters()
     if session.extra.get("wheels_mode") is not None:
         from tritonbisect.bisect.nightlies import summary_line
@@ -197,6 +202,9 @@ def run_cmd(repo: Path, good: str, bad: str, build_cmd: str | None, artifact: st
         recipe_config=recipe.config(),
         first_parent=settings.first_parent,
     )
+    from tritonbisect.bisect.phase_hint import check_hint
+
+    check_hint(settings, [phase])
     session = Session.create(settings.workdir, settings, [phase], argv=list(sys.argv[1:]))
     execute(session, json_out=settings.json)
 

@@ -149,7 +149,25 @@ def verdict_options(*, test: bool = True) -> list[Callable[[F], F]]:
     ]
     if test:
         options.append(click.option("--manual", is_flag=True, help="Judge each commit by hand (the default without --test): it is built and installed, then you answer good/bad/skip."))
-    return options
+    return options + hint_options()
+
+
+def hint_options() -> list[Callable[[F], F]]:
+    """--prefer-pass, --prefer-files: a prior on the commits that touch those sources."""
+    return [
+        click.option("--prefer-pass", "prefer_pass", multiple=True, metavar="NAME", help="The compiler pass that changed (as `narrow` names it, e.g. TritonGPUCoalesce or tritongpu-coalesce): commits touching its Passes.td declaration and implementation are tried first; a wrong hint costs at most ~2 builds (repeatable)."),
+        click.option("--prefer-files", "prefer_files", multiple=True, metavar="GLOB", help="Files suspected of the regression, from the repository's root (e.g. 'lib/Dialect/TritonGPU/Transforms/Coalesce*'): commits touching them are tried first (repeatable)."),
+    ]
+
+
+def _hint_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    names = [str(n).strip() for n in kwargs.get("prefer_pass") or ()]
+    globs = [str(g).strip() for g in kwargs.get("prefer_files") or ()]
+    for flag, values in (("--prefer-pass", names), ("--prefer-files", globs)):
+        if any(not v for v in values):
+            raise InputError(f"{flag} needs a value, e.g. {flag} TritonGPUCoalesce" if flag == "--prefer-pass"
+                             else f"{flag} needs a glob, e.g. {flag} 'lib/Dialect/TritonGPU/**'")
+    return {"prefer_pass": names, "prefer_files": globs}
 
 
 def _verdict_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -229,6 +247,7 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
         **compile_oracle,
         **executor_values(kwargs),
         **_verdict_settings(kwargs),
+        **_hint_settings(kwargs),
         **perf,
     )
 

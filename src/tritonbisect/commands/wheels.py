@@ -70,6 +70,9 @@ def wheels_cmd(good: str, bad: str, package: str | None, feed: str | None, index
     settings = bisect_settings(**kwargs)
     if not settings.wants_test:
         raise InputError("give the test to run: --test CMD (or --repro TRACE --kernel K)")
+    if settings.prefer_pass or settings.prefer_files:
+        raise InputError("--prefer-pass/--prefer-files weigh commits; wheels bisects versions: give them to the "
+                         "commit bisect it prints (with --triton-dir and --narrow, filled in)")
     target = _target_python(python, venv)
     _choose_installer(installer, target)
     plat = _platform(target)
@@ -179,6 +182,15 @@ def _run(settings: Any, bisector: Any, triton_dir: Path | None) -> NoReturn:
         out["narrow"] = narrowed
     if triton_dir is not None:
         out["commit_range"] = commit_range(triton_dir, out["last_good"], out["first_bad"])
+    cr = out.get("commit_range") or {}
+    if narrowed is not None and cr.get("command"):  # the next command: the commits, the pass as a hint
+        from tritonbisect.narrow.next_hint import next_hint
+
+        hint = next_hint(narrowed, triton_dir, cr.get("good"), cr.get("bad"), cr["command"])
+        if hint is not None:
+            narrowed["prefer_pass"] = hint
+            cr["command"] = hint["command"]
+            out["prefer_pass"] = hint
     if settings.json:
         click.echo(json.dumps(out))
     else:
@@ -207,6 +219,10 @@ def _summary(out: dict[str, Any], session: Any) -> str:
     cr = out.get("commit_range")
     if cr and cr.get("command"):
         lines.append(f"commits: {cr['command']} --test ...")
+    hint = out.get("prefer_pass")
+    if hint and hint.get("commits") is not None:
+        lines.append(f"  --prefer-pass {' '.join(hint['passes'])} weighs {hint['commits']} of those commits "
+                     f"(they touch {', '.join(hint['files'][:4])}{', ...' if len(hint['files']) > 4 else ''})")
     return "\n".join(lines)
 
 
