@@ -39,7 +39,7 @@ def test_bump_facts(world):
     assert bumps_between(hist, t["good_triton"], t["bad_triton_llvm"]) == [t["bump"]]
     assert bumps_between(hist, *t["triton_regression_range"]) == []
     assert pinned_llvm(hist, t["bad_triton_llvm"]) == t["new_llvm"]
-    with pytest.raises(InputError, match="cmake/llvm-hash.txt is missing"):
+    with pytest.raises(InputError, match=r"LLVM pin \(cmake/llvm-info.json or cmake/llvm-hash.txt\) is missing"):
         pinned_llvm(History(world.llvm), t["old_llvm"])
 
 

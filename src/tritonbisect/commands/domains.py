@@ -42,8 +42,14 @@ def _llvm_options(f):
     """How LLVM is built where a recipe builds it (descent, llvm, pairs, --llvm-dir)."""
     for option in reversed(
         [
-            click.option("--llvm-assertions", is_flag=True, help="Build LLVM with -DLLVM_ENABLE_ASSERTIONS=ON."),
+            click.option("--llvm-assertions/--no-llvm-assertions", default=True, show_default=True,
+                         help="-DLLVM_ENABLE_ASSERTIONS (on, as Triton's own LLVM builds)."),
             click.option("--llvm-build-type", default="Release", show_default=True, help="CMAKE_BUILD_TYPE of LLVM builds."),
+            click.option("--llvm-targets", metavar="T1;T2", default=None,
+                         help="LLVM_TARGETS_TO_BUILD (default host;NVPTX;AMDGPU: what real Triton links)."),
+            click.option("--backends", metavar="B1,B2", default=None,
+                         help="Triton backends to build LLVM for instead of --llvm-targets (nvidia, amd): "
+                         "nvidia,amd gives host;NVPTX;AMDGPU."),
             click.option("--compiler", type=click.Choice(["gcc", "clang"]), default="gcc", show_default=True, help="Compiler for LLVM builds (gcc works where conda's clang++ does not)."),
         ]
     ):
@@ -68,9 +74,23 @@ def _build(kwargs: dict[str, Any]):
 
 
 def _llvm_config(kwargs: dict[str, Any]) -> dict[str, Any]:
+    from tritonbisect.build.llvm_recipe import DEFAULT_TARGETS, targets_for_backends
+
+    if kwargs.get("llvm_targets") and kwargs.get("backends"):
+        raise InputError("--llvm-targets and --backends both choose LLVM's targets; give one")
+    if kwargs.get("backends"):
+        names = [b.strip() for b in str(kwargs["backends"]).split(",") if b.strip()]
+        targets = list(targets_for_backends(names))
+    elif kwargs.get("llvm_targets"):
+        targets = [t.strip() for t in str(kwargs["llvm_targets"]).replace(",", ";").split(";") if t.strip()]
+        if not targets:
+            raise InputError("--llvm-targets is empty: give e.g. 'host;NVPTX;AMDGPU'")
+    else:
+        targets = list(DEFAULT_TARGETS)
     return {
         "build_type": kwargs.get("llvm_build_type") or "Release",
-        "assertions": bool(kwargs.get("llvm_assertions")),
+        "assertions": kwargs.get("llvm_assertions", True) is not False,
+        "targets": targets,
         "compiler": kwargs.get("compiler") or "gcc",
     }
 
