@@ -135,7 +135,7 @@ def test_missing_llvm_hash_file(world, tmp_path, capsys):
         capsys,
     )
     assert code == 2
-    assert f"{HASH_FILE} is missing" in error_line(err)
+    assert f"LLVM pin (cmake/llvm-info.json or {HASH_FILE}) is missing" in error_line(err)
 
 
 @pytest.mark.parametrize(

@@ -234,3 +234,38 @@ def test_jobs_are_divided_among_workers_and_options_reach_the_build():
     assert TritonConfig(clang_lld=True).key_config() != TritonConfig().key_config()
     with pytest.raises(ValueError, match="unknown Triton build type"):
         TritonConfig(build_type="Fast")
+
+
+# --- build requirements and PyTorch's pins -----------------------------------------------
+
+
+def test_build_requirement_versions_are_enforced():
+    """Real Triton's build requirements carry pins (cmake>=3.20,<4.0; pybind11>=2.13.1;
+    nanobind==...): an installed version outside them is reinstalled, not kept."""
+    from tritonbisect.build.env import unmet_requirements
+
+    reqs = ["cmake>=3.20,<4.0", "pybind11>=2.13.1", "nanobind==2.4.0", "ninja", "setuptools>=40.8.0"]
+    have = ["4.0.2", "2.13.6", "2.2.0", None, "80.9.0"]
+    assert unmet_requirements(reqs, have) == ["cmake>=3.20,<4.0", "nanobind==2.4.0", "ninja"]
+    assert unmet_requirements(["cmake>=3.20"], ["3.31.0rc1"]) == []  # a prerelease meets it
+
+
+def test_pytorch_pin_file_follows_the_device(tmp_path):
+    from tritonbisect.build.torch_recipe import pin_files, read_triton_pin
+    from tritonbisect.build.wheel_version import _TRITON_PIN
+
+    pins = tmp_path / ".ci" / "docker" / "ci_commit_pins"
+    pins.mkdir(parents=True)
+    (pins / "triton.txt").write_text("a" * 40 + "\n")
+    (pins / "triton-xpu.txt").write_text("b" * 40 + "\n")
+    assert read_triton_pin(tmp_path) == "a" * 40
+    assert read_triton_pin(tmp_path, "xpu") == "b" * 40
+    assert read_triton_pin(tmp_path, "rocm") == "a" * 40  # triton-rocm.txt gone: triton.txt
+    (pins / "triton-rocm.txt").write_text("c" * 40 + "\n")
+    assert read_triton_pin(tmp_path, "rocm") == "c" * 40
+    with pytest.raises(ValueError, match="unknown device"):
+        pin_files("tpu")
+    for name in ("triton", "triton-rocm", "triton-xpu", "pytorch-triton", "pytorch-triton-rocm",
+                 "pytorch-triton-xpu"):
+        m = _TRITON_PIN.search(f"Requires-Dist: {name}==3.5.0+gitabc ; platform_system == 'Linux'\n")
+        assert m and m.group(1).startswith(name + "=="), name

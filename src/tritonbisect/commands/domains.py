@@ -258,11 +258,14 @@ def pairs_cmd(compat_map: Path, triton_dir: Path, llvm_dir: Path, good_llvm: str
 @click.option("--wheel-index", "wheel_index", multiple=True, metavar="URL", help="A PEP 503/691 index with PyTorch nightlies (the commit in their torch/version.py, or +git<sha>): those commits are installed, not built (repeatable).")
 @click.option("--wheels", "wheels_mode", type=click.Choice(["auto", "only", "off"]), default="auto", show_default=True, help="With --wheel-index: auto = nightlies first, then build inside their bracket; only = stop at the bracket; off = build everything.")
 @click.option("--wheel-package", default="torch", show_default=True, help="The nightlies' distribution on --wheel-index.")
+@click.option("--device", type=click.Choice(["cuda", "rocm", "xpu"]), default="cuda", show_default=True,
+              help="Which Triton pin PyTorch uses: triton.txt (cuda), triton-rocm.txt where it exists (rocm), "
+              "triton-xpu.txt (xpu: --triton-dir is then Intel's Triton).")
 @_build_options
 @common_bisect_options
 def torch_cmd(torch_dir: Path, good: str, bad: str, triton_dir: Path | None, use: tuple[str, ...],
               llvm_dir: Path | None, wheel_index: tuple[str, ...], wheels_mode: str, wheel_package: str,
-              **kwargs: Any) -> None:
+              device: str, **kwargs: Any) -> None:
     """Bisect PyTorch, with the Triton each commit pins."""
     from tritonbisect.bisect.torch import TorchBisector, parse_use_flags
 
@@ -272,6 +275,7 @@ def torch_cmd(torch_dir: Path, good: str, bad: str, triton_dir: Path | None, use
     bisector = TorchBisector(
         torch_dir, good, bad, test={}, build=_build(kwargs), triton_dir=triton_dir,
         use=parse_use_flags(use), first_parent=settings.first_parent, llvm_dir=llvm_dir,
+        device=device,
     )
     bisector.history.candidates(bisector.good, bisector.bad, first_parent=settings.first_parent)
     bisector.test = _test(settings, bisector.history, bisector.bad)

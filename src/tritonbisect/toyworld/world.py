@@ -44,7 +44,7 @@ Truth keys (all shas full 40-hex):
     triton_build_numbers     {triton sha: build number, None before llvm-info.json}
     triton_test              "python test/test_toy.py" (run in the triton worktree)
     triton_version_prefix    "3.6.0+git" (wheel version: prefix + sha[:8])
-  with_torch:
+  with_torch (+ torch_submodule: torch_submodule = {path, url, commits, bump}):
     torch_order, torch_regression, torch_good, torch_bad, torch_triton_pins
     ({torch sha: pinned triton sha}), torch_test ("python test/test_toytorch.py"),
     torch_pin_file (".ci/docker/ci_commit_pins/triton.txt")
@@ -53,7 +53,7 @@ Truth keys (all shas full 40-hex):
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tritonbisect.toyworld import llvm_repo, torch_repo, triton_repo
@@ -260,13 +260,20 @@ def _triton_history(triton_commits: int, old_llvm: str, new_llvm: str, api_break
     return commits, [kind for *_, kind in plan], pins, [s for s, *_ in plan]
 
 
-def _torch_history(torch_commits: int, pins: list[str], t0: int):
+def _torch_history(torch_commits: int, pins: list[str], t0: int, kernels: list[str] | None = None,
+                   kernels_url: str = ""):
     move1, regression, move2 = _spread(3, 1, torch_commits - 1, "the PyTorch history", 2)
     state = torch_repo.TorchState(triton_pin=pins[0])
+    if kernels:
+        state = state.with_(kernels=1, kernels_sha=kernels[0], kernels_url=kernels_url)
+    bump_kernels = next((i for i in range(move1 + 1, torch_commits) if i not in (regression, move2)), None)
     fillers = torch_repo.FillerCycle()
     plan = [(state, "Initial commit of the toy PyTorch", "", "initial")]
     for i in range(1, torch_commits):
-        if i == move1:
+        if kernels and i == bump_kernels:
+            state = state.with_(kernels=2, kernels_sha=kernels[1])
+            item = (state, "Update the toykernels submodule", "", "submodule")
+        elif i == move1:
             state = state.with_(triton_pin=pins[1])
             item = (state, "[CI] Update the triton pin", "", "pin")
         elif i == regression:
@@ -285,6 +292,7 @@ def _torch_history(torch_commits: int, pins: list[str], t0: int):
             item = (state, subject, body, "filler")
         plan.append(item)
     commits = _commits(plan, torch_repo.render, TORCH_AUTHORS, start=t0, hours_apart=5)
+    commits = [replace(spec, links=torch_repo.links(st)) for spec, (st, *_r) in zip(commits, plan, strict=True)]
     return commits, [kind for *_, kind in plan], [s.triton_pin for s, *_ in plan]
 
 
@@ -300,6 +308,7 @@ def make_world(
     regression_after_breaks: int = 0,
     triton_version_rule: str = "rev-parse",
     eras: bool = False,
+    torch_submodule: bool = False,
 ) -> ToyWorld:
     """Write the toy world under `root` (llvm-project/, triton/, pytorch/) and return it.
 
@@ -311,6 +320,9 @@ def make_world(
     as plain BASE_VERSION, with no +git<sha> suffix).
     eras: the Triton history also goes through real Triton's later eras (see _era_positions;
     needs at least 36 Triton commits).
+    torch_submodule: the toy PyTorch has a submodule, third_party/toykernels (a repository
+    toykernels/ beside it, its URL a file:// URL), moved to a newer commit after the first
+    pin update; the toy setup.py refuses a missing or stale submodule.
     """
     if not 0 <= api_breaks <= MAX_API_BREAKS:
         raise ValueError(f"api_breaks must be between 0 and {MAX_API_BREAKS}")
@@ -423,8 +435,17 @@ def make_world(
 
     if with_torch:
         pins = [triton[1], triton[tri("regression") - 1], good_triton]
+        kernels, kernels_url = None, ""
+        if torch_submodule:
+            kernels_dir = root / "toykernels"
+            kernels = write_history(kernels_dir, [
+                CommitSpec(tree=tree, subject=f"toykernels {v}", author=TORCH_AUTHORS[0],
+                           timestamp=t0 + v * HOUR)
+                for v, tree in enumerate(torch_repo.kernels_history(2), start=1)
+            ])
+            kernels_url = kernels_dir.as_uri()
         torch_specs, torch_kinds, torch_pins = _torch_history(
-            torch_commits, pins, t0 + triton_commits * 2 * HOUR
+            torch_commits, pins, t0 + triton_commits * 2 * HOUR, kernels, kernels_url
         )
         torch = write_history(torch_dir, torch_specs)
         truth.update(
@@ -438,4 +459,9 @@ def make_world(
                 "torch_pin_file": torch_repo.PIN_FILE,
             }
         )
+        if torch_submodule:
+            truth["torch_submodule"] = {
+                "path": torch_repo.KERNELS_PATH, "url": kernels_url, "commits": kernels,
+                "bump": torch[torch_kinds.index("submodule")],
+            }
     return ToyWorld(root=root, llvm=llvm_dir, triton=triton_dir, torch=torch_dir, truth=truth)

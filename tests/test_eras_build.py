@@ -1,0 +1,154 @@
+"""Real Triton's eras built for real on the toy world: the LLVM each era pins (either pin file),
+built as real Triton needs it (targets, lld), the root setup.py layout, and the prebuilt-LLVM
+"downloads" (a local file:// mirror, with the old delete-on-change rule of setup.py) kept once
+per pin and shared by the workers."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from tritonbisect.bisect.outcome import Kind
+from tritonbisect.build.cache import ArtifactCache
+from tritonbisect.build.downloads import store_dir
+from tritonbisect.build.llvm_recipe import LLVMConfig, build_llvm
+from tritonbisect.build.recipes import StepContext, recipe_from_config
+from tritonbisect.build.triton_recipe import TritonConfig, build_triton_wheel
+from tritonbisect.toyworld import make_world
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    return make_world(tmp_path_factory.mktemp("eras"), llvm_commits=20, triton_commits=36, eras=True)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    return tmp_path_factory.mktemp("workdir")
+
+
+def worktree(repo: Path, workdir: Path, sha: str, name: str) -> Path:
+    path = workdir / "worktrees" / repo.name / name
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", "--detach", str(path), sha],
+                       check=True, capture_output=True)
+    subprocess.run(["git", "-C", str(path), "checkout", "-q", "--detach", "--force", sha], check=True,
+                   capture_output=True)
+    return path
+
+
+def step(tree: Path, workdir: Path, label: str, worker: int = 0) -> StepContext:
+    log_dir = workdir / "steps" / f"{label}-{time.monotonic_ns()}"
+    return StepContext(worktree=tree, log_dir=log_dir, worker=worker, workdir=workdir, timeout=120)
+
+
+def test_each_era_builds_against_the_llvm_it_pins(world, workdir):
+    """A commit with the pin in llvm-info.json and setup.py at the root: the pinned LLVM is
+    built (with lld and the GPU targets, the defaults) and the wheel built from the root."""
+    t = world.truth
+    recipe = recipe_from_config("triton", {"test": {"command": t["triton_test"]}, "llvm_dir": str(world.llvm)})
+    for sha in (t["good_triton"], t["era_prebuilt_rebuild"]):  # hash.txt era, info.json era
+        tree = worktree(world.triton, workdir, sha, "w0")
+        ctx = step(tree, workdir, sha[:8])
+        res = recipe.prepare(sha, ctx)
+        assert res.kind is Kind.PASS, (res, res.log and res.log.read_text()[-2000:])
+        assert f"LLVM {t['triton_llvm_pins'][sha][:12]}" in res.reason
+        assert recipe.test(sha, ctx).returncode == (0 if sha == t["good_triton"] else 1)
+    # the root layout built into build/ (python/build_helpers.py), not python/build
+    assert list((tree / "build").glob("temp.*")) and not (tree / "python" / "build").exists()
+
+
+@pytest.mark.parametrize("llvm,words", [
+    ({"targets": "X86"}, "LLVM lacks the targets NVPTX, AMDGPU"),
+    ({"projects": "mlir"}, "find_package(LLD) failed"),
+])
+def test_an_llvm_real_triton_cannot_link_is_a_build_failure_that_says_why(world, workdir, llvm, words):
+    t = world.truth
+    recipe = recipe_from_config("triton", {"test": {"command": t["triton_test"]}, "llvm_dir": str(world.llvm),
+                                           "llvm": llvm})
+    sha = t["era_root_layout"]
+    tree = worktree(world.triton, workdir, sha, "w1")
+    res = recipe.prepare(sha, step(tree, workdir, "narrow-llvm", worker=1))
+    assert res.kind is Kind.BUILD_FAILED and words in res.log.read_text(), res
+
+
+# --- downloads ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mirror(world, workdir, tmp_path_factory):
+    """The prebuilt LLVMs the toy setup.py downloads, as file:// archives (one per pin and
+    build number), made from real toy LLVM builds."""
+    t = world.truth
+    root = tmp_path_factory.mktemp("mirror")
+    cache = ArtifactCache(workdir / "mirror-cache")
+    names = []
+    for llvm, builds in ((t["old_llvm"], [None]), (t["new_llvm"], [1, 2])):
+        tree = worktree(world.llvm, workdir, llvm, "llvm-w0")
+        res = build_llvm(tree, llvm, cache=cache, config=LLVMConfig(), build_dir=workdir / "mirror-build",
+                         log=workdir / "mirror.log", repo_id="toy-llvm")
+        assert res.kind is Kind.PASS, res.log.read_text()[-2000:]
+        for build in builds:
+            name = f"llvm-{llvm[:8]}-toy-{platform.machine()}" + (f"-{build}" if build else "")
+            with tarfile.open(root / f"{name}.tar.gz", "w:gz") as tar:
+                for child in res.prefix.iterdir():
+                    tar.add(child, arcname=child.name)
+            names.append(name)
+    return root, names
+
+
+def _wheel(world, workdir, sha, *, home, downloads, mirror_root, label, extra=None):
+    tree = worktree(world.triton, workdir, sha, label)
+    env = {"PATH": "/usr/bin:/bin", "TRITON_TOY_LLVM_MIRROR": mirror_root.as_uri(), **(extra or {})}
+    return build_triton_wheel(tree, sha, cache=ArtifactCache(workdir / f"cache-{label}"), config=TritonConfig(),
+                              log=workdir / f"{label}-{time.monotonic_ns()}.log", repo_id="toy-triton",
+                              triton_home=home, python=sys.executable, base_env=env, downloads=downloads,
+                              ccache_base=workdir)
+
+
+def test_old_setup_py_deletes_the_other_pins_llvm_from_a_shared_home(world, workdir, mirror):
+    """What one TRITON_HOME for all workers did: the build on the other side of the bump
+    deletes the LLVM the first one unpacked."""
+    t = world.truth
+    home = workdir / "one-home"
+    a = _wheel(world, workdir, t["good_triton"], home=home, downloads=None, mirror_root=mirror[0], label="sa")
+    assert a.kind is Kind.PASS, a.log.read_text()[-2000:]
+    old_llvm = home / ".triton" / "llvm" / f"llvm-{t['old_llvm'][:8]}-toy-{platform.machine()}"
+    assert old_llvm.is_dir()
+    b = _wheel(world, workdir, t["bad_triton_llvm"], home=home, downloads=None, mirror_root=mirror[0], label="sb")
+    assert b.kind is Kind.PASS, b.log.read_text()[-2000:]
+    assert not old_llvm.exists()  # gone from under any build still using it
+
+
+def test_downloads_are_shared_per_pin_and_never_deleted(world, workdir, mirror):
+    t = world.truth
+    store = store_dir(workdir / "shared")
+    homes = [workdir / "shared" / "triton-home" / f"w{i}" for i in range(3)]
+    old, new = t["good_triton"], t["bad_triton_llvm"]  # hash.txt era / llvm-info.json build 2
+    a = _wheel(world, workdir, old, home=homes[0], downloads=store, mirror_root=mirror[0], label="da")
+    assert a.kind is Kind.PASS and "downloaded llvm/llvm-" in a.reason, a.reason
+    b = _wheel(world, workdir, new, home=homes[1], downloads=store, mirror_root=mirror[0], label="db")
+    assert b.kind is Kind.PASS and f"llvm-{t['new_llvm'][:8]}-toy-{platform.machine()}-2" in b.reason, b.reason
+    # worker 1's setup.py emptied its own .triton/llvm: only links went; the store keeps both
+    stored = sorted(p.name for p in (store / "llvm").iterdir())
+    assert len(stored) == 2 and stored[0 if stored[0].endswith("-2") else 1].endswith("-2")
+    # another worker at the first pin: nothing downloaded, the store serves it
+    c = _wheel(world, workdir, old, home=homes[2], downloads=store, mirror_root=mirror[0], label="dc")
+    assert c.kind is Kind.PASS and "downloaded" not in c.reason, c.reason
+    assert "downloading" not in c.log.read_text()
+    # offline: the stored prebuilt of the pin is used; a pin never stored is INFRA with the fix
+    d = _wheel(world, workdir, new, home=homes[2], downloads=store, mirror_root=mirror[0], label="dd",
+               extra={"TRITON_OFFLINE_BUILD": "1"})
+    assert d.kind is Kind.PASS and "downloading" not in d.log.read_text(), d.log.read_text()[-2000:]
+    e = _wheel(world, workdir, t["bump"], home=homes[2], downloads=store, mirror_root=mirror[0], label="de",
+               extra={"TRITON_OFFLINE_BUILD": "1"})  # build 1 of new_llvm: never downloaded
+    assert e.kind is Kind.INFRA and "no prebuilt for LLVM" in e.reason and "build 1" in e.reason, e.reason
