@@ -152,3 +152,39 @@ def test_downloads_are_shared_per_pin_and_never_deleted(world, workdir, mirror):
     e = _wheel(world, workdir, t["bump"], home=homes[2], downloads=store, mirror_root=mirror[0], label="de",
                extra={"TRITON_OFFLINE_BUILD": "1"})  # build 1 of new_llvm: never downloaded
     assert e.kind is Kind.INFRA and "no prebuilt for LLVM" in e.reason and "build 1" in e.reason, e.reason
+
+
+# --- PyTorch submodules ---------------------------------------------------------------------
+
+
+def test_pytorch_submodules_follow_each_step_from_a_local_mirror(tmp_path):
+    """A worker's PyTorch worktree moves across a submodule update: the submodule follows
+    (the toy setup.py refuses a stale third_party), fetched over "the network" once."""
+    world = make_world(tmp_path / "w", with_torch=True, torch_submodule=True, llvm_commits=20, triton_commits=20)
+    t = world.truth
+    sub = t["torch_submodule"]
+    order = t["torch_order"]
+    before, after = order[0], sub["bump"]
+    recipe = recipe_from_config("torch", {"test": {"command": t["torch_test"]}})  # no triton_dir: torch only
+    workdir = tmp_path / "wd"
+    tree = worktree(world.torch, workdir, before, "w0")
+    assert not (tree / sub["path"] / "VERSION").exists()  # a worktree has no submodules
+    first = recipe.prepare(before, step(tree, workdir, "t0"))
+    assert first.kind is Kind.PASS and "fetched" in first.reason, first
+    assert (tree / sub["path"] / "VERSION").read_text().strip() == "1"
+    tree = worktree(world.torch, workdir, after, "w0")
+    second = recipe.prepare(after, step(tree, workdir, "t1"))
+    assert second.kind is Kind.PASS and "1 moved" in second.reason and "fetched" not in second.reason, second
+    assert (tree / sub["path"] / "VERSION").read_text().strip() == "2"
+    # another worker: from the mirror, no fetch; the user's repository config is untouched
+    other = worktree(world.torch, workdir, after, "w1")
+    third = recipe.prepare(after, step(other, workdir, "t2", worker=1))
+    assert third.kind is Kind.PASS and "fetched" not in third.reason, third
+    config = subprocess.run(["git", "-C", str(world.torch), "config", "--list", "--local"],
+                            capture_output=True, text=True).stdout
+    assert "submodule." not in config
+    # the toy build really needs it: a stale submodule is refused
+    subprocess.run(["git", "-C", str(other / sub["path"]), "checkout", "-q", "--detach", sub["commits"][0]],
+                   check=True)
+    proc = subprocess.run([sys.executable, "setup.py", "--version"], cwd=other, capture_output=True, text=True)
+    assert proc.returncode != 0 and "this commit needs 2" in proc.stderr + proc.stdout
