@@ -78,7 +78,7 @@ def parse_pin(path: str, text: str) -> LLVMPin:
         raise PinError(f"{path} is not an LLVM pin file (use {PIN_FILES_TEXT})")
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise PinError(f"{INFO_FILE} is not valid JSON ({exc.msg}, line {exc.lineno}): fix the file") from None
     value = data.get("llvm_hash") if isinstance(data, dict) else None
     if not isinstance(value, str) or not _HASH.match(value.strip()):
