@@ -6,11 +6,11 @@
 
 Downloads: two workers build Triton at commits on both sides of an LLVM bump, alternating
 (w0 old pin, w1 new pin, w0 new, w1 old, ...), each build's prebuilt LLVM "downloaded" by
-the toy setup.py from a local file:// mirror with the old rule (a different URL deletes
+the toy setup.py from a mirror served on 127.0.0.1 (its GETs are counted) with the old rule (a different URL deletes
 TRITON_HOME/.triton/llvm first). Compared:
   one-home      one TRITON_HOME for every worker (what the tool did)
   shared-store  a TRITON_HOME per worker linked into <workdir>/downloads (build/downloads.py)
-Counted: downloads (the setup.py's "downloading" lines), bytes fetched, builds whose LLVM was
+Counted: downloads (the mirror server's GET requests), bytes fetched, builds whose LLVM was
 deleted by another worker's build while it could still be in use.
 
 Build budget: two toy LLVM builds at once, ninja's default -j (CPUs + 2 each) against the
@@ -20,6 +20,7 @@ CPUs divided between them (default_max_jobs), wall time of the pair.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -30,6 +31,7 @@ import tarfile
 import tempfile
 import threading
 import time
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from tritonbisect.bisect.outcome import Kind
@@ -75,13 +77,25 @@ def _real_llvms(llvm_root: Path, store: Path | None) -> set[Path]:
     return {p for r in roots if r.is_dir() for p in r.iterdir() if p.is_dir() and not p.is_symlink()}
 
 
+class _Counting(SimpleHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 - the http.server name
+        self.server.hits.append(self.path)  # type: ignore[attr-defined]
+        super().do_GET()
+
+    def log_message(self, *args):
+        pass
+
+
 def downloads(world, root: Path, mirror: Path, steps: int, mode: str) -> dict:
     t = world.truth
     sides = [t["good_triton"], t["bad_triton_llvm"]]  # llvm-hash.txt era / llvm-info.json build 2
     work = root / mode
     store = store_dir(work) if mode == "shared-store" else None
-    fetched = deleted = 0
-    nbytes = 0
+    deleted = 0
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Counting, directory=str(mirror)))
+    httpd.hits = []  # type: ignore[attr-defined]
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}"
     start = time.monotonic()
     for i in range(steps):
         worker = i % 2
@@ -93,19 +107,16 @@ def downloads(world, root: Path, mirror: Path, steps: int, mode: str) -> dict:
         res = build_triton_wheel(
             tree, sha, cache=ArtifactCache(work / f"cache-{i}"), config=TritonConfig(),
             log=work / f"step-{i}.log", repo_id="toy-triton", triton_home=home, python=sys.executable,
-            base_env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TRITON_TOY_LLVM_MIRROR": mirror.as_uri()},
+            base_env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TRITON_TOY_LLVM_MIRROR": url},
             downloads=store, workers=2,
         )
         if res.kind is not Kind.PASS:
             raise SystemExit(f"{mode} step {i}: {res.reason}\n{res.log.read_text()[-2000:]}")
-        log = res.log.read_text()
-        for line in log.splitlines():
-            if "downloading and extracting" in line:
-                fetched += 1
-                url = line.split("extracting ", 1)[1].split(" ...")[0]
-                nbytes += Path(url.removeprefix("file://")).stat().st_size
         deleted += len(before - _real_llvms(llvm_root, store))
-    return {"mode": mode, "steps": steps, "downloads": fetched, "kib": round(nbytes / 1024),
+    httpd.shutdown()
+    hits = httpd.hits  # type: ignore[attr-defined]
+    nbytes = sum((mirror / h.lstrip("/")).stat().st_size for h in hits)
+    return {"mode": mode, "steps": steps, "downloads": len(hits), "kib": round(nbytes / 1024),
             "llvm_deleted_by_a_build": deleted, "seconds": round(time.monotonic() - start, 1)}
 
 

@@ -234,6 +234,18 @@ def test_jobs_are_divided_among_workers_and_options_reach_the_build():
     assert TritonConfig(clang_lld=True).key_config() != TritonConfig().key_config()
     with pytest.raises(ValueError, match="unknown Triton build type"):
         TritonConfig(build_type="Fast")
+    # from the command line's options to the recipe's build environment
+    from tritonbisect.build.triton_recipe import TritonRecipe
+    from tritonbisect.commands.domains import _build, _llvm_config
+
+    config = _build({"triton_build_type": "TritonRelBuildWithAsserts", "clang_lld": True}).recipe_config({"command": "true"})
+    env = TritonRecipe(config).triton_config.env(workers=2)
+    assert env["TRITON_REL_BUILD_WITH_ASSERTS"] == "1" and env["TRITON_BUILD_WITH_CLANG_LLD"] == "true"
+    assert _llvm_config({"backends": "nvidia"})["targets"] == ["host", "NVPTX"]
+    assert _llvm_config({})["targets"] == ["host", "NVPTX", "AMDGPU"] and _llvm_config({})["assertions"]
+    assert not _llvm_config({"llvm_assertions": False})["assertions"]
+    with pytest.raises(InputError, match="give one"):
+        _llvm_config({"backends": "amd", "llvm_targets": "X86"})
 
 
 # --- build requirements and PyTorch's pins -----------------------------------------------
@@ -269,3 +281,42 @@ def test_pytorch_pin_file_follows_the_device(tmp_path):
                  "pytorch-triton-xpu"):
         m = _TRITON_PIN.search(f"Requires-Dist: {name}==3.5.0+gitabc ; platform_system == 'Linux'\n")
         assert m and m.group(1).startswith(name + "=="), name
+
+
+def test_a_compat_fix_pins_its_llvm_in_the_eras_own_file(world, tmp_path):
+    """compat-builder's fix commit pins the LLVM it was fixed against, in llvm-info.json for
+    a commit of that era. The AI and the build are stand-ins (no model, no GPU build here):
+    the agent edits one file, the probe accepts the commit only if it pins that LLVM."""
+    from tritonbisect.compat_builder import gitops
+    from tritonbisect.compat_builder.agent import AgentResult
+    from tritonbisect.compat_builder.fixer import Fixer
+    from tritonbisect.compat_builder.probe import COMPATIBLE, INCOMPATIBLE, ProbeResult
+    from tritonbisect.compat_builder.state import FIXING, MapState
+
+    t = world.truth
+    base, llvm = t["era_next_build"], t["llvm_api_breaks"][0]["commit"]
+    wt = tmp_path / "wt"
+    gitops.add_worktree(world.triton, wt, base, branch="compat/test-fix")
+
+    class EditingAgent:
+        def run(self, worktree, prompt, transcript=None):
+            path = Path(worktree) / "python" / "src" / "llvm.c"
+            path.write_text(path.read_text() + "/* adapted */\n")
+            return AgentResult(summary="adapt", analysis="", usage={}, changed=["python/src/llvm.c"])
+
+    class PinProbe:
+        def probe(self, commit, llvm_commit, log_dir, clean=False):
+            pin = pin_of(History(world.triton), commit)
+            ok = pin.hash == llvm_commit and pin.file == INFO_FILE
+            return ProbeResult(COMPATIBLE if ok else INCOMPATIBLE, "pin checked", "done", None, False, True, 0.0)
+
+    state = MapState.create(tmp_path / "s", id="s", kind="fix", triton_repo=str(world.triton),
+                            llvm_repo=str(world.llvm), worktree=str(wt), branch="compat/test-fix",
+                            ai="anthropic", ai_model="", max_attempts=1, smoke="true",
+                            current_triton=base, phase=FIXING, incompatible=llvm)
+    fix = Fixer(state, prober=PinProbe(), agent=EditingAgent()).fix()
+    files = set(History(world.triton).files_touched(fix))
+    assert files == {"python/src/llvm.c", INFO_FILE}
+    data = json.loads(show(world.triton, fix, INFO_FILE))
+    assert data["llvm_hash"] == llvm and data["sha256sum"] == {} and data["build_number"] == 1
+    assert show(world.triton, fix, HASH_FILE) is None

@@ -5,11 +5,14 @@ per pin and shared by the workers."""
 
 from __future__ import annotations
 
+import functools
 import platform
 import subprocess
 import sys
 import tarfile
+import threading
 import time
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -81,6 +84,24 @@ def test_an_llvm_real_triton_cannot_link_is_a_build_failure_that_says_why(world,
     assert res.kind is Kind.BUILD_FAILED and words in res.log.read_text(), res
 
 
+def test_a_bisect_across_the_pin_switch_finds_the_bump_and_descends(world, workdir, capsys):
+    """The range starts in the llvm-hash.txt era and ends after a build-number-only change in
+    the llvm-info.json era: the culprit is the real bump, and the LLVM descent finds the
+    LLVM regression (it once stopped at once: cmake/llvm-hash.txt is missing)."""
+    from bisectors_world import run_json
+
+    t = world.truth
+    code, res, err = run_json(
+        ["triton", "--triton-dir", str(world.triton), "--llvm-dir", str(world.llvm),
+         "--good", t["good_triton"], "--bad", t["era_prebuilt_rebuild"], "--test", t["triton_test"],
+         "--workdir", str(workdir / "cli")], capsys)
+    assert code == 0, err[-3000:]
+    phases = {p["name"]: p for p in res["phases"]}
+    assert phases["triton"]["culprit"] == t["bump"]
+    assert res["culprit"] == t["llvm_regression"]
+    assert "is an LLVM bump" in err
+
+
 # --- downloads ------------------------------------------------------------------------------
 
 
@@ -106,9 +127,30 @@ def mirror(world, workdir, tmp_path_factory):
     return root, names
 
 
+class _CountingHandler(SimpleHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 - the http.server name
+        self.server.hits.append(self.path)  # type: ignore[attr-defined]
+        super().do_GET()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def server(mirror):
+    """The mirror served over HTTP on 127.0.0.1: its access log counts the downloads."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_CountingHandler, directory=str(mirror[0])))
+    httpd.hits = []
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd
+    httpd.shutdown()
+
+
 def _wheel(world, workdir, sha, *, home, downloads, mirror_root, label, extra=None):
     tree = worktree(world.triton, workdir, sha, label)
-    env = {"PATH": "/usr/bin:/bin", "TRITON_TOY_LLVM_MIRROR": mirror_root.as_uri(), **(extra or {})}
+    url = mirror_root if isinstance(mirror_root, str) else mirror_root.as_uri()
+    env = {"PATH": "/usr/bin:/bin", "TRITON_TOY_LLVM_MIRROR": url, **(extra or {})}
     return build_triton_wheel(tree, sha, cache=ArtifactCache(workdir / f"cache-{label}"), config=TritonConfig(),
                               log=workdir / f"{label}-{time.monotonic_ns()}.log", repo_id="toy-triton",
                               triton_home=home, python=sys.executable, base_env=env, downloads=downloads,
@@ -129,29 +171,33 @@ def test_old_setup_py_deletes_the_other_pins_llvm_from_a_shared_home(world, work
     assert not old_llvm.exists()  # gone from under any build still using it
 
 
-def test_downloads_are_shared_per_pin_and_never_deleted(world, workdir, mirror):
+def test_downloads_are_shared_per_pin_and_never_deleted(world, workdir, server):
     t = world.truth
+    url = f"http://127.0.0.1:{server.server_address[1]}"
     store = store_dir(workdir / "shared")
     homes = [workdir / "shared" / "triton-home" / f"w{i}" for i in range(3)]
     old, new = t["good_triton"], t["bad_triton_llvm"]  # hash.txt era / llvm-info.json build 2
-    a = _wheel(world, workdir, old, home=homes[0], downloads=store, mirror_root=mirror[0], label="da")
+    a = _wheel(world, workdir, old, home=homes[0], downloads=store, mirror_root=url, label="da")
     assert a.kind is Kind.PASS and "downloaded llvm/llvm-" in a.reason, a.reason
-    b = _wheel(world, workdir, new, home=homes[1], downloads=store, mirror_root=mirror[0], label="db")
+    b = _wheel(world, workdir, new, home=homes[1], downloads=store, mirror_root=url, label="db")
     assert b.kind is Kind.PASS and f"llvm-{t['new_llvm'][:8]}-toy-{platform.machine()}-2" in b.reason, b.reason
+    assert len(server.hits) == 2
     # worker 1's setup.py emptied its own .triton/llvm: only links went; the store keeps both
     stored = sorted(p.name for p in (store / "llvm").iterdir())
-    assert len(stored) == 2 and stored[0 if stored[0].endswith("-2") else 1].endswith("-2")
-    # another worker at the first pin: nothing downloaded, the store serves it
-    c = _wheel(world, workdir, old, home=homes[2], downloads=store, mirror_root=mirror[0], label="dc")
-    assert c.kind is Kind.PASS and "downloaded" not in c.reason, c.reason
-    assert "downloading" not in c.log.read_text()
+    assert len(stored) == 2 and any(n.endswith("-2") for n in stored)
+    # other workers at either pin, in turn: nothing downloaded, the store serves them
+    for i, sha in enumerate((old, new, old)):
+        c = _wheel(world, workdir, sha, home=homes[(i + 2) % 3], downloads=store, mirror_root=url, label=f"dc{i}")
+        assert c.kind is Kind.PASS and "downloaded" not in c.reason, c.reason
+    assert len(server.hits) == 2
     # offline: the stored prebuilt of the pin is used; a pin never stored is INFRA with the fix
-    d = _wheel(world, workdir, new, home=homes[2], downloads=store, mirror_root=mirror[0], label="dd",
+    d = _wheel(world, workdir, new, home=homes[2], downloads=store, mirror_root=url, label="dd",
                extra={"TRITON_OFFLINE_BUILD": "1"})
-    assert d.kind is Kind.PASS and "downloading" not in d.log.read_text(), d.log.read_text()[-2000:]
-    e = _wheel(world, workdir, t["bump"], home=homes[2], downloads=store, mirror_root=mirror[0], label="de",
+    assert d.kind is Kind.PASS, d.log.read_text()[-2000:]
+    e = _wheel(world, workdir, t["bump"], home=homes[2], downloads=store, mirror_root=url, label="de",
                extra={"TRITON_OFFLINE_BUILD": "1"})  # build 1 of new_llvm: never downloaded
     assert e.kind is Kind.INFRA and "no prebuilt for LLVM" in e.reason and "build 1" in e.reason, e.reason
+    assert len(server.hits) == 2
 
 
 # --- PyTorch submodules ---------------------------------------------------------------------

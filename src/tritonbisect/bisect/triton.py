@@ -140,15 +140,22 @@ class TritonBuildOptions:
     max_jobs: int | None = None
     python: str | None = None
     venv: str | None = None
+    build_type: str = ""  # "", RelWithDebInfo, TritonRelBuildWithAsserts
+    clang_lld: bool = False
 
     def recipe_config(self, test: dict) -> dict:
-        return {
+        config = {
             "test": test,
             "debug": self.debug,
             "max_jobs": self.max_jobs,
             "python": self.python,
             "venv": self.venv,
         }
+        if self.build_type:
+            config["build_type"] = self.build_type
+        if self.clang_lld:
+            config["clang_lld"] = True
+        return config
 
 
 @dataclass

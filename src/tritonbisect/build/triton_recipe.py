@@ -6,7 +6,8 @@
          TRITON_HOME=<workdir>/triton-home/<worker> whose downloads are links into the shared
          <workdir>/downloads (downloads.py: each download once, never deleted under a running
          build), MAX_JOBS (default: the CPUs divided among the workers), DEBUG=1 with
-         --debug, TRITON_BUILD_WITH_CLANG_LLD=true with --clang-lld, LLVM_SYSPATH...
+         --debug, TRITON_BUILD_WITH_CLANG_LLD=true with --clang-lld, REL_WITH_DEB_INFO=1 or
+         TRITON_REL_BUILD_WITH_ASSERTS=1 with --triton-build-type, LLVM_SYSPATH...
     TRITON_OFFLINE_BUILD=1 (--env): no download; the stored prebuilt of the pin is given as
          LLVM_SYSPATH (a step without one is INFRA, with the fix).
 

@@ -31,7 +31,13 @@ def _build_options(f):
             click.option("--python", metavar="PY", help="Interpreter for the target venv, or the user's own env's python."),
             click.option("--venv", type=_dir, help="Use this existing virtual environment as the target (default: one per worker under the workdir)."),
             click.option("--debug", is_flag=True, help="DEBUG=1 Triton builds (assertions on)."),
-            click.option("--max-jobs", type=click.IntRange(min=1), metavar="N", help="MAX_JOBS for builds."),
+            click.option("--max-jobs", type=click.IntRange(min=1), metavar="N",
+                         help="MAX_JOBS for builds (default: the CPUs divided among the workers)."),
+            click.option("--triton-build-type", type=click.Choice(["default", "RelWithDebInfo", "TritonRelBuildWithAsserts"]),
+                         default="default", show_default=True,
+                         help="Triton's CMake build type (REL_WITH_DEB_INFO=1 or TRITON_REL_BUILD_WITH_ASSERTS=1); "
+                         "--debug gives Debug."),
+            click.option("--clang-lld", is_flag=True, help="TRITON_BUILD_WITH_CLANG_LLD=true: build Triton with clang and link with lld (faster links)."),
         ]
     ):
         f = option(f)
@@ -68,6 +74,8 @@ def _build(kwargs: dict[str, Any]):
     return TritonBuildOptions(
         debug=bool(kwargs.get("debug")),
         max_jobs=kwargs.get("max_jobs"),
+        build_type="" if kwargs.get("triton_build_type") in (None, "default") else kwargs["triton_build_type"],
+        clang_lld=bool(kwargs.get("clang_lld")),
         python=kwargs.get("python"),
         venv=str(Path(venv).resolve()) if venv else None,
     )

@@ -47,7 +47,7 @@ class TargetFactory:
     create: Callable[[dict[str, Any], BisectSettings], Any]  # -> HuntTarget (test set later)
 
 
-_BUILD = frozenset({"python", "venv", "debug", "max_jobs"})
+_BUILD = frozenset({"python", "venv", "debug", "max_jobs", "triton_build_type", "clang_lld"})
 _LLVM = frozenset({"llvm_assertions", "llvm_build_type", "llvm_targets", "backends", "compiler"})
 
 
