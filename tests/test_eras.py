@@ -320,3 +320,15 @@ def test_a_compat_fix_pins_its_llvm_in_the_eras_own_file(world, tmp_path):
     data = json.loads(show(world.triton, fix, INFO_FILE))
     assert data["llvm_hash"] == llvm and data["sha256sum"] == {} and data["build_number"] == 1
     assert show(world.triton, fix, HASH_FILE) is None
+
+
+def test_a_hunt_passes_llvm_options_on_including_the_off_switch(tmp_path):
+    """The bisect a hunt reproduces gets --no-llvm-assertions (an on/off flag given as off)
+    and --backends, not the defaults."""
+    from tritonbisect.commands.hunt import given_args, hunt_cmd
+
+    ctx = hunt_cmd.make_context("hunt", ["--state", str(tmp_path / "s.json"), "--triton-dir", str(tmp_path),
+                                         "--test", "true", "--no-llvm-assertions", "--backends", "nvidia"])
+    args = dict(given_args(ctx))
+    assert args["llvm_assertions"] == ["--no-llvm-assertions"]
+    assert args["backends"] == ["--backends", "nvidia"]
