@@ -79,7 +79,8 @@ TORCH_AUTHORS = (
     ("Ivan Eager", "ivan@pytorch.example"),
 )
 
-# The contract's LLVM configuration, in argv form (no shell quoting around "mlir;llvm").
+# The contract's LLVM configuration, in argv form (no shell quoting around "mlir;lld"): what real
+# Triton links against (host, NVPTX and AMDGPU code generators; lld for the AMD backend).
 LLVM_CMAKE_ARGS = (
     "-DLLVM_ENABLE_PROJECTS=mlir;lld",
     "-DLLVM_TARGETS_TO_BUILD=host;NVPTX;AMDGPU",
