@@ -17,7 +17,8 @@ store, `<workdir>/downloads/<package>/<name>`:
   worker to finish wins; a second copy is dropped) and puts a link in its place. The names
   it returns are the downloads that step needed.
 
-Stored entries are never deleted by a build; `tritonbisect clean` owns the workdir.
+Stored entries are never deleted by a build; `tritonbisect clean --all` removes them (kept
+with --keep-cache).
 """
 
 from __future__ import annotations
