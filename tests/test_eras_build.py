@@ -234,3 +234,31 @@ def test_pytorch_submodules_follow_each_step_from_a_local_mirror(tmp_path):
                    check=True)
     proc = subprocess.run([sys.executable, "setup.py", "--version"], cwd=other, capture_output=True, text=True)
     assert proc.returncode != 0 and "this commit needs 2" in proc.stderr + proc.stdout
+
+
+def test_ccache_hits_carry_across_worktrees(world, workdir, tmp_path):
+    """CCACHE_BASEDIR=<workdir>: the same commit compiled in a second worktree is served by
+    ccache (the include paths differ only in the worktree's name)."""
+    t = world.truth
+    sha = t["good_triton"]
+    ccache_dir = tmp_path / "ccache"
+    env = {"PATH": "/usr/bin:/bin", "CCACHE_DIR": str(ccache_dir)}
+    llvm_tree = worktree(world.llvm, workdir, t["old_llvm"], "llvm-w0")
+    llvm = build_llvm(llvm_tree, t["old_llvm"], cache=ArtifactCache(workdir / "mirror-cache"), config=LLVMConfig(),
+                      build_dir=workdir / "mirror-build", log=tmp_path / "llvm.log", repo_id="toy-llvm")
+    env["LLVM_SYSPATH"] = str(llvm.prefix)
+
+    def hits() -> int:
+        out = subprocess.run(["ccache", "--print-stats"], env=env, capture_output=True, text=True).stdout
+        stats = dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
+        return int(stats.get("direct_cache_hit", 0)) + int(stats.get("preprocessed_cache_hit", 0))
+
+    counts = []
+    for name in ("cc0", "cc1"):
+        tree = worktree(world.triton, workdir, sha, name)
+        res = build_triton_wheel(tree, sha, cache=ArtifactCache(tmp_path / f"cache-{name}"), config=TritonConfig(),
+                                 log=tmp_path / f"{name}.log", repo_id="toy-triton", triton_home=tmp_path / "home",
+                                 python=sys.executable, base_env=env, ccache_base=workdir)
+        assert res.kind is Kind.PASS, res.log.read_text()[-2000:]
+        counts.append(hits())
+    assert counts[0] == 0 and counts[1] >= 5, counts
