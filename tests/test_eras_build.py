@@ -237,8 +237,10 @@ def test_pytorch_submodules_follow_each_step_from_a_local_mirror(tmp_path):
 
 
 def test_ccache_hits_carry_across_worktrees(world, workdir, tmp_path):
-    """CCACHE_BASEDIR=<workdir>: the same commit compiled in a second worktree is served by
-    ccache (the include paths differ only in the worktree's name)."""
+    """CCACHE_BASEDIR=<workdir>: the same commit compiled in a second worktree is a *direct*
+    ccache hit (no preprocessing; the include paths differ only in the worktree's name).
+    Without it ccache still hits after running the preprocessor on every file: for Triton's
+    MLIR-heavy C++ that is most of the cost of a hit."""
     t = world.truth
     sha = t["good_triton"]
     ccache_dir = tmp_path / "ccache"
@@ -251,7 +253,7 @@ def test_ccache_hits_carry_across_worktrees(world, workdir, tmp_path):
     def hits() -> int:
         out = subprocess.run(["ccache", "--print-stats"], env=env, capture_output=True, text=True).stdout
         stats = dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
-        return int(stats.get("direct_cache_hit", 0)) + int(stats.get("preprocessed_cache_hit", 0))
+        return int(stats.get("direct_cache_hit", 0))
 
     counts = []
     for name in ("cc0", "cc1"):
