@@ -251,15 +251,46 @@ def test_jobs_are_divided_among_workers_and_options_reach_the_build():
 # --- build requirements and PyTorch's pins -----------------------------------------------
 
 
-def test_build_requirement_versions_are_enforced():
-    """Real Triton's build requirements carry pins (cmake>=3.20,<4.0; pybind11>=2.13.1;
-    nanobind==...): an installed version outside them is reinstalled, not kept."""
-    from tritonbisect.build.env import unmet_requirements
+# triton-lang/triton's pyproject.toml at the root (root setup.py era), as read with the search
+# tools; and the stub python/pyproject.toml beside it (no build system)
+REAL_ROOT_PYPROJECT = """[build-system]
+requires = ["setuptools>=40.8.0", "cmake>=3.20,<4.0", "ninja>=1.11.1", "nanobind==2.10.2"]
+build-backend = "setuptools.build_meta"
 
-    reqs = ["cmake>=3.20,<4.0", "pybind11>=2.13.1", "nanobind==2.4.0", "ninja", "setuptools>=40.8.0"]
-    have = ["4.0.2", "2.13.6", "2.2.0", None, "80.9.0"]
-    assert unmet_requirements(reqs, have) == ["cmake>=3.20,<4.0", "nanobind==2.4.0", "ninja"]
+[tool.ruff]
+line-length = 120
+"""
+REAL_STUB_PYPROJECT = '[project]\nname = "triton"\nversion = "3.4.0"\n'
+
+
+def test_build_requirement_versions_are_enforced(tmp_path):
+    """Real Triton's build requirements carry pins: an installed version outside them is
+    reinstalled, not kept."""
+    from tritonbisect.build.env import unmet_requirements
+    from tritonbisect.build.toolchain import build_requires
+
+    (tmp_path / "pyproject.toml").write_text(REAL_ROOT_PYPROJECT)
+    reqs = build_requires(tmp_path)
+    assert reqs == ["setuptools>=40.8.0", "cmake>=3.20,<4.0", "ninja>=1.11.1", "nanobind==2.10.2"]
+    have = ["80.9.0", "4.0.2", None, "2.4.0"]
+    assert unmet_requirements(reqs, have) == ["cmake>=3.20,<4.0", "ninja>=1.11.1", "nanobind==2.10.2"]
+    assert unmet_requirements(reqs, ["80.9.0", "3.31.6", "1.13.0", "2.10.2"]) == []
     assert unmet_requirements(["cmake>=3.20"], ["3.31.0rc1"]) == []  # a prerelease meets it
+
+
+def test_project_dir_on_the_real_layouts(tmp_path):
+    root = tmp_path / "new"
+    (root / "python").mkdir(parents=True)
+    (root / "setup.py").write_text("")
+    (root / "pyproject.toml").write_text(REAL_ROOT_PYPROJECT)
+    (root / "python" / "pyproject.toml").write_text(REAL_STUB_PYPROJECT)
+    assert project_dir(root) == root
+    old = tmp_path / "old"
+    (old / "python").mkdir(parents=True)
+    (old / "python" / "setup.py").write_text("")
+    (old / "python" / "pyproject.toml").write_text('[build-system]\nrequires = ["setuptools>=40.8.0"]\n')
+    (old / "pyproject.toml").write_text("[tool.yapf]\ncolumn_limit = 120\n")
+    assert project_dir(old) == old / "python"
 
 
 def test_pytorch_pin_file_follows_the_device(tmp_path):
