@@ -338,6 +338,7 @@ class StepSettings:
     timeout: float | None = None
     workdir: Path | None = None
     cache_dir: str | None = None
+    workers: int = 1  # steps building at once on this machine
 
 
 def run_in_worktree(
@@ -374,6 +375,7 @@ def run_in_worktree(
         timeout=settings.timeout,
         workdir=settings.workdir,
         cache_dir=settings.cache_dir,
+        workers=settings.workers,
     )
     _CTX_TOKENS[id(ctx)] = token
     try:
@@ -415,7 +417,7 @@ class WorkerPool:
         self.timeout = timeout
         self.step_settings = StepSettings(
             policy=policy, repeat=repeat, env=self.env, timeout=timeout, workdir=workdir,
-            cache_dir=cache_dir,
+            cache_dir=cache_dir, workers=self.jobs,
         )
         from concurrent.futures import ThreadPoolExecutor
 

@@ -275,12 +275,13 @@ class TargetEnv:
         return res.returncode, read_tail(log, 16 * 1024)
 
     def ensure_packages(self, requirements: Iterable[str], *, log: Path | None = None) -> tuple[bool, str]:
-        """pip-install the requirements whose distribution is absent (build requirements of
-        a --no-build-isolation build). Already installed ones are not touched."""
+        """pip-install the requirements that are absent or whose installed version is outside
+        their specifier (build requirements of a --no-build-isolation build: e.g. cmake<4.0
+        where cmake 4 is there). Those already met are not touched."""
         reqs = [r for r in requirements if r.strip()]
         names = [_req_name(r) for r in reqs]
         have = self.installed_versions(names)
-        missing = [r for r, n in zip(reqs, names, strict=True) if have.get(n) is None]
+        missing = unmet_requirements(reqs, [have.get(n) for n in names])
         if not missing:
             return True, ""
         rc, tail = self.pip(["install", *missing], log=log)
@@ -435,6 +436,26 @@ class TargetEnv:
 
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def unmet_requirements(reqs: list[str], installed: list[str | None]) -> list[str]:
+    """The requirements (PEP 508) the installed versions (None: absent) do not meet.
+    Prereleases count (a dev build of cmake meets cmake>=3.20); markers are left to pip."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.version import InvalidVersion, Version
+
+    out = []
+    for req, have in zip(reqs, installed, strict=True):
+        if have is None:
+            out.append(req)
+            continue
+        try:
+            spec = Requirement(req).specifier
+            if spec and not spec.contains(Version(have), prereleases=True):
+                out.append(req)
+        except (InvalidRequirement, InvalidVersion):
+            continue  # pip would say what is wrong; an unparsable pin does not force a reinstall
+    return out
 
 
 def _req_name(req: str) -> str:

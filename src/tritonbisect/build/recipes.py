@@ -54,6 +54,7 @@ class StepContext:
     timeout: float | None = None  # per-test timeout in seconds
     workdir: Path | None = None  # the tool's workdir (caches, venvs, TRITON_HOME)
     cache_dir: str | None = None  # --cache-dir: the artifact cache (default <workdir>/cache)
+    workers: int = 1  # steps that may build at once on this machine (they share its CPUs)
 
 
 @dataclass

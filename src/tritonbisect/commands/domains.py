@@ -31,7 +31,13 @@ def _build_options(f):
             click.option("--python", metavar="PY", help="Interpreter for the target venv, or the user's own env's python."),
             click.option("--venv", type=_dir, help="Use this existing virtual environment as the target (default: one per worker under the workdir)."),
             click.option("--debug", is_flag=True, help="DEBUG=1 Triton builds (assertions on)."),
-            click.option("--max-jobs", type=click.IntRange(min=1), metavar="N", help="MAX_JOBS for builds."),
+            click.option("--max-jobs", type=click.IntRange(min=1), metavar="N",
+                         help="MAX_JOBS for builds (default: the CPUs divided among the workers)."),
+            click.option("--triton-build-type", type=click.Choice(["default", "RelWithDebInfo", "TritonRelBuildWithAsserts"]),
+                         default="default", show_default=True,
+                         help="Triton's CMake build type (REL_WITH_DEB_INFO=1 or TRITON_REL_BUILD_WITH_ASSERTS=1); "
+                         "--debug gives Debug."),
+            click.option("--clang-lld", is_flag=True, help="TRITON_BUILD_WITH_CLANG_LLD=true: build Triton with clang and link with lld (faster links)."),
         ]
     ):
         f = option(f)
@@ -42,8 +48,14 @@ def _llvm_options(f):
     """How LLVM is built where a recipe builds it (descent, llvm, pairs, --llvm-dir)."""
     for option in reversed(
         [
-            click.option("--llvm-assertions", is_flag=True, help="Build LLVM with -DLLVM_ENABLE_ASSERTIONS=ON."),
+            click.option("--llvm-assertions/--no-llvm-assertions", default=True, show_default=True,
+                         help="-DLLVM_ENABLE_ASSERTIONS (on, as Triton's own LLVM builds)."),
             click.option("--llvm-build-type", default="Release", show_default=True, help="CMAKE_BUILD_TYPE of LLVM builds."),
+            click.option("--llvm-targets", metavar="T1;T2", default=None,
+                         help="LLVM_TARGETS_TO_BUILD (default host;NVPTX;AMDGPU: what real Triton links)."),
+            click.option("--backends", metavar="B1,B2", default=None,
+                         help="Triton backends to build LLVM for instead of --llvm-targets (nvidia, amd): "
+                         "nvidia,amd gives host;NVPTX;AMDGPU."),
             click.option("--compiler", type=click.Choice(["gcc", "clang"]), default="gcc", show_default=True, help="Compiler for LLVM builds (gcc works where conda's clang++ does not)."),
         ]
     ):
@@ -62,15 +74,31 @@ def _build(kwargs: dict[str, Any]):
     return TritonBuildOptions(
         debug=bool(kwargs.get("debug")),
         max_jobs=kwargs.get("max_jobs"),
+        build_type="" if kwargs.get("triton_build_type") in (None, "default") else kwargs["triton_build_type"],
+        clang_lld=bool(kwargs.get("clang_lld")),
         python=kwargs.get("python"),
         venv=str(Path(venv).resolve()) if venv else None,
     )
 
 
 def _llvm_config(kwargs: dict[str, Any]) -> dict[str, Any]:
+    from tritonbisect.build.llvm_recipe import DEFAULT_TARGETS, targets_for_backends
+
+    if kwargs.get("llvm_targets") and kwargs.get("backends"):
+        raise InputError("--llvm-targets and --backends both choose LLVM's targets; give one")
+    if kwargs.get("backends"):
+        names = [b.strip() for b in str(kwargs["backends"]).split(",") if b.strip()]
+        targets = list(targets_for_backends(names))
+    elif kwargs.get("llvm_targets"):
+        targets = [t.strip() for t in str(kwargs["llvm_targets"]).replace(",", ";").split(";") if t.strip()]
+        if not targets:
+            raise InputError("--llvm-targets is empty: give e.g. 'host;NVPTX;AMDGPU'")
+    else:
+        targets = list(DEFAULT_TARGETS)
     return {
         "build_type": kwargs.get("llvm_build_type") or "Release",
-        "assertions": bool(kwargs.get("llvm_assertions")),
+        "assertions": kwargs.get("llvm_assertions", True) is not False,
+        "targets": targets,
         "compiler": kwargs.get("compiler") or "gcc",
     }
 
@@ -249,11 +277,14 @@ def pairs_cmd(compat_map: Path, triton_dir: Path, llvm_dir: Path, good_llvm: str
 @click.option("--wheel-index", "wheel_index", multiple=True, metavar="URL", help="A PEP 503/691 index with PyTorch nightlies (the commit in their torch/version.py, or +git<sha>): those commits are installed, not built (repeatable).")
 @click.option("--wheels", "wheels_mode", type=click.Choice(["auto", "only", "off"]), default="auto", show_default=True, help="With --wheel-index: auto = nightlies first, then build inside their bracket; only = stop at the bracket; off = build everything.")
 @click.option("--wheel-package", default="torch", show_default=True, help="The nightlies' distribution on --wheel-index.")
+@click.option("--device", type=click.Choice(["cuda", "rocm", "xpu"]), default="cuda", show_default=True,
+              help="Which Triton pin PyTorch uses: triton.txt (cuda), triton-rocm.txt where it exists (rocm), "
+              "triton-xpu.txt (xpu: --triton-dir is then Intel's Triton).")
 @_build_options
 @common_bisect_options
 def torch_cmd(torch_dir: Path, good: str, bad: str, triton_dir: Path | None, use: tuple[str, ...],
               llvm_dir: Path | None, wheel_index: tuple[str, ...], wheels_mode: str, wheel_package: str,
-              **kwargs: Any) -> None:
+              device: str, **kwargs: Any) -> None:
     """Bisect PyTorch, with the Triton each commit pins."""
     from tritonbisect.bisect.torch import TorchBisector, parse_use_flags
 
@@ -263,6 +294,7 @@ def torch_cmd(torch_dir: Path, good: str, bad: str, triton_dir: Path | None, use
     bisector = TorchBisector(
         torch_dir, good, bad, test={}, build=_build(kwargs), triton_dir=triton_dir,
         use=parse_use_flags(use), first_parent=settings.first_parent, llvm_dir=llvm_dir,
+        device=device,
     )
     bisector.history.candidates(bisector.good, bisector.bad, first_parent=settings.first_parent)
     bisector.test = _test(settings, bisector.history, bisector.bad)

@@ -25,7 +25,7 @@ from tritonbisect.compat_builder.agent import (
     require_anthropic,
 )
 from tritonbisect.compat_builder.fixer import Fixer
-from tritonbisect.compat_builder.mapper import Mapper, llvm_range, read_llvm_hash
+from tritonbisect.compat_builder.mapper import Mapper, llvm_range, read_llvm_pin
 from tritonbisect.compat_builder.probe import COMPATIBLE, DEFAULT_SMOKE, SKIP, Prober
 from tritonbisect.compat_builder.state import (
     DONE,
@@ -196,7 +196,7 @@ def root() -> None:
 
 
 @root.command("map")
-@click.option("--bump", required=True, help="The Triton commit that changed cmake/llvm-hash.txt.")
+@click.option("--bump", required=True, help="The Triton commit that changed the pinned LLVM (cmake/llvm-info.json or cmake/llvm-hash.txt).")
 @click.option("--triton-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               show_default="current folder", help="The Triton repository (its checkout is never touched).")
 @click.option("--llvm-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -220,9 +220,13 @@ def map_command(bump, triton_dir, llvm_dir, out, strategy, ai, ai_model, max_att
     llvm = History(llvm_repo)
     bump = triton.resolve(bump)
     parent = triton.resolve(f"{bump}~1")
-    old_hash, new_hash = read_llvm_hash(triton, parent), read_llvm_hash(triton, bump)
+    old_pin, new_pin = read_llvm_pin(triton, parent), read_llvm_pin(triton, bump)
+    old_hash, new_hash = old_pin.hash, new_pin.hash
     if old_hash == new_hash:
-        raise InputError(f"{bump[:12]} does not change cmake/llvm-hash.txt: it is not an LLVM bump")
+        why = ("it changes only the prebuilt LLVM's build number"
+               if old_pin.build_number != new_pin.build_number else "the pinned LLVM commit is the same")
+        raise InputError(f"{bump[:12]} is not an LLVM bump: {why} ({old_hash[:12]}); "
+                         "pass the commit that changes the llvm-project hash")
     try:
         old_llvm, new_llvm = llvm.resolve(old_hash), llvm.resolve(new_hash)
     except InputError as exc:

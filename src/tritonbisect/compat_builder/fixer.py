@@ -21,6 +21,7 @@ from tritonbisect.compat_builder.agent import AgentError
 from tritonbisect.compat_builder.probe import COMPATIBLE, SKIP, Prober
 from tritonbisect.compat_builder.state import MANUAL, MapState, now_iso
 from tritonbisect.errors import EXIT_MANUAL_FIX_NEEDED, AbortError, TritonBisectError
+from tritonbisect.llvmpin import write_pin
 
 
 class ManualFixNeeded(TritonBisectError):
@@ -133,6 +134,10 @@ class Fixer:
             st.save("attempt-failed", attempt=n, why="stale: no change")
             self.log(f"attempt {n}: stale (no change)")
             return None
+        if write_pin(self.worktree, st.incompatible) is not None:
+            # the fix builds against this LLVM: its pin says so, in the era's own file, so
+            # that a `tritonbisect triton --llvm-dir` over the fixes builds the right LLVM
+            commit = gitops.commit_all(self.worktree, base, f"compat fix: {summary}") or commit
         diff_path = session / f"attempt-{n}.diff"
         diff_path.write_text(gitops.diff(self.worktree, base, commit), encoding="utf-8")
         record.update(commit=commit, diff=str(diff_path))

@@ -1,6 +1,6 @@
 """The `map` walk over one LLVM bump, and the one-off `fix`.
 
-From the bump's old LLVM hash (T~1:cmake/llvm-hash.txt) to its new one:
+From the bump's old LLVM hash (the pin of T~1, `tritonbisect.llvmpin`) to its new one:
 
     current = T~1, good = old_llvm
     loop:
@@ -39,8 +39,7 @@ from tritonbisect.compat_builder.probe import COMPATIBLE, INCOMPATIBLE, SEARCH_V
 from tritonbisect.compat_builder.state import DONE, FIXING, MANUAL, SEARCHING, MapState, now_iso
 from tritonbisect.compatmap import CompatMap, CompatRow, write_map
 from tritonbisect.errors import AbortError, InputError
-
-LLVM_HASH_FILE = "cmake/llvm-hash.txt"
+from tritonbisect.llvmpin import PIN_FILES_TEXT, LLVMPin, PinError, read_pin
 
 
 class Mapper:
@@ -284,10 +283,15 @@ def llvm_range(llvm: History, good: str, bad: str) -> list[str]:
 
 
 def read_llvm_hash(triton: History, commit: str) -> str:
-    text = triton.file_at(commit, LLVM_HASH_FILE)
-    if text is None:
-        raise InputError(f"{commit[:12]} has no {LLVM_HASH_FILE}: is this a Triton repository?")
-    value = text.strip().split()[0] if text.strip() else ""
-    if len(value) < 7:
-        raise InputError(f"{LLVM_HASH_FILE} at {commit[:12]} holds no LLVM commit hash")
-    return value
+    """The llvm-project commit `commit` pins (either pin file); InputError when none."""
+    return read_llvm_pin(triton, commit).hash
+
+
+def read_llvm_pin(triton: History, commit: str) -> LLVMPin:
+    try:
+        pin = read_pin(lambda path: triton.file_at(commit, path))
+    except PinError as exc:
+        raise InputError(f"{exc} (at {commit[:12]})") from None
+    if pin is None:
+        raise InputError(f"{commit[:12]} has no LLVM pin ({PIN_FILES_TEXT}): is this a Triton repository?")
+    return pin
