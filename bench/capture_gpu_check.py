@@ -13,7 +13,9 @@ mode="reduce-overhead"), with caches of its own:
 1. cold, untraced, under the torch profiler: fills Inductor's and Triton's caches; the GPU kernels
    it ran are the independent count of the cold state (spawn children profile themselves);
 2. warm, untraced, profiled again: the kernels launched in the state a user runs the program in;
-3. warm, under `tritonbisect trace` (the CLI, as a user runs it);
+3. warm, under `tritonbisect trace` with the static launcher put back on inside the program
+   (`-- env TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER=1 python ...`): the tracer as it was before;
+   then warm, under `tritonbisect trace` (the CLI, as a user runs it);
 4. warm, under tritonparse 0.6 (`structured_logging.init(..., enable_trace_launch=True)`);
 5. cold (fresh caches), under `tritonbisect trace`; 6. cold, under tritonparse 0.6.
 
@@ -57,6 +59,7 @@ NAMES = ["capture_flex", "capture_mm_autotune", "capture_user_autotune", "captur
          "capture_spawn", "capture_cudagraph_mlp"]
 SELF_SPAWNING = {"capture_spawn"}
 KEEP_WHOLE = {("capture_cudagraph_mlp", "ours_warm"), ("capture_mm_autotune", "ours_warm")}
+TRACED_WAYS = ("ours_warm", "ours_static", "ours_cold", "tp_warm", "tp_cold")
 
 PROFILE_RUNNER = r'''
 import json, os, runpy, sys
@@ -102,7 +105,12 @@ def run_program(name: str, way: str, caches: Path, root: Path, timeout: float) -
         runner.write_text(PROFILE_RUNNER)
         cmd = [sys.executable, *prog] if direct else [sys.executable, str(runner), *prog]
     elif way.startswith("ours"):
-        cmd = [sys.executable, "-m", "tritonbisect", "trace", "--out", str(trace), "--", sys.executable, *prog]
+        # ours_static: the program turns the static launcher back on (`env` runs after `trace` set
+        # it off), as a program setting torch._inductor.config.use_static_cuda_launcher would: the
+        # tracer as it was before it turned the launcher off
+        again = ["env", "TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER=1"] if way == "ours_static" else []
+        cmd = [sys.executable, "-m", "tritonbisect", "trace", "--out", str(trace), "--", *again, sys.executable,
+               *prog]
     else:
         env["TB_TP_DIR"] = str(trace)
         env["TB_TP_OPTIONS"] = json.dumps({"enable_trace_launch": True})
@@ -121,7 +129,8 @@ def run_program(name: str, way: str, caches: Path, root: Path, timeout: float) -
     if rc != 0:
         result["stderr_tail"] = err[-1500:]
     if way.startswith("ours"):
-        result["trace_messages"] = [line for line in err.splitlines() if line.startswith(("tritonbisect trace", "  "))][:12]
+        result["trace_messages"] = [line for line in err.splitlines()
+                                    if line.startswith(("tritonbisect trace", "  ")) and "warn" not in line][:12]
         result["trace_stdout"] = [line for line in out.splitlines() if line.startswith(("trace written", "  "))][:12]
     if way.startswith("untraced"):
         names: set[str] = set()
@@ -228,12 +237,12 @@ def check_program(name: str, root: Path, timeout: float, pool: ThreadPoolExecuto
 
     # the warm chain shares one cache folder; each cold run gets fresh caches, beside it
     with ThreadPoolExecutor(3) as lanes:
-        jobs = [lanes.submit(chain, ("untraced_cold", "untraced_warm", "ours_warm", "tp_warm"), False),
+        jobs = [lanes.submit(chain, ("untraced_cold", "untraced_warm", "ours_static", "ours_warm", "tp_warm"), False),
                 lanes.submit(chain, ("ours_cold",), True), lanes.submit(chain, ("tp_cold",), True)]
         for job in jobs:
             job.result()
     ref = root / name / "untraced_warm" / "outputs.pt"
-    for way in ("ours_warm", "ours_cold", "tp_warm", "tp_cold"):
+    for way in ("ours_warm", "ours_cold", "tp_warm", "tp_cold", "ours_static"):
         runs[way]["outputs_vs_untraced"] = compare_outputs(ref, root / name / way / "outputs.pt")
     for state in ("warm", "cold"):
         way = f"ours_{state}"
@@ -248,6 +257,11 @@ def check_program(name: str, root: Path, timeout: float, pool: ThreadPoolExecuto
 def summarize(res: dict) -> dict:
     runs = res["runs"]
     row: dict = {"program": res["program"]}
+    static = runs.get("ours_static") or {}
+    static_rec = static.get("recorded") or {}
+    row["static"] = {"recorded": len((set(static_rec.get("launched", [])) | set(static_rec.get("benchmark_only", [])))
+                                     & set(runs["untraced_warm"].get("triton_launched", []))),
+                     "messages": (static.get("trace_stdout") or []) + (static.get("trace_messages") or [])[1:]}
     for state in ("warm", "cold"):
         launched = set(runs[f"untraced_{state}"].get("triton_launched", []))
         ours = runs[f"ours_{state}"].get("recorded") or {}
@@ -279,14 +293,16 @@ def markdown(data: dict) -> str:
              "golden); whole-program replay (`repro --launches all`). Warm: the program ran untraced first "
              "(Inductor FX graph, autotune and Triton caches filled, the static launcher on by default); cold: "
              "fresh caches.", "",
-             "| program | state | launched | trace | tritonparse 0.6 | oracles pass | benchmark-only | replay | "
-             "outputs = untraced |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+             "| program | state | launched | trace | static launcher left on | tritonparse 0.6 | oracles pass | "
+             "benchmark-only | replay | outputs = untraced |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
     for row in data.get("rows", []):
         for state in ("warm", "cold"):
             r = row[state]
+            static = str(row["static"]["recorded"]) if state == "warm" and "static" in row else "-"
             lines.append(f"| {row['program'].removeprefix('capture_')} | {state} | {r['launched']} | {r['ours']} | "
-                         f"{r['tp']} | {r['oracles_pass']}/{r['oracles']} | {r['benchmark_only']} | {r['replay']} | "
-                         f"{r['outputs_equal']} |")
+                         f"{static} | {r['tp']} | {r['oracles_pass']}/{r['oracles']} | {r['benchmark_only']} | "
+                         f"{r['replay']} | {r['outputs_equal']} |")
     missed = [(row["program"], s, row[s]["missed_by_ours"]) for row in data.get("rows", []) for s in ("warm", "cold")
               if row[s]["missed_by_ours"]]
     lines.append("")
@@ -295,6 +311,15 @@ def markdown(data: dict) -> str:
                                                                        for p, s, m in missed) + ".")
     else:
         lines.append("Every Triton kernel the profiler saw launched was recorded by `trace`, in both states.")
+    lines.append("")
+    lines.append("\"static launcher left on\": the warm run traced with TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER=1 "
+                 "put back inside the program's environment (what `trace` did before it turned the launcher off, "
+                 "and what a program that sets torch._inductor.config.use_static_cuda_launcher gets). What `trace` "
+                 "said then:")
+    for row in data.get("rows", []):
+        said = [m.strip() for m in (row.get("static") or {}).get("messages", []) if m.strip()]
+        if said:
+            lines.append(f"- {row['program'].removeprefix('capture_')}: " + " / ".join(said[:3]))
     for note in data.get("notes", []):
         lines.append("")
         lines.append(note)
@@ -304,7 +329,7 @@ def markdown(data: dict) -> str:
 def pack(root: Path, out: Path) -> None:
     with tarfile.open(out / "traces.tar.gz", "w:gz") as tar:
         for name in NAMES:
-            for way in ("ours_warm", "ours_cold", "tp_warm", "tp_cold"):
+            for way in TRACED_WAYS:
                 trace = root / name / way / "trace"
                 if not trace.exists():
                     continue

@@ -98,6 +98,13 @@ def _extent(shape: list[int], stride: list[int]) -> int:
     return 1 + sum((s - 1) * abs(st) for s, st in zip(shape, stride, strict=True))
 
 
+def stand_in_words(moved: list[str]) -> str:
+    """How an eager warm-up launch matches a captured one (see Trace.warmup_for)."""
+    if not moved:
+        return "the same arguments on the same buffers"
+    return f"the same arguments ({', '.join(moved)} at another address)"
+
+
 def capture_reason(launch: Launch) -> str:
     """Why a launch made during CUDA-graph capture carries no data, as its tracer left it."""
     if launch.by_tritonbisect:
@@ -111,8 +118,8 @@ def refuse_reason(trace: Trace, launch: Launch) -> str | None:
     who = f"launch {launch.index} of kernel '{launch.name}' ({launch.where()})"
     if launch.graph_capture:
         warmup = trace.warmup_for(launch)
-        hint = (f"its eager warm-up launch {warmup.index} ran the same kernel on the same buffers: "
-                f"use --launch-id {warmup.index}") if warmup else "pick a launch made outside graph capture"
+        hint = (f"its eager warm-up launch {warmup[0].index} ran the same kernel with {stand_in_words(warmup[1])}: "
+                f"use --launch-id {warmup[0].index}") if warmup else "pick a launch made outside graph capture"
         return f"{who} {capture_reason(launch)}, so it cannot be rebuilt; {hint}"
     if trace.compilation_of(launch) is None:
         h = (launch.hash or "unknown")[:16]

@@ -212,22 +212,45 @@ class Trace:
         real = [launch for launch in usable if not launch.autotune_benchmark]
         return (real or usable or launches)[0]
 
-    def warmup_for(self, captured: Launch) -> Launch | None:
-        """The eager launch that stands for a launch made during CUDA-graph capture: the last
-        earlier launch of the same compiled kernel in the same process, outside capture and
-        benchmarking, with the same buffers and argument values (CUDA graph trees run each graph once eagerly first).
+    def warmup_for(self, captured: Launch) -> tuple[Launch, list[str]] | None:
+        """The eager launch that stands for a launch made during CUDA-graph capture, and the
+        tensor arguments it had elsewhere in memory. CUDA graph trees run each graph once eagerly
+        before capturing it: the same compiled kernel, in the same process, outside capture and
+        benchmarking, with the same argument values, dtypes, shapes and strides; parameters stay
+        where they were, while intermediates the graph allocates from its own memory pool may
+        move. The last launch with every buffer in place wins, else the last with some moved.
         None when the trace cannot tell (no layout recorded) or there is none."""
         wanted = captured.layout()
         if wanted is None:
             return None
-        found = None
+        exact: Launch | None = None
+        moved: tuple[Launch, list[str]] | None = None
         for launch in self.launches_of(captured.name):
             if launch.order >= captured.order:
                 break
-            if (launch.hash == captured.hash and launch.file == captured.file and not launch.autotune_benchmark and self.reproducible(launch)
-                    and launch.layout() == wanted):
-                found = launch
-        return found
+            if not (launch.hash == captured.hash and launch.file == captured.file and not launch.autotune_benchmark
+                    and self.reproducible(launch)):
+                continue
+            have = launch.layout()
+            if have is None or set(have) != set(wanted):
+                continue
+            if have == wanted:
+                exact = launch
+                continue
+            elsewhere = []
+            for name, rec in wanted.items():
+                other = have[name]
+                if rec == other:
+                    continue
+                if rec[0] == "tensor" and other[0] == "tensor" and rec[2:] == other[2:]:
+                    elsewhere.append(name)
+                else:
+                    break
+            else:
+                moved = (launch, elsewhere)
+        if exact is not None:
+            return exact, []
+        return moved
 
     def reproducible(self, launch: Launch) -> bool:
         """Recorded arguments, outside CUDA-graph capture, with its compilation in the trace."""

@@ -39,6 +39,7 @@ from tritonbisect.tritonparse.generate import (
     launch_arg_specs,
     refuse_reason,
     render_script,
+    stand_in_words,
 )
 from tritonbisect.tritonparse.reader import Launch, Trace, load_trace
 from tritonbisect.tritonparse.source import extract_kernel_source
@@ -76,15 +77,19 @@ class NotReplayed:
     kernel: str
     launches: list[int]  # indices among the kernel's launches
     reason: str
-    stand_ins: list[int] = field(default_factory=list)  # eager launches replayed in their place
+    # eager launches replayed in their place: (index, tensor arguments that were elsewhere in memory)
+    stand_ins: list[tuple[int, list[str]]] = field(default_factory=list)
 
     def line(self) -> str:
         ids = ", ".join(str(i) for i in self.launches[:8]) + (", …" if len(self.launches) > 8 else "")
         what = f"{len(self.launches)} launch{'es' if len(self.launches) != 1 else ''} of '{self.kernel}' ({ids})"
         text = f"not replayed: {what}: {self.reason}"
-        if self.stand_ins:
-            text += ("; replayed in their place: its eager warm-up launch "
-                     f"{', '.join(str(i) for i in self.stand_ins)} (same kernel, same buffers)")
+        for index, moved in self.stand_ins:
+            text += f"; replayed in its place: its eager warm-up launch {index}, {stand_in_words(moved)}"
+        missing = len(self.launches) - len(self.stand_ins)
+        if self.stand_ins and missing > 0 or self.reason.startswith("recorded during") and not self.stand_ins:
+            text += ("; no eager launch of the same kernel with the same arguments was recorded before "
+                     f"{'the others' if self.stand_ins else 'them'}")
         return text
 
 
@@ -101,8 +106,8 @@ def plan_capture(trace: Trace, chosen: list[Launch]) -> tuple[list[Launch], list
         entry = left.setdefault((launch.name, reason), NotReplayed(launch.name, [], reason))
         entry.launches.append(launch.index)
         warmup = trace.warmup_for(launch)
-        if warmup is not None and warmup.index not in entry.stand_ins:
-            entry.stand_ins.append(warmup.index)
+        if warmup is not None and warmup[0].index not in [i for i, _ in entry.stand_ins]:
+            entry.stand_ins.append((warmup[0].index, warmup[1]))
     return kept, list(left.values())
 
 
