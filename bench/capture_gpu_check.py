@@ -261,7 +261,7 @@ def summarize(res: dict) -> dict:
     static_rec = static.get("recorded") or {}
     row["static"] = {"recorded": len((set(static_rec.get("launched", [])) | set(static_rec.get("benchmark_only", [])))
                                      & set(runs["untraced_warm"].get("triton_launched", []))),
-                     "messages": (static.get("trace_stdout") or []) + (static.get("trace_messages") or [])[1:]}
+                     "messages": (static.get("trace_stdout") or [])[:1] + (static.get("trace_messages") or [])[1:]}
     for state in ("warm", "cold"):
         launched = set(runs[f"untraced_{state}"].get("triton_launched", []))
         ours = runs[f"ours_{state}"].get("recorded") or {}

@@ -145,6 +145,9 @@ def no_outputs_note(trace: Trace, launch: Launch, args: list[dict[str, Any]]) ->
         return (f"launch {launch.index} of '{launch.name}' was made while an autotuner benchmarked configs: no "
                 f"outputs were recorded after it, so this oracle has nothing from the program to compare with; "
                 f"{where}{golden}")
+    if launch.after:
+        return (f"the outputs recorded after launch {launch.index} of '{launch.name}' have no data here (saved "
+                f"without blobs, or their blob files are missing): {golden}")
     return f"no outputs were recorded after launch {launch.index} of '{launch.name}': {golden}"
 
 

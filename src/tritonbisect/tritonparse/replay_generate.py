@@ -79,6 +79,7 @@ class NotReplayed:
     reason: str
     # eager launches replayed in their place: (index, tensor arguments that were elsewhere in memory)
     stand_ins: list[tuple[int, list[str]]] = field(default_factory=list)
+    layout_known: bool = False  # the trace says where a captured launch's tensors were (ours does)
 
     def line(self) -> str:
         ids = ", ".join(str(i) for i in self.launches[:8]) + (", …" if len(self.launches) > 8 else "")
@@ -86,10 +87,9 @@ class NotReplayed:
         text = f"not replayed: {what}: {self.reason}"
         for index, moved in self.stand_ins:
             text += f"; replayed in its place: its eager warm-up launch {index}, {stand_in_words(moved)}"
-        missing = len(self.launches) - len(self.stand_ins)
-        if self.stand_ins and missing > 0 or self.reason.startswith("recorded during") and not self.stand_ins:
+        if self.layout_known and len(self.stand_ins) < len(self.launches):
             text += ("; no eager launch of the same kernel with the same arguments was recorded before "
-                     f"{'the others' if self.stand_ins else 'them'}")
+                     f"{'the others' if self.stand_ins else 'it' if len(self.launches) == 1 else 'them'}")
         return text
 
 
@@ -105,6 +105,7 @@ def plan_capture(trace: Trace, chosen: list[Launch]) -> tuple[list[Launch], list
         reason = capture_reason(launch).removeprefix("was ")
         entry = left.setdefault((launch.name, reason), NotReplayed(launch.name, [], reason))
         entry.launches.append(launch.index)
+        entry.layout_known = entry.layout_known or launch.layout() is not None
         warmup = trace.warmup_for(launch)
         if warmup is not None and warmup[0].index not in [i for i, _ in entry.stand_ins]:
             entry.stand_ins.append((warmup[0].index, warmup[1]))

@@ -22,17 +22,29 @@ def _counter(processes: list[dict], name: str) -> int:
     return sum(int((p.get("counters") or {}).get(name) or 0) for p in processes if isinstance(p.get("counters"), dict))
 
 
+def _static_cause(static: list[dict]) -> str:
+    """What turned the static launcher back on, as far as the processes said."""
+    envs = {p.get("static_env", "?") for p in static}
+    if envs == {"1"}:
+        return ("the program's own environment sets TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER=1 again "
+                "(after `trace` set it to 0): leave it out of the traced run")
+    if "?" not in envs and "1" not in envs:
+        return ("the program sets torch._inductor.config.use_static_cuda_launcher = True itself: "
+                "leave that out of the traced run")
+    return ("the program turned it back on, through TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER=1 in its own environment "
+            "or torch._inductor.config.use_static_cuda_launcher = True: leave that out of the traced run")
+
+
 def process_facts(run: TraceRun) -> Iterator[str]:
     """What the traced processes said at their end about launches the hooks cannot see."""
     procs = run.processes
     static = [p for p in procs if p.get("static_launcher")]
     if static:
         loaded = _counter(static, "triton_bundler_load_static_autotuner")
-        cached = f", {_plural(loaded, 'kernel')} of them loaded from Inductor's FX graph cache" if loaded else ""
-        yield (f"Inductor's static CUDA launcher was still on in {_plural(len(static), 'process', 'processes')}"
-               f"{cached}: its launches never reach Triton's launch hooks, so they are not in the trace. "
-               "The program turns it on itself (torch._inductor.config.use_static_cuda_launcher = True overrides "
-               "TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER=0): remove that for the traced run")
+        cached = (f" ({_plural(loaded, 'kernel')} loaded for it from Inductor's FX graph cache)" if loaded else "")
+        yield (f"Inductor's static CUDA launcher was on in {_plural(len(static), 'process', 'processes')}{cached}: "
+               f"its launches never reach Triton's launch hooks, so they are not in the trace; "
+               f"{_static_cause(static)}, and trace again")
     if any(p.get("cudagraph_trees") for p in procs):
         yield ("the program used CUDA graphs (mode=\"reduce-overhead\"): a graph's replays run its kernels without "
                "Triton's launcher, so only the eager warm-up and the capture of each graph are recorded")

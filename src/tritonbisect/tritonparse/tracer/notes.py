@@ -64,6 +64,7 @@ def process_record():
               "captured": _state["captured"]}
     if record["inductor"]:
         record.update(inductor_facts())
+        record["static_env"] = os.environ.get("TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER")
     return record
 
 
