@@ -8,7 +8,8 @@ in bench/gpu_programs/capture_*.py (flex attention with score_mod + block mask; 
 bias + ReLU under max-autotune-no-cudagraphs; a user @triton.autotune/@triton.heuristics kernel
 in a compiled function; dynamic=True over three shapes; cumsum/logcumsumexp;
 torch.multiprocessing.spawn children launching a @triton.jit kernel; an MLP under
-mode="reduce-overhead"), with caches of its own:
+mode="reduce-overhead"; artifacts loaded from a mega-cache into empty caches), with caches of
+its own:
 
 1. cold, untraced, under the torch profiler: fills Inductor's and Triton's caches; the GPU kernels
    it ran are the independent count of the cold state (spawn children profile themselves);
@@ -56,7 +57,7 @@ from tracer_gpu_check import TP_RUNNER, trace_facts  # noqa: E402
 PROGRAMS = HERE / "gpu_programs"
 SECTION = "Tracer coverage: torch.compile programs, warm and cold caches (issue 20)"
 NAMES = ["capture_flex", "capture_mm_autotune", "capture_user_autotune", "capture_dynamic", "capture_scan",
-         "capture_spawn", "capture_cudagraph_mlp"]
+         "capture_spawn", "capture_cudagraph_mlp", "capture_megacache"]
 SELF_SPAWNING = {"capture_spawn"}
 KEEP_WHOLE = {("capture_cudagraph_mlp", "ours_warm"), ("capture_mm_autotune", "ours_warm")}
 TRACED_WAYS = ("ours_warm", "ours_static", "ours_cold", "tp_warm", "tp_cold")
