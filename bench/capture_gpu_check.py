@@ -1,7 +1,7 @@
 """Coverage of `tritonbisect trace` on torch.compile programs in the state users run them.
 
     PYTHONPATH=src python bench/capture_gpu_check.py --out OUT [--budget 540] [--parallel 7]
-    PYTHONPATH=src python bench/capture_gpu_check.py --results-from OUT/capture_gpu_check.json
+    PYTHONPATH=src python bench/capture_gpu_check.py --results-from bench/data/capture_gpu_check.json
 
 Extends bench/tracer_gpu_check.py (same tritonparse runner, same trace facts). For every program
 in bench/gpu_programs/capture_*.py (flex attention with score_mod + block mask; bf16 matmul +
@@ -55,7 +55,7 @@ sys.path.insert(0, str(HERE))
 from tracer_gpu_check import TP_RUNNER, trace_facts  # noqa: E402
 
 PROGRAMS = HERE / "gpu_programs"
-SECTION = "Tracer coverage: torch.compile programs, warm and cold caches (issue 20)"
+SECTION = "Tracer coverage: torch.compile programs, warm and cold caches"
 NAMES = ["capture_flex", "capture_mm_autotune", "capture_user_autotune", "capture_dynamic", "capture_scan",
          "capture_spawn", "capture_cudagraph_mlp", "capture_megacache"]
 SELF_SPAWNING = {"capture_spawn"}
