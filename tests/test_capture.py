@@ -235,3 +235,12 @@ def test_the_replay_says_which_kernels_ran_only_in_a_benchmark():
     (entry,) = benchmark_only(tr, None)
     assert entry.kernel == "triton_mm" and entry.launches == [0, 1, 2]
     assert "ran only while an autotuner benchmarked it" in entry.line()
+
+
+def test_info_names_the_warmup_of_a_captured_launch():
+    from tritonbisect.tritonparse.info import render_info
+
+    text = render_info(load_trace(MLP), MLP_KERNEL)
+    assert "[CUDA-graph capture: cannot reproduce; its eager warm-up is launch 0]" in text
+    assert "_note" not in text
+    assert "its eager warm-up" not in render_info(load_trace(MLP_TP), MLP_KERNEL)
