@@ -153,6 +153,7 @@ def report_data(session: Session) -> dict[str, Any]:
         "settings": {k: v for k, v in session.settings.to_dict().items() if k != "json"},
         "command": reproduce_command(session),
         "phases": phases,
+        "revert": session.extra.get("revert"),  # --verify-revert: each culprit's revert verdict
         "narrow": session.extra.get("narrow"),  # `narrow` / --narrow (issue 14): where in the compiler
     }
 
@@ -282,6 +283,11 @@ def render_markdown(session: Session) -> str:
         if phase["culprit"] or phase["status"] == "invalid-endpoints":
             log = failing_log(phase["steps"], phase["culprit"], phase["bad"])
             out.extend(failing_output_lines(log, scrub, level))
+    if session.extra.get("revert"):  # --verify-revert
+        from tritonbisect.bisect.revert_check import report_lines
+
+        out.append("")
+        out.extend(report_lines(session))
     out.extend(where_lines(session.extra.get("narrow")))
     out.append("")
     out.append("### Reproduce")

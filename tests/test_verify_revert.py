@@ -1,0 +1,177 @@
+"""--verify-revert end to end: real git histories, the real `tritonbisect run`, real builds and
+tests; the culprit reverted at the bad commit, a revert that conflicts, a case broken twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine_repo import BUILD, TEST, C, git, journal, last_json, linear, make_history, snapshot, tb
+
+# two things the test checks: `state` (as everywhere) and `b`, each broken by its own commit
+BUILD2 = "if [ -e BROKEN ]; then echo 'error: does not build' >&2; exit 1; fi; mkdir -p out; cp state b out/"
+TEST2 = "grep -q ok out/state && grep -q ok out/b"
+
+
+def _run(repo: Path, home: Path, good: str, *extra: str, build: str = BUILD, test: str = TEST):
+    return tb(
+        "run", "--repo", str(repo), "--good", good, "--bad", "main", "--build", build, "--test", test,
+        "--json", *extra, cwd=repo, home=home, timeout=120,
+    )
+
+
+def _reverts(recs: list[dict]) -> list[dict]:
+    return [r for r in recs if r["role"] == "revert"]
+
+
+def test_the_revert_of_the_culprit_fixes_the_bad_commit(tmp_path: Path) -> None:
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    # an unbuildable cluster before the culprit: skipped by the search, not by the revert
+    shas = linear(repo, 20, culprit=9, broken=range(3, 6))
+    before = snapshot(repo)
+    proc = _run(repo, home, shas[0], "--verify-revert", "--artifact", "out")
+    assert proc.returncode == 0, proc.stderr
+    out = last_json(proc.stdout)
+    assert out["culprit"] == shas[9]
+    assert out["revert"] == "fixes"
+    assert [c["culprit"] for c in out["culprits"]] == [shas[9]]
+    assert out["culprits"][0]["revert"] == "fixes"
+    recs = journal(home, out["session"])
+    (rec,) = _reverts(recs)
+    assert rec["commit"] == shas[-1] and rec["reverted"] == [shas[9]]
+    assert rec["verdict"] == "good" and rec["kind"] == "pass"
+    # the reverted tree is a commit of its own on top of the bad commit, built as its own artifact
+    reverted = rec["revert_tree"]["commit"]
+    assert reverted not in shas
+    assert git(repo, "rev-parse", f"{reverted}^").strip() == shas[-1]
+    assert git(repo, "show", f"{reverted}:state") == "ok\n"
+    assert rec["build"]["performed"] and not rec["build"]["cached"]  # not the bad commit's artifact
+    assert out["builds"] == sum(1 for r in recs if r["build"]["performed"])
+    assert "revert of" in proc.stderr and "fixes the test" in proc.stderr
+    # the user's checkout: no ref, no checkout, nothing written
+    assert snapshot(repo) == before
+    md = tb("report", out["session"], "--format", "md", cwd=repo, home=home)
+    assert md.returncode == 0, md.stderr
+    assert f"revert of {shas[9][:12]} at the bad commit: fixes the test" in md.stdout
+    # a second session reuses the reverted tree's cached artifact: the same revert is the same sha
+    again = _run(repo, home, shas[0], "--verify-revert", "--artifact", "out")
+    assert again.returncode == 0, again.stderr
+    (rec2,) = _reverts(journal(home, last_json(again.stdout)["session"]))
+    assert rec2["revert_tree"]["commit"] == reverted
+    assert rec2["build"]["cached"] is True
+
+
+def test_without_the_option_nothing_is_reverted(tmp_path: Path) -> None:
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    shas = linear(repo, 8, culprit=4)
+    proc = _run(repo, home, shas[0])
+    assert proc.returncode == 0, proc.stderr
+    out = last_json(proc.stdout)
+    assert "revert" not in out and "culprits" not in out
+    assert not _reverts(journal(home, out["session"]))
+
+
+def test_a_revert_that_conflicts_at_the_bad_commit(tmp_path: Path) -> None:
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    commits = [C(f"c{i}", (f"c{i - 1}",) if i else (), bad=i >= 5) for i in range(12)]
+    for i in range(8, 12):  # a later commit edits the lines the culprit changed
+        commits[i].files["state"] = "bad, and more\n"
+    shas = make_history(repo, commits)
+    proc = _run(repo, home, shas["c0"], "--verify-revert")
+    assert proc.returncode == 0, proc.stderr
+    out = last_json(proc.stdout)
+    assert out["culprit"] == shas["c5"]
+    assert out["revert"] == "conflict"
+    assert out["revert_files"] == ["state"]
+    assert out["culprits"][0]["files"] == ["state"]
+    assert len(out["phases"]) == 1  # no second search after a conflict
+    (rec,) = _reverts(journal(home, out["session"]))
+    assert rec["kind"] == "build_failed" and rec["revert_tree"]["conflict"] == ["state"]
+    assert rec["tests"] == []  # nothing was built or tested
+    assert not rec["build"]["performed"]
+    assert "conflict in state" in proc.stderr
+
+
+def test_a_case_broken_twice_gives_two_culprits(tmp_path: Path) -> None:
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    commits = []
+    for i in range(16):
+        c = C(f"c{i}", (f"c{i - 1}",) if i else (), bad=i >= 5, broken=i in (11, 12))
+        c.files["b"] = "bad\n" if i >= 9 else "ok\n"
+        commits.append(c)
+    # at c7 the culprit's revert does not apply (it edits the same line): skipped in the
+    # second search, as an unbuildable commit is
+    commits[7].files["state"] = "bad too\n"
+    shas = make_history(repo, commits)
+    proc = _run(repo, home, shas["c0"], "--verify-revert", build=BUILD2, test=TEST2)
+    assert proc.returncode == 0, proc.stderr
+    out = last_json(proc.stdout)
+    assert out["culprit"] == shas["c5"]  # the top-level answer stays the first culprit
+    assert out["phase"] == "main"
+    assert out["revert"] == "still-fails"
+    assert [(c["culprit"], c["revert"]) for c in out["culprits"]] == [
+        (shas["c5"], "still-fails"), (shas["c9"], "fixes"),
+    ]
+    assert out["culprits"][1]["reverted"] == [shas["c9"], shas["c5"]]
+    names = [p["name"] for p in out["phases"]]
+    assert names == ["main", "main-after-1"]
+    second = out["phases"][1]
+    assert second["culprit"] == shas["c9"] and second["status"] == "found"
+    recs = journal(home, out["session"])
+    steps = [r for r in recs if r["phase"] == "main-after-1"]
+    by_commit = {r["commit"]: r for r in steps if r["role"] != "revert"}
+    if shas["c7"] in by_commit:
+        assert by_commit[shas["c7"]]["verdict"] == "skip"
+        assert "does not apply" in by_commit[shas["c7"]]["reason"]
+    # every step of the second search tested its commit with the first culprit reverted
+    tested = [r for r in steps if r["role"] != "revert" and r.get("tests")]
+    assert tested and all(Path(r["dir"], "revert.json").is_file() for r in tested)
+    assert len(_reverts(recs)) == 2
+    summary = tb("report", out["session"], "--format", "md", cwd=repo, home=home).stdout
+    assert "still fails (another commit broke it too)" in summary
+    assert f"`{shas['c9'][:12]}`; revert of {shas['c9'][:12]}" in summary
+
+
+def test_the_conflicting_step_of_the_second_search_is_skipped(tmp_path: Path) -> None:
+    """The second search over (culprit, bad] where the culprit's revert does not apply at the
+    commit it must test first."""
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    commits = []
+    for i in range(8):
+        c = C(f"c{i}", (f"c{i - 1}",) if i else (), bad=i >= 2)
+        c.files["b"] = "bad\n" if i >= 6 else "ok\n"
+        commits.append(c)
+    for i in (3, 4):
+        commits[i].files["state"] = "bad too\n"
+    shas = make_history(repo, commits)
+    proc = _run(repo, home, shas["c0"], "--verify-revert", build=BUILD2, test=TEST2)
+    assert proc.returncode == 0, proc.stderr
+    out = last_json(proc.stdout)
+    assert [(c["culprit"], c["revert"]) for c in out["culprits"]] == [
+        (shas["c2"], "still-fails"), (shas["c6"], "fixes"),
+    ]
+    recs = [r for r in journal(home, out["session"]) if r["phase"] == "main-after-1"]
+    skipped = [r for r in recs if r["verdict"] == "skip"]
+    assert skipped and all("does not apply" in r["reason"] for r in skipped)
+    assert {r["commit"] for r in skipped} <= {shas["c3"], shas["c4"]}
+
+
+def test_a_merge_culprit_is_reverted_against_its_first_parent(tmp_path: Path) -> None:
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    commits = [C("m0"), C("m1", ("m0",)), C("s1", ("m1",)), C("s2", ("s1",), bad=True)]
+    commits += [C("m2", ("m1",)), C("merge", ("m2", "s2"), bad=True), C("m3", ("merge",), bad=True)]
+    shas = make_history(repo, commits)
+    proc = _run(repo, home, shas["m0"], "--first-parent", "--verify-revert")
+    assert proc.returncode == 0, proc.stderr
+    out = last_json(proc.stdout)
+    assert out["culprit"] == shas["merge"]
+    assert out["revert"] == "fixes"
+
+
+def test_verify_revert_bad_inputs_are_one_line(tmp_path: Path) -> None:
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    shas = linear(repo, 6, culprit=3)
+    proc = tb("run", "--repo", str(repo), "--good", "main", "--bad", shas[0], "--test", TEST,
+              "--regress", "fixed", "--verify-revert", cwd=repo, home=home)
+    assert proc.returncode == 2
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--verify-revert" in lines[0] and "Traceback" not in proc.stderr
