@@ -175,3 +175,68 @@ def test_verify_revert_bad_inputs_are_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "--verify-revert" in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_resume_after_an_interrupted_revert_check_runs_it_once(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    from engine_repo import popen_tb
+
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    shas = linear(repo, 10, culprit=6)
+    mark = tmp_path / "reverted-tree-tested"
+    # the first test of a reverted tree (committed by tritonbisect) hangs until interrupted
+    test = (f'if [ "$(git log -1 --format=%an)" = tritonbisect ] && [ ! -e {mark} ]; then '
+            f"touch {mark}; sleep 60; fi; {TEST}")
+    proc = popen_tb("run", "--repo", str(repo), "--good", shas[0], "--bad", "main", "--build", BUILD,
+                    "--test", test, "--verify-revert", "--json", cwd=repo, home=home)
+    deadline = time.monotonic() + 60
+    while not mark.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert mark.exists(), proc.stderr.read() if proc.poll() is not None else "the revert check never ran"
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    sid = next(p.name for p in (home / "sessions").iterdir())
+    assert not _reverts(journal(home, sid))
+    resumed = tb("resume", sid, "--json", cwd=repo, home=home, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    out = last_json(resumed.stdout)
+    assert out["culprit"] == shas[6] and out["revert"] == "fixes"
+    recs = journal(home, sid)
+    assert len(_reverts(recs)) == 1
+    # the search and its confirmation were replayed, not run again
+    assert sum(1 for r in recs if r["role"] == "confirm") == 2
+
+
+def test_hunt_verifies_by_revert_by_default(tmp_path: Path, capsys, monkeypatch) -> None:
+    import json
+
+    from bisectors_world import run_cli
+    from test_hunt import add_commits, history, hunt_args
+
+    monkeypatch.delenv("GITHUB_OUTPUT", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    history(repo, 3)
+    assert run_cli(hunt_args(repo, home), capsys)[0] == 0  # green
+    new = add_commits(repo, 6, bad_from=2)
+    code, out, _err = run_cli(hunt_args(repo, home), capsys)
+    assert code == 5, out
+    res = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
+    assert res["culprit"] == new[2]
+    sid = next(p.name for p in (home / "sessions").iterdir())
+    (rec,) = _reverts(journal(home, sid))
+    # every commit of this history rewrites the file `n`: the culprit's revert cannot apply
+    assert rec["revert_tree"]["conflict"] == ["n"]
+    issue = (home / "out" / "issue.md").read_text()
+    assert f"revert of {new[2][:12]} at the bad commit: conflict in n" in issue
+    # --no-verify-revert: not checked
+    repo2, home2 = tmp_path / "repo2", tmp_path / "home2"
+    history(repo2, 3)
+    assert run_cli(hunt_args(repo2, home2, "--no-verify-revert"), capsys)[0] == 0
+    add_commits(repo2, 6, bad_from=2)
+    assert run_cli(hunt_args(repo2, home2, "--no-verify-revert"), capsys)[0] == 5
+    sid2 = next(p.name for p in (home2 / "sessions").iterdir())
+    assert not _reverts(journal(home2, sid2))

@@ -112,9 +112,13 @@ def _run_verify(session: Session, phase: PhaseState, reverts: list[str], ui: Any
 
         baseline = baseline_of(session.records(spec.name), spec.good)
     pool = make_pool(session.settings, spec, history.repo_id(), recipe, policy, note=ui.note)
+    request = StepRequest(commit=spec.bad, log_dir=log_dir, baseline=baseline)
     try:
         ui.step_started(spec.name, spec.bad, ROLE_REVERT, f"bad commit with {_names(reverts)} reverted")
-        result = pool.submit(StepRequest(commit=spec.bad, log_dir=log_dir, baseline=baseline)).result()
+        result = pool.submit(request).result()
+    except BaseException:
+        request.token.cancel()  # Ctrl-C: stop the build or test before the pool waits for it
+        raise
     finally:
         pool.close()
     seq = max((int(r.get("seq", 0)) for r in session.records()), default=0) + 1
