@@ -127,6 +127,7 @@ def test_a_case_broken_twice_gives_two_culprits(tmp_path: Path) -> None:
     assert tested and all(Path(r["dir"], "revert.json").is_file() for r in tested)
     assert len(_reverts(recs)) == 2
     summary = tb("report", out["session"], "--format", "md", cwd=repo, home=home).stdout
+    assert summary.startswith(f"## Bisected: `{shas['c5'][:12]}`")  # the first culprit is the answer
     assert "still fails (another commit broke it too)" in summary
     assert f"`{shas['c9'][:12]}`; revert of {shas['c9'][:12]}" in summary
 

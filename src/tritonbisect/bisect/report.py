@@ -200,7 +200,9 @@ def _tests_cell(tests: list[dict[str, Any]]) -> str:
 def render_markdown(session: Session) -> str:
     data = report_data(session)
     out: list[str] = []
-    culprit_phase = next((p for p in reversed(data["phases"]) if p["culprit"]), None)
+    # the session's answer (with --verify-revert, later phases name the culprits after it)
+    culprit_phase = next((p for p in data["phases"] if data["culprit"] and p["culprit"] == data["culprit"]), None)
+    culprit_phase = culprit_phase or next((p for p in reversed(data["phases"]) if p["culprit"]), None)
     if culprit_phase and data["status"] == "found":
         info = culprit_phase["culprit_info"] or {}
         title = f"`{culprit_phase['culprit'][:12]}` {info.get('subject', '')}".strip()

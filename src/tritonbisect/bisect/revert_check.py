@@ -88,6 +88,7 @@ def _journaled(session: Session, phase: str, bad: str, reverts: list[str]) -> di
 def _run_verify(session: Session, phase: PhaseState, reverts: list[str], ui: Any) -> dict[str, Any] | None:
     """Build and test the bad commit with `reverts` undone; the journaled record (None: the
     step aborted, which is said)."""
+    import dataclasses
     import json
     from pathlib import Path
 
@@ -111,7 +112,9 @@ def _run_verify(session: Session, phase: PhaseState, reverts: list[str], ui: Any
         from tritonbisect.bisect.perf import baseline_of
 
         baseline = baseline_of(session.records(spec.name), spec.good)
-    pool = make_pool(session.settings, spec, history.repo_id(), recipe, policy, note=ui.note)
+    # an executor that rebuilds the recipe from the spec on its nodes (Ray) must get this one
+    step_spec = dataclasses.replace(spec, recipe_name="revert", recipe_config=config)
+    pool = make_pool(session.settings, step_spec, history.repo_id(), recipe, policy, note=ui.note)
     request = StepRequest(commit=spec.bad, log_dir=log_dir, baseline=baseline)
     try:
         ui.step_started(spec.name, spec.bad, ROLE_REVERT, f"bad commit with {_names(reverts)} reverted")
