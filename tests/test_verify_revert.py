@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from engine_repo import BUILD, TEST, C, git, journal, last_json, linear, make_history, snapshot, tb
 
 # two things the test checks: `state` (as everywhere) and `b`, each broken by its own commit
@@ -241,3 +243,63 @@ def test_hunt_verifies_by_revert_by_default(tmp_path: Path, capsys, monkeypatch)
     assert run_cli(hunt_args(repo2, home2, "--no-verify-revert"), capsys)[0] == 5
     sid2 = next(p.name for p in (home2 / "sessions").iterdir())
     assert not _reverts(journal(home2, sid2))
+
+
+def _twice(repo: Path, n: int = 16) -> dict[str, str]:
+    """A case broken twice: `state` at c5, `b` at c9."""
+    commits = []
+    for i in range(n):
+        c = C(f"c{i}", (f"c{i - 1}",) if i else (), bad=i >= 5)
+        c.files["b"] = "bad\n" if i >= 9 else "ok\n"
+        commits.append(c)
+    return make_history(repo, commits)
+
+
+def test_resume_in_the_middle_of_the_second_search(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    from engine_repo import popen_tb
+
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    shas = _twice(repo)
+    mark = tmp_path / "second-search-started"
+    # the first test of the second search's bad endpoint (a reverted tree with an endpoint
+    # role, in a step folder of the phase main-after-1) hangs until interrupted
+    test = (f'case "$TRITONBISECT_RESULT" in *main-after-1-endpoint*) if [ ! -e {mark} ]; then '
+            f"touch {mark}; sleep 60; fi;; esac; {TEST2}")
+    proc = popen_tb("run", "--repo", str(repo), "--good", shas["c0"], "--bad", "main", "--build", BUILD2,
+                    "--test", test, "--verify-revert", "--json", cwd=repo, home=home)
+    deadline = time.monotonic() + 90
+    while not mark.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert mark.exists(), proc.communicate()[1][-3000:]
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    sid = next(p.name for p in (home / "sessions").iterdir())
+    done = journal(home, sid)
+    resumed = tb("resume", sid, "--json", cwd=repo, home=home, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    out = last_json(resumed.stdout)
+    assert out["culprit"] == shas["c5"]
+    assert [(c["culprit"], c["revert"]) for c in out["culprits"]] == [
+        (shas["c5"], "still-fails"), (shas["c9"], "fixes"),
+    ]
+    recs = journal(home, sid)
+    assert recs[: len(done)] == done  # nothing journaled is changed or run again
+    assert len(_reverts(recs)) == 2
+    assert [p["name"] for p in out["phases"]] == ["main", "main-after-1"]
+
+
+@pytest.mark.slow
+def test_verify_revert_on_ray(tmp_path: Path) -> None:
+    """A Ray worker rebuilds the step's recipe from the spec it is given: the revert's."""
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    shas = linear(repo, 10, culprit=6)
+    proc = tb("run", "--repo", str(repo), "--good", shas[0], "--bad", "main", "--build", BUILD,
+              "--test", TEST, "--verify-revert", "--executor", "ray", "--ray-address", "local", "--json",
+              cwd=repo, home=home, timeout=280)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = last_json(proc.stdout)
+    assert out["culprit"] == shas[6] and out["revert"] == "fixes"
