@@ -153,6 +153,7 @@ def report_data(session: Session) -> dict[str, Any]:
         "settings": {k: v for k, v in session.settings.to_dict().items() if k != "json"},
         "command": reproduce_command(session),
         "phases": phases,
+        "revert": session.extra.get("revert"),  # --verify-revert: each culprit's revert verdict
         "narrow": session.extra.get("narrow"),  # `narrow` / --narrow (issue 14): where in the compiler
     }
 
@@ -199,7 +200,9 @@ def _tests_cell(tests: list[dict[str, Any]]) -> str:
 def render_markdown(session: Session) -> str:
     data = report_data(session)
     out: list[str] = []
-    culprit_phase = next((p for p in reversed(data["phases"]) if p["culprit"]), None)
+    # the session's answer (with --verify-revert, later phases name the culprits after it)
+    culprit_phase = next((p for p in data["phases"] if data["culprit"] and p["culprit"] == data["culprit"]), None)
+    culprit_phase = culprit_phase or next((p for p in reversed(data["phases"]) if p["culprit"]), None)
     if culprit_phase and data["status"] == "found":
         info = culprit_phase["culprit_info"] or {}
         title = f"`{culprit_phase['culprit'][:12]}` {info.get('subject', '')}".strip()
@@ -282,6 +285,11 @@ def render_markdown(session: Session) -> str:
         if phase["culprit"] or phase["status"] == "invalid-endpoints":
             log = failing_log(phase["steps"], phase["culprit"], phase["bad"])
             out.extend(failing_output_lines(log, scrub, level))
+    if session.extra.get("revert"):  # --verify-revert
+        from tritonbisect.bisect.revert_check import report_lines
+
+        out.append("")
+        out.extend(report_lines(session))
     out.extend(where_lines(session.extra.get("narrow")))
     out.append("")
     out.append("### Reproduce")

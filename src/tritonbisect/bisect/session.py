@@ -275,6 +275,7 @@ class Session:
             restore = _sigterm_as_interrupt()
             try:
                 PhaseRun(self, phase, ui).run()
+                _after_phase(self, phase, ui)
             except KeyboardInterrupt:
                 from tritonbisect.bisect.process import cancel_all
 
@@ -289,7 +290,8 @@ class Session:
             finally:
                 restore()
             self.save()
-            return SessionResult.of_phase(self.id, phase)
+            # an after-phase hook may have run more phases and made an earlier one current again
+            return SessionResult.of_phase(self.id, self._phases[min(self.current_phase, len(self._phases) - 1)])
 
 
 def drive(session: Session, ui: Any = None) -> SessionResult:
@@ -305,6 +307,15 @@ def drive(session: Session, ui: Any = None) -> SessionResult:
                 raise InputError(f"session uses unknown workflow {session.workflow!r}")
             if not continue_fn(session, result):
                 return result
+
+
+def _after_phase(session: Session, phase: PhaseState, ui: Any) -> None:
+    """What runs when a phase ends, in the phase's lock and Ctrl-C handling: the revert
+    check of its culprit (--verify-revert), which may bisect again for a second culprit."""
+    if getattr(session.settings, "verify_revert", False):
+        from tritonbisect.bisect.revert_check import after_phase
+
+        after_phase(session, phase, ui)
 
 
 def _sigterm_as_interrupt() -> Callable[[], None]:

@@ -68,6 +68,9 @@ class BisectSettings:
     significance: float | None = None
     max_samples: int | None = None
     higher_is_better: bool = False
+    # --verify-revert: the culprit reverted at the bad commit, and any culprit it leaves
+    # behind (bisect/revert_check.py)
+    verify_revert: bool = False
 
     def policy(self) -> Policy:
         return Policy(regress=self.regress, on_build_failure=self.on_build_failure, perf=self.perf_settings())

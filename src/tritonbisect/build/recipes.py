@@ -144,7 +144,7 @@ def _load_builtin_recipes() -> None:
     import importlib
 
     for module in ("command_recipe", "triton_recipe", "llvm_triton_recipe", "llvm_recipe", "torch_recipe",
-                   "wheel_recipe"):
+                   "wheel_recipe", "revert_recipe"):
         try:
             importlib.import_module(f"tritonbisect.build.{module}")
         except ModuleNotFoundError as exc:

@@ -57,6 +57,10 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
         ],
         "reason": result.reason,
     }
+    if session.extra.get("revert"):  # --verify-revert: the revert's verdict, and the culprits
+        from tritonbisect.bisect.revert_check import revert_json
+
+        out.update(revert_json(session))
     if session.extra.get("hint"):  # --prefer-pass / --prefer-files: what it weighed, what came of it
         out["hint"] = session.extra["hint"]
     if session.extra.get("wheels_mode") is not None:  # triton --wheel-index: installs vs builds
@@ -149,6 +153,10 @@ def summary(session: Any, result: Any) -> str:
     for name, hint in (session.extra.get("hint") or {}).items():
         lines.append(f"hint ({hint.get('described')}), phase {name}: "
                      + (hint.get("verdict") or f"weighed {hint.get('commits')} commits"))
+    if session.extra.get("revert"):  # --verify-revert
+        from tritonbisect.bisect.revert_check import summary_lines
+
+        lines.extend(summary_lines(session))
     c = session.counters()
     if session.extra.get("wheels_mode") is not None:
         from tritonbisect.bisect.nightlies import summary_line

@@ -192,6 +192,8 @@ def hunt_cmd(ctx: click.Context, state_path: Path, bad: str | None, good: str | 
     if kwargs.get("manual") or not (kwargs.get("test") or kwargs.get("repro")):
         # a nightly job has nobody to judge by hand: refuse before the options turn manual on
         raise InputError("hunt needs a test: --test CMD (or --repro TRACE --kernel K); it cannot be judged by hand")
+    if kwargs.get("verify_revert") is None:  # a culprit filed as an issue is proven by its revert
+        kwargs["verify_revert"] = (kwargs.get("regress") or "fail") != "fixed"
     settings = bisect_settings(**kwargs)
     if settings.regress == "fixed":
         raise InputError("hunt looks for regressions; --regress fixed is not for a hunt (use `run --regress fixed`)")

@@ -125,6 +125,7 @@ def common_bisect_options(f: F | None = None, *, test: bool = True) -> Any:
             click.option("--first-parent", is_flag=True, help="Follow only the first parent of merges."),
             click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Where sessions, worktrees and caches live (default: $TRITONBISECT_HOME or the user cache dir)."),
             click.option("--json", "json_out", is_flag=True, help="Print one JSON object with the result at the end."),
+            click.option("--verify-revert/--no-verify-revert", "verify_revert", default=None, help="Once the culprit is found, build the bad commit with the culprit reverted and test it (1 build per culprit): fixes, still-fails or conflict; when it still fails, bisect again with the culprit reverted for the next culprit (default: on for hunt, off elsewhere)."),
             *PERF_OPTIONS,
             click.option("--log-limit", metavar="SIZE", help="Keep at most SIZE of each build's and test's output in its log: the first and the last half, with a line saying how much was cut (default 16M; 0 keeps everything; also $TRITONBISECT_LOG_LIMIT)."),
         ]
@@ -249,7 +250,18 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
         **_verdict_settings(kwargs),
         **_hint_settings(kwargs),
         **perf,
+        verify_revert=_verify_revert(kwargs),
     )
+
+
+def _verify_revert(kwargs: Mapping[str, Any]) -> bool:
+    if not kwargs.get("verify_revert"):
+        return False
+    if kwargs.get("manual") or ("test" in kwargs and not (kwargs.get("test") or kwargs.get("repro"))):
+        raise InputError("--verify-revert runs the test on the reverted bad commit: give --test CMD or --repro TRACE")
+    if (kwargs.get("regress") or "fail") == "fixed":
+        raise InputError("--verify-revert checks a regression's culprit; it does not go with --regress fixed")
+    return True
 
 
 def _with_log_limit(env: dict[str, str], given: str | None) -> dict[str, str]:
