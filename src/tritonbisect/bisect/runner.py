@@ -374,6 +374,7 @@ def run_in_worktree(
         timeout=settings.timeout,
         workdir=settings.workdir,
         cache_dir=settings.cache_dir,
+        sandbox=bool(getattr(settings, "sandbox", False)),
     )
     _CTX_TOKENS[id(ctx)] = token
     try:

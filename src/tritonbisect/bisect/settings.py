@@ -64,6 +64,7 @@ class BisectSettings:
     significance: float | None = None
     max_samples: int | None = None
     higher_is_better: bool = False
+    sandbox: bool = False  # --sandbox: every build and test in a sandbox (build/sandbox.py)
 
     def policy(self) -> Policy:
         return Policy(regress=self.regress, on_build_failure=self.on_build_failure, perf=self.perf_settings())

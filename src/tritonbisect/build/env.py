@@ -242,16 +242,18 @@ class TargetEnv:
                          log=log, timeout=_TOOL_TIMEOUT, append=append)
         return res.returncode, read_tail(log, 16 * 1024)
 
-    def ensure_packages(self, requirements: Iterable[str], *, log: Path | None = None) -> tuple[bool, str]:
+    def ensure_packages(self, requirements: Iterable[str], *, log: Path | None = None,
+                        binary_only: bool = False) -> tuple[bool, str]:
         """pip-install the requirements whose distribution is absent (build requirements of
-        a --no-build-isolation build). Already installed ones are not touched."""
+        a --no-build-isolation build). Already installed ones are not touched.
+        `binary_only`: wheels only (no sdist is built, so no package's own code runs)."""
         reqs = [r for r in requirements if r.strip()]
         names = [_req_name(r) for r in reqs]
         have = self.installed_versions(names)
         missing = [r for r, n in zip(reqs, names, strict=True) if have.get(n) is None]
         if not missing:
             return True, ""
-        rc, tail = self.pip(["install", *missing], log=log)
+        rc, tail = self.pip(["install", *(["--only-binary", ":all:"] if binary_only else []), *missing], log=log)
         if rc != 0:
             return False, f"could not install {', '.join(missing)} into {self.root}: {_last_line(tail)}"
         return True, ""

@@ -54,6 +54,7 @@ class StepContext:
     timeout: float | None = None  # per-test timeout in seconds
     workdir: Path | None = None  # the tool's workdir (caches, venvs, TRITON_HOME)
     cache_dir: str | None = None  # --cache-dir: the artifact cache (default <workdir>/cache)
+    sandbox: bool = False  # --sandbox: builds and tests run in build/sandbox.py's sandbox
 
 
 @dataclass

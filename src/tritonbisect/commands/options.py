@@ -124,6 +124,7 @@ def common_bisect_options(f: F | None = None, *, test: bool = True) -> Any:
             click.option("--first-parent", is_flag=True, help="Follow only the first parent of merges."),
             click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Where sessions, worktrees and caches live (default: $TRITONBISECT_HOME or the user cache dir)."),
             click.option("--json", "json_out", is_flag=True, help="Print one JSON object with the result at the end."),
+            click.option("--sandbox", is_flag=True, help="Build and test every commit in a sandbox: no network, read-only filesystem except its build folders, private $HOME, allow-listed environment (for untrusted code)."),
             *PERF_OPTIONS,
         ]
         options += verdict_options(test=test)
@@ -210,6 +211,10 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
     if jobs < 1 or repeat < 1:
         raise InputError("--jobs and --repeat must be at least 1")
     perf = perf_option_values(kwargs, regress=regress, repeat=repeat)
+    if kwargs.get("sandbox"):
+        from tritonbisect.build.sandbox import require
+
+        require()  # refuse before a session exists
     return BisectSettings(
         jobs=jobs,
         repeat=repeat,
@@ -228,6 +233,7 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
         **executor_values(kwargs),
         **_verdict_settings(kwargs),
         **perf,
+        sandbox=bool(kwargs.get("sandbox")),
     )
 
 
