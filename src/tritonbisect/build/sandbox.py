@@ -272,10 +272,12 @@ def _paths_in(argv: Sequence[str], env: Mapping[str, str]) -> list[Path]:
         if "\n" in text or len(text) > 4096:
             continue
         path = Path(text)
-        found.append(path if path.is_dir() else path.parent)
         if path.is_file() and os.access(path, os.X_OK):
-            real = path.resolve()
-            found.append(real.parent.parent if real.parent.name == "bin" else real.parent)
+            # <prefix>/bin/tool: the whole prefix (a venv's lib/, the base python it links to)
+            for exe in (path, path.resolve()):
+                found.append(exe.parent.parent if exe.parent.name == "bin" else exe.parent)
+        else:
+            found.append(path if path.is_dir() else path.parent)
     return found
 
 
