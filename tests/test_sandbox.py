@@ -207,3 +207,50 @@ def test_forced_choice_none_and_bad_choice(monkeypatch):
     monkeypatch.setenv(sb.CHOICE_ENV, "docker")
     with pytest.raises(sb.SandboxUnavailable, match="expected auto, bwrap, unshare or none"):
         sb.detect()
+
+
+FAKE_CLAUDE = """#!{python}
+import json, os, socket
+seen = []
+try:
+    open({outside!r}, "w").write("x")
+    seen.append("outside: written")
+except OSError as exc:
+    seen.append("outside: " + type(exc).__name__)
+seen.append("netrc: " + str(os.path.exists(os.path.expanduser("~/.netrc"))))
+seen.append("github: " + os.environ.get("GITHUB_TOKEN", "<none>"))
+seen.append("api key: " + ("set" if os.environ.get("ANTHROPIC_API_KEY") else "<none>"))
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=3).close()
+    seen.append("api reachable: yes")
+except OSError as exc:
+    seen.append("api reachable: " + repr(exc))
+open("seen.txt", "w").write("\\n".join(seen) + "\\n")
+print(json.dumps({{"type": "result", "is_error": False, "result": "done", "usage": {{}}}}))
+"""
+
+
+def test_claude_cli_runs_in_the_sandbox_with_network(box, tmp_path, home, listener, monkeypatch):
+    """The CLI writes only its worktree, sees no secret but its API key, and reaches its API."""
+    import sys
+
+    from tritonbisect.compat_builder.claude_cli import ClaudeCliAgent
+    from tritonbisect.compat_builder.prompts import FixPrompt
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    outside = tmp_path / "outside.txt"
+    exe = bindir / "claude"
+    exe.write_text(FAKE_CLAUDE.format(python=sys.executable, outside=str(outside), port=listener.port))
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("GITHUB_TOKEN", SECRET)
+    wt = tmp_path / "wt"
+    wt.mkdir()
+    agent = ClaudeCliAgent(timeout=60, api_key="sk-ant-fake", sandbox=box)
+    result = agent.run(wt, FixPrompt("s", "a", "e"), transcript=tmp_path / "t.json")
+    assert result.summary == "done"
+    seen = (wt / "seen.txt").read_text().splitlines()
+    assert seen[1:] == ["netrc: False", "github: <none>", "api key: set", "api reachable: yes"]
+    # (its write under /tmp, if any, went to its private /tmp)
+    assert not outside.exists()

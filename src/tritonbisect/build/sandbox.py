@@ -196,33 +196,34 @@ def wrap(sandbox: Sandbox, argv: Sequence[str], env: Mapping[str, str], *, cwd: 
     wanted = [*layout.readable, Path(cwd), *_paths_in(argv, senv), *_git_dirs(writable)]
     readable = [p for p in _unique(Path(p).absolute() for p in wanted)
                 if p.exists() and p not in hidden and _under_any(p, hidden) and not _under_any(p, writable)]
-    private = [(layout.home, home), (layout.tmp, Path("/tmp"))]
+    private = [(Path(layout.home), home), (Path(layout.tmp), Path("/tmp"))]
+    mounts = _mount_order(private, readable, writable)
     if sandbox.kind == BWRAP:
-        cmd = _bwrap(sandbox.executable, private, readable, writable, layout.network, Path(cwd))
+        cmd = _bwrap(sandbox.executable, mounts, layout.network, Path(cwd))
     else:
-        cmd = _unshare(sandbox.executable, private, readable, writable, layout.network, Path(cwd))
+        cmd = _unshare(sandbox.executable, mounts, layout.network, Path(cwd))
     return [*cmd, *argv], senv
 
 
-def _bwrap(exe: str, private, readable, writable, network: bool, cwd: Path) -> list[str]:
+Mount = tuple[Path, Path, bool]  # source on the host, path inside, read-write
+
+
+def _bwrap(exe: str, mounts: list[Mount], network: bool, cwd: Path) -> list[str]:
     cmd = [exe, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm",
            "--proc", "/proc", "--unshare-all", "--die-with-parent"]
     if network:
         cmd.append("--share-net")
     cmd += ["--tmpfs", "/var/tmp"]
-    for src, dst in private:
-        cmd += ["--bind", str(src), str(dst)]
-    for path, rw in _mount_order(readable, writable):
-        cmd += ["--bind" if rw else "--ro-bind", str(path), str(path)]
+    for src, dst, rw in mounts:
+        cmd += ["--bind" if rw else "--ro-bind", str(src), str(dst)]
     return [*cmd, "--chdir", str(cwd), "--"]
 
 
-def _unshare(exe: str, private, readable, writable, network: bool, cwd: Path) -> list[str]:
+def _unshare(exe: str, mounts: list[Mount], network: bool, cwd: Path) -> list[str]:
     """unshare's namespaces, then a bash script that makes every mount read-only and binds
     the private and writable folders. Sources are opened before anything is hidden and bound
     through /proc/self/fd (a path under /tmp would otherwise name the new, empty /tmp)."""
-    sources = [src for src, _ in private] + [p for p, _ in _mount_order(readable, writable)]
-    fds = {str(src): 10 + i for i, src in enumerate(sources)}
+    fds = {str(src): 10 + i for i, src in enumerate(dict.fromkeys(src for src, _, _ in mounts))}
     q = shlex.quote
     lines = ["set -e"]
     lines += [f"exec {fd}<{q(src)}" for src, fd in fds.items()]
@@ -241,10 +242,8 @@ def _unshare(exe: str, private, readable, writable, network: bool, cwd: Path) ->
         lines.append(f"mount --no-canonicalize --bind /proc/self/fd/{fds[str(src)]} {q(str(dst))}")
         lines.append(f"mount -o remount,bind,{mode} {q(str(dst))}")
 
-    for src, dst in private:
-        bind(src, dst, True)
-    for path, rw in _mount_order(readable, writable):
-        bind(path, path, rw)
+    for src, dst, rw in mounts:
+        bind(src, dst, rw)
     lines += [f"exec {fd}<&-" for fd in fds.values()]
     # this shell stays PID 1 of the namespace: unshare ignores SIGTERM and a PID 1 without a
     # handler too, so on the runner's SIGTERM it kills every process of the namespace itself
@@ -256,10 +255,14 @@ def _unshare(exe: str, private, readable, writable, network: bool, cwd: Path) ->
     return [*cmd, "--", "/bin/bash", "-c", "\n".join(lines), "tritonbisect-sandbox"]
 
 
-def _mount_order(readable: list[Path], writable: list[Path]) -> list[tuple[Path, bool]]:
-    """Outer folders before the folders inside them, so that an inner bind is not covered."""
-    both = [(p, False) for p in readable] + [(p, True) for p in writable]
-    return sorted(both, key=lambda item: (len(item[0].parts), str(item[0])))
+def _mount_order(private: list[tuple[Path, Path]], readable: list[Path], writable: list[Path]) -> list[Mount]:
+    """Outer folders before the folders inside them, so that an inner bind is not covered (a
+    readable folder holding $HOME is bound before $HOME is hidden again); at equal depth the
+    private folders first."""
+    mounts = [(src, dst, True, 0) for src, dst in private]
+    mounts += [(p, p, False, 1) for p in readable] + [(p, p, True, 1) for p in writable]
+    mounts.sort(key=lambda m: (len(m[1].parts), m[3], str(m[1])))
+    return [(src, dst, rw) for src, dst, rw, _ in mounts]
 
 
 def _paths_in(argv: Sequence[str], env: Mapping[str, str]) -> list[Path]:
@@ -273,9 +276,12 @@ def _paths_in(argv: Sequence[str], env: Mapping[str, str]) -> list[Path]:
             continue
         path = Path(text)
         if path.is_file() and os.access(path, os.X_OK):
-            # <prefix>/bin/tool: the whole prefix (a venv's lib/, the base python it links to)
+            # <prefix>/bin/tool of an installation (a venv, the base python it links to): the
+            # whole prefix, for its lib/
             for exe in (path, path.resolve()):
-                found.append(exe.parent.parent if exe.parent.name == "bin" else exe.parent)
+                prefix = exe.parent.parent
+                installed = exe.parent.name == "bin" and ((prefix / "lib").is_dir() or (prefix / "pyvenv.cfg").is_file())
+                found.append(prefix if installed else exe.parent)
         else:
             found.append(path if path.is_dir() else path.parent)
     return found
