@@ -338,6 +338,7 @@ class StepSettings:
     timeout: float | None = None
     workdir: Path | None = None
     cache_dir: str | None = None
+    sandbox: bool = False  # --sandbox: builds and tests in build/sandbox.py's sandbox
 
 
 def run_in_worktree(
@@ -374,7 +375,7 @@ def run_in_worktree(
         timeout=settings.timeout,
         workdir=settings.workdir,
         cache_dir=settings.cache_dir,
-        sandbox=bool(getattr(settings, "sandbox", False)),
+        sandbox=settings.sandbox,
     )
     _CTX_TOKENS[id(ctx)] = token
     try:
@@ -404,6 +405,7 @@ class WorkerPool:
         env: Mapping[str, str] | None = None,
         timeout: float | None = None,
         cache_dir: str | None = None,
+        sandbox: bool = False,
     ) -> None:
         self.repo = repo
         self.workdir = workdir
@@ -416,7 +418,7 @@ class WorkerPool:
         self.timeout = timeout
         self.step_settings = StepSettings(
             policy=policy, repeat=repeat, env=self.env, timeout=timeout, workdir=workdir,
-            cache_dir=cache_dir,
+            cache_dir=cache_dir, sandbox=sandbox,
         )
         from concurrent.futures import ThreadPoolExecutor
 
