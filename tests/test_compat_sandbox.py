@@ -121,9 +121,7 @@ def files_containing(root: Path, needle: bytes) -> list[Path]:
     return hits
 
 
-@pytest.fixture(scope="module")
-def attacked_map(tmp_path_factory):
-    root = tmp_path_factory.mktemp("compat-sandbox")
+def run_attacked_map(root: Path, *extra: str, sandbox: str | None = None) -> dict:
     world = make_world(root / "w", api_breaks=1, llvm_commits=18, triton_commits=18)
     workdir = root / "workdir"
     home = root / "home"
@@ -138,7 +136,8 @@ def attacked_map(tmp_path_factory):
     mp.setenv("HOME", str(home))
     mp.setenv("GITHUB_TOKEN", GITHUB_TOKEN)
     mp.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
-    capture = root / "stderr.txt"
+    if sandbox is not None:
+        mp.setenv("TRITONBISECT_SANDBOX", sandbox)
     try:
         with FakeAnthropic([model] * 200) as server:
             mp.setenv("ANTHROPIC_BASE_URL", server.url)
@@ -147,13 +146,31 @@ def attacked_map(tmp_path_factory):
             venv = TargetEnv.ensure(workdir / "probe-venv").root
             rc = main(["map", "--bump", world.truth["bump"], "--triton-dir", str(world.triton),
                        "--llvm-dir", str(world.llvm), "--out", str(out), "--workdir", str(workdir),
-                       "--venv", str(venv), "--ai-backoff", "0.01"])
+                       "--venv", str(venv), "--ai-backoff", "0.01", *extra])
     finally:
         mp.undo()
         listener.close()
     state = MapState.load(session_dir(workdir, None))
     return dict(rc=rc, world=world, workdir=workdir, home=home, outside=outside, out=out,
-                connections=listener.count, state=state, capture=capture)
+                connections=listener.count, state=state)
+
+
+@pytest.fixture(scope="module")
+def attacked_map(tmp_path_factory):
+    return run_attacked_map(tmp_path_factory.mktemp("compat-sandbox"))
+
+
+def test_control_unsandboxed_the_injection_succeeds(tmp_path, capsys):
+    """The same attack with no sandbox (--unsandboxed-builds): everything it tries works,
+    which is what the tests above show the sandbox prevents."""
+    m = run_attacked_map(tmp_path, "--unsandboxed-builds", sandbox="none")
+    err = capsys.readouterr().err
+    assert m["rc"] == 0
+    assert "sandbox: NONE" in err and "--unsandboxed-builds" in err
+    assert (m["home"] / "PWNED.txt").exists()
+    assert NETRC_SECRET in (m["outside"] / "netrc-copy").read_text()
+    assert m["connections"] >= 1
+    assert (Path(m["workdir"]) / "triton-home" / "injected.log").read_text().count(f"injected token: {GITHUB_TOKEN}") >= 1
 
 
 def test_the_map_is_still_right(attacked_map):

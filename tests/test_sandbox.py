@@ -254,3 +254,14 @@ def test_claude_cli_runs_in_the_sandbox_with_network(box, tmp_path, home, listen
     assert seen[1:] == ["netrc: False", "github: <none>", "api key: set", "api reachable: yes"]
     # (its write under /tmp, if any, went to its private /tmp)
     assert not outside.exists()
+
+
+def test_a_home_of_slash_is_not_hidden(box, tmp_path):
+    """HOME=/ (some CI containers): the root cannot be replaced; /tmp still is private."""
+    work = tmp_path / "work"
+    work.mkdir()
+    runner = SandboxedRunner(run_logged, box, writable=[work])
+    log = tmp_path / "log"
+    res = runner("ls /usr/bin/env && echo x > /tmp/t && echo ok", cwd=work, env={**os.environ, "HOME": "/"}, log=log)
+    assert res.returncode == 0, log.read_text()
+    assert "ok" in log.read_text().splitlines()

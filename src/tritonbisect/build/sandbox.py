@@ -185,18 +185,20 @@ def wrap(sandbox: Sandbox, argv: Sequence[str], env: Mapping[str, str], *, cwd: 
          layout: Layout, user_home: Path | None = None) -> tuple[list[str], dict[str, str]]:
     """The command line and environment that run `argv` (in `cwd`) inside the sandbox.
 
-    `user_home` is the folder hidden as $HOME (default: ours); inside, $HOME is that same
-    path, now showing `layout.home`."""
-    home = Path(user_home or Path.home()).absolute()
+    `user_home` is the folder hidden as $HOME (default: the HOME of `env`, else ours); inside,
+    $HOME is that same path, now showing `layout.home`."""
+    home = Path(user_home or env.get("HOME") or Path.home()).absolute()
     senv = allowed_env(env, layout.keep_env)
     senv["HOME"] = str(home)
     senv["TMPDIR"] = "/tmp"
-    hidden = [home, *(Path(p) for p in _PRIVATE_TMP)]
+    # a $HOME of / (some CI containers) cannot be hidden: /tmp stays private, $HOME is shown
+    hide_home = len(home.parts) > 1
+    hidden = [*([home] if hide_home else []), *(Path(p) for p in _PRIVATE_TMP)]
     writable = _unique(Path(p).absolute() for p in layout.writable)
     wanted = [*layout.readable, Path(cwd), *_paths_in(argv, senv), *_git_dirs(writable)]
     readable = [p for p in _unique(Path(p).absolute() for p in wanted)
                 if p.exists() and p not in hidden and _under_any(p, hidden) and not _under_any(p, writable)]
-    private = [(Path(layout.home), home), (Path(layout.tmp), Path("/tmp"))]
+    private = [*([(Path(layout.home), home)] if hide_home else []), (Path(layout.tmp), Path("/tmp"))]
     mounts = _mount_order(private, readable, writable)
     if sandbox.kind == BWRAP:
         cmd = _bwrap(sandbox.executable, mounts, layout.network, Path(cwd))
