@@ -17,6 +17,7 @@ is tested on another.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -113,9 +114,13 @@ class CommandRecipe:
 def _runner(ctx: StepContext):
     """The step's process runner: sandboxed with --sandbox (writing only the checkout and
     the step's folders and caches)."""
-    from tritonbisect.build.triton_recipe import step_runner
+    if ctx.sandbox:
+        from tritonbisect.build.triton_recipe import step_runner
 
-    return step_runner(ctx, ctx.worktree)
+        return step_runner(ctx, ctx.worktree)
+    from tritonbisect.bisect.runner import cancel_token_for, run_logged
+
+    return functools.partial(run_logged, token=cancel_token_for(ctx))
 
 
 def _factory(config: Mapping[str, Any]) -> CommandRecipe:
