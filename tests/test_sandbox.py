@@ -265,3 +265,36 @@ def test_a_home_of_slash_is_not_hidden(box, tmp_path):
     res = runner("ls /usr/bin/env && echo x > /tmp/t && echo ok", cwd=work, env={**os.environ, "HOME": "/"}, log=log)
     assert res.returncode == 0, log.read_text()
     assert "ok" in log.read_text().splitlines()
+
+
+REAL_KERNEL = """
+import torch, triton, triton.language as tl
+@triton.jit
+def add(x, y, o, n, B: tl.constexpr):
+    i = tl.program_id(0) * B + tl.arange(0, B)
+    m = i < n
+    tl.store(o + i, tl.load(x + i, mask=m) + tl.load(y + i, mask=m), mask=m)
+x = torch.arange(100.); y = torch.ones(100); o = torch.empty(100)
+add[(4,)](x, y, o, 100, B=32)
+assert torch.equal(o, x + 1)
+print("triton", triton.__version__, "ran in the sandbox")
+"""
+
+
+def test_the_installed_triton_and_torch_run_a_kernel_inside(box, tmp_path):
+    """A smoke test as compat-builder runs it: the real triton and torch wheels of this
+    Python (which may live under the hidden $HOME) run an interpreted kernel inside."""
+    import importlib.util
+    import sys
+
+    if importlib.util.find_spec("triton") is None or importlib.util.find_spec("torch") is None:
+        pytest.skip("triton and torch are not installed in this Python")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "k.py").write_text(REAL_KERNEL)
+    runner = SandboxedRunner(run_logged, box, writable=[work])
+    log = tmp_path / "log"
+    env = {**os.environ, "TRITON_INTERPRET": "1", "TRITON_CACHE_DIR": str(work / "triton-cache")}
+    res = runner([sys.executable, "k.py"], cwd=work, env=env, log=log, timeout=300)
+    assert res.returncode == 0, log.read_text()
+    assert "ran in the sandbox" in log.read_text()
