@@ -40,6 +40,16 @@ def scenario(name: str) -> Path:
     pytest.skip(f"shared trace {name} not found (set TRITONBISECT_TRACES or put shared/traces beside the repo)")
 
 
+def tritonparse_examples() -> list[Path]:
+    """Every trace file of tritonparse's own examples (shared/traces/tritonparse-examples/),
+    or [] when that folder is absent."""
+    root = traces_root()
+    folder = root / "tritonparse-examples" if root is not None else None
+    if folder is None or not folder.is_dir():
+        return []
+    return sorted(p for p in folder.rglob("*.ndjson*") if p.is_file())
+
+
 needs_traces = pytest.mark.skipif(
     not scenarios(), reason="shared traces not found: set TRITONBISECT_TRACES or put shared/traces beside the repo"
 )

@@ -3,18 +3,26 @@
     python = triton_release_python("3.3.1")   # pytest.skip()s when the index is unreachable
     subprocess.run([str(python), "repro.py"], env={**os.environ, "TRITON_INTERPRET": "1"})
 
-The venv is made with `--system-site-packages`, so it sees the torch (2.13.0, CPU) and numpy
-of the Python running the tests and only adds its own `triton`, which shadows any system
-one. Venvs are kept between runs under $TRITONBISECT_TEST_CACHE (default
-~/.cache/tritonbisect-tests) and made under a file lock, so parallel test processes share
-one download. Tests that use this carry the `slow` marker.
+A release venv sees the torch (2.13.0, CPU) and numpy of the Python *running the tests* --
+the system Python, a venv, uv or conda alike -- through a `.pth` file listing that
+interpreter's site directories, and adds only its own `triton`, which comes first on sys.path
+and so shadows any other. (`python -m venv --system-site-packages` would not do: made from a
+venv, it exposes the *base* interpreter's packages, not the venv's.) Venvs are kept between
+runs under $TRITONBISECT_TEST_CACHE (default ~/.cache/tritonbisect-tests), keyed by what they
+depend on (the running Python, its site directories, the torch and numpy it has), and made
+under a file lock, so parallel test processes share one download. Tests that use this carry
+the `slow` marker.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import importlib.metadata
+import json
 import os
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -35,9 +43,43 @@ def test_cache_dir() -> Path:
 test_cache_dir.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
 
 
+def running_site_dirs() -> list[str]:
+    """The site directories of the interpreter running the tests, in sys.path order."""
+    dirs = list(site.getsitepackages())
+    if site.ENABLE_USER_SITE:
+        dirs.append(site.getusersitepackages())
+    return [d for d in dirs if Path(d).is_dir()]
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def environment_key() -> str:
+    """What a linked venv depends on: this interpreter, its site directories, its torch and
+    numpy. A venv made by another environment has another key, so it is never reused."""
+    facts = {"python": sys.version, "base": getattr(sys, "_base_executable", sys.executable),
+             "prefix": sys.prefix, "site": running_site_dirs(),
+             "torch": _version("torch"), "numpy": _version("numpy")}
+    return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def make_linked_venv(root: Path) -> Path:
+    """A venv at root (no pip) that sees this interpreter's packages; returns its python."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    python = root / "bin" / "python"
+    own = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    (Path(own) / "_running_env.pth").write_text("".join(f"{d}\n" for d in running_site_dirs()))
+    return python
+
+
 def triton_release_python(version: str, *, extra: tuple[str, ...] = ()) -> Path:
     """The python of a cached venv holding `triton==version` (and `extra` requirements)."""
-    tag = "-".join((version, *extra)).replace("/", "_").replace("=", "")
+    tag = "-".join((version, *extra, environment_key())).replace("/", "_").replace("=", "")
     root = test_cache_dir() / "venvs" / f"triton-{tag}"
     python = root / "bin" / "python"
     ready = root / ".ready"
@@ -47,7 +89,7 @@ def triton_release_python(version: str, *, extra: tuple[str, ...] = ()) -> Path:
         if ready.exists() and python.exists():
             return python
         shutil.rmtree(root, ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(root)], check=True)
+        make_linked_venv(root)
         proc = subprocess.run(
             [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
              f"triton=={version}", *extra],

@@ -17,6 +17,7 @@ import pytest
 import tritonbisect.commands
 from engine_repo import env_for, git, linear
 from tritonbisect.cli import COMMANDS, load_command
+from tritonbisect.cli_help import COMMAND_SECTIONS
 
 # What `--help` and `step` must not import: the command modules (other than step's own),
 # GitPython, rich, the LLM client and tenacity.
@@ -78,8 +79,13 @@ def test_every_command_module_is_in_the_table() -> None:
 def test_help_lists_every_command_without_importing_them(tmp_path: Path) -> None:
     got, proc = _probe(["--help"], tmp_path, tmp_path)
     assert got["code"] == 0
-    listed = [line.split()[0] for line in proc.stdout.split("Commands:")[1].splitlines() if line.strip()]
-    assert listed == sorted(COMMANDS)
+    # by task (cli_help.COMMAND_SECTIONS): each section's heading, then its commands
+    listing = proc.stdout.split("-h, --help")[1].splitlines()[1:]
+    listed = [line.split()[0] for line in listing if line.startswith("  ")]
+    headings = [line[:-1] for line in listing if line.strip() and not line.startswith(" ")]
+    assert headings == [title for title, _ in COMMAND_SECTIONS]
+    assert listed == [name for _, names in COMMAND_SECTIONS for name in names]
+    assert sorted(listed) == sorted(COMMANDS)
     # click, and not one command module, nor the bisect core
     assert [m for m in got["modules"] if m.split(".")[0] != "click"] == []
     assert "Find the commit that broke a Triton kernel" in proc.stdout

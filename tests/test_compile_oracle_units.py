@@ -7,6 +7,7 @@ import pytest
 
 from tritonbisect.commands.options import bisect_settings
 from tritonbisect.errors import InputError
+from tritonbisect.mlir.signature import read_signature
 from tritonbisect.tritonparse.compileoracle import spec
 from tritonbisect.tritonparse.compileoracle.standalone import tb_codegen, tb_runner
 
@@ -21,8 +22,9 @@ module {
 
 
 def test_ttir_signature_is_read_with_names_types_and_divisibility() -> None:
-    args = spec.ttir_args(TTIR, "k")
-    assert [(a.name, a.type, a.divisible_16) for a in args] == [
+    sig = read_signature(TTIR, "k")
+    assert sig is not None and sig.named and sig.visibility == "public"
+    assert [(a.name, a.type, a.divisible_16) for a in sig.args] == [
         ("a_ptr", "!tt.ptr<f16>", True),
         ("n", "i32", False),
         ("d", "!tt.tensordesc<tensor<64x32xbf16>>", False),
@@ -31,7 +33,7 @@ def test_ttir_signature_is_read_with_names_types_and_divisibility() -> None:
         ("t", "!tt.ptr<f32>", False),
         ("a_ptr", "f32", False),  # a #loc alias resolves to the name it stands for
     ]
-    assert spec.ttir_args(TTIR, "other") is None
+    assert read_signature(TTIR, "other") is None
 
 
 @pytest.mark.parametrize(("mlir", "sig"), [

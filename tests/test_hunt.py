@@ -311,7 +311,7 @@ def test_perf_regression_with_noise(tmp_path: Path, capsys) -> None:
     body = (home / "out" / "issue.md").read_text()
     assert "| metric |" in body and "reference)" in body
     command = body.split("### Reproduce")[1].split("```")[1]
-    assert "--regress perf" in command and "--threshold 10%" in command
+    assert "--regress perf" in command and "--perf-threshold 10%" in command  # the option's current name
     journal = _journal(home, res["session"])
     head = next(r for r in journal if r["role"] == "endpoint" and r["commit"] == shas[-1])
     assert head["perf"]["change"] > 0.2 and head["kind"] == "perf"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from compile_support import needs_triton
 from oracle_support import cli, needs_traces, scenario
+from tritonbisect.mlir.passes import PassDump
 from tritonbisect.narrow.codegen import count_ops, proxy_of, statistic_passes
-from tritonbisect.narrow.dumps import PassDump
 from tritonbisect.narrow.run import _compile_with_dumps, _oracle_job, codegen_changes, oracle_job
 
 DOT = "%r = ttng.warp_group_dot %a, %b, %c {inputPrecision = 0 : i32} : tensor<64x64xf16> -> tensor<64x64xf32>\n"

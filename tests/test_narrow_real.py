@@ -16,7 +16,7 @@ import pytest
 
 from compile_support import needs_triton
 from oracle_support import needs_traces, scenario
-from tritonbisect.narrow.dumps import parse_dumps
+from tritonbisect.mlir.passes import parse_dumps
 from tritonbisect.narrow.run import DUMP_ENV, narrow_compiles, oracle_job
 from tritonbisect.tritonparse.compileoracle.standalone import tb_runner
 from tritonbisect.tritonparse.reader import load_trace

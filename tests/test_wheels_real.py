@@ -2,9 +2,9 @@
 
 The behaviour change was found by running small kernels on every release from 3.2.0 to 3.9.0
 under TRITON_INTERPRET=1 with torch 2.13.0 (CPU): tl.max over a block holding a NaN gives NaN
-up to 3.4.0 and the largest number from 3.5.0 on. The venv (with --system-site-packages, so it
-reuses the installed torch) and the downloads live in one per-session directory: only the
-versions the bisect tests are downloaded.
+up to 3.4.0 and the largest number from 3.5.0 on. The venv (linked to the environment running
+the tests, so it reuses that torch: real_triton.make_linked_venv) and the downloads live in one
+per-session directory: only the versions the bisect tests are downloaded.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from bisectors_world import run_json
+from real_triton import make_linked_venv
 
 pytestmark = pytest.mark.slow
 SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "wheels_real" / "max_nan.py"
@@ -41,7 +42,7 @@ def test_real_releases_name_the_first_bad(tmp_path_factory, capsys, monkeypatch)
     base = tmp_path_factory.getbasetemp() / "real-wheels"  # one per session: kept across tests
     venv = base / "venv"
     if not (venv / "pyvenv.cfg").exists():
-        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+        make_linked_venv(venv)
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     code, res, err = run_json(
         ["wheels", "--good", "3.2.0", "--bad", "3.9.0", "--venv", str(venv),

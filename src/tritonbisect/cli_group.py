@@ -7,6 +7,7 @@ import click
 
 from tritonbisect import __version__
 from tritonbisect.cli import COMMANDS, load_command
+from tritonbisect.cli_help import command_rows, sectioned
 
 
 class LazyGroup(click.Group):
@@ -17,7 +18,7 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
-            self.commands[cmd_name] = load_command(cmd_name)
+            self.commands[cmd_name] = sectioned(load_command(cmd_name))
         return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -26,17 +27,18 @@ class LazyGroup(click.Group):
         names = self.list_commands(ctx)
         if not names:
             return
-        # the same layout as click's own listing, without importing the commands
+        # click's own layout, by task (cli_help.COMMAND_SECTIONS), without importing the commands
         limit = formatter.width - 6 - max(len(n) for n in names)
-        rows = []
-        for name in names:
-            if name in COMMANDS:
-                text = make_default_short_help(COMMANDS[name][1], limit)
-            else:
-                text = self.commands[name].get_short_help_str(limit)
-            rows.append((name, text))
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
+        for title, members in command_rows(names):
+            rows = []
+            for name in members:
+                if name in COMMANDS:
+                    text = make_default_short_help(COMMANDS[name][1], limit)
+                else:
+                    text = self.commands[name].get_short_help_str(limit)
+                rows.append((name, text))
+            with formatter.section(title):
+                formatter.write_dl(rows)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -41,6 +41,10 @@ def where_lines(data: Mapping[str, Any] | None, level: str = "###") -> list[str]
         out.append(f"- **Passes only in the culprit's pipeline:** {', '.join(f'`{x}`' for x in data['added'])}")
     if data.get("removed"):
         out.append(f"- **Passes only in the parent's pipeline:** {', '.join(f'`{x}`' for x in data['removed'])}")
+    if data.get("moved"):
+        out.append(f"- **Passes run at another place:** {', '.join(f'`{x}`' for x in data['moved'])}")
+    if data.get("renamed"):
+        out.append(f"- **Passes renamed:** {', '.join(f'`{a}` → `{b}`' for a, b in data['renamed'])}")
     for stat in data.get("codegen") or []:  # a codegen regression: the pass behind each changed statistic
         where = f"first differs after `{stat['pass']}`" if stat.get("pass") else "no dumped pass"
         out.append(f"- **{stat['text']}:** {where} ({stat.get('note')})")

@@ -40,6 +40,8 @@ from tritonbisect.bisect.phases import (
     PhaseState,
     SessionResult,
 )
+from tritonbisect.bisect.report_extras import environment
+from tritonbisect.build.index_config import redact_text
 from tritonbisect.errors import EXIT_INTERRUPTED, InputError, TritonBisectError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -146,12 +148,13 @@ class Session:
         data = {
             "id": sid,
             "created": _now(),
-            "argv": list(argv) if argv is not None else [],
+            "argv": [redact_text(a) for a in argv] if argv is not None else [],
             "cwd": os.getcwd(),
             "workflow": workflow,
             "settings": settings.to_dict(),
             "phases": [PhaseState(spec).to_dict() for spec in phases],
             "current_phase": 0,
+            "extra": {"environment": environment()},  # the versions, for the report
         }
         session = cls(directory, data)
         session.save()

@@ -15,6 +15,7 @@ import fcntl
 import hashlib
 import os
 import re
+import sys
 import threading
 from pathlib import Path
 
@@ -32,6 +33,7 @@ class EnvPool:
         self._envs: dict[int, TargetEnv] = {}
         self._locks: list[int] = []
         self._mutex = threading.Lock()
+        self._described: dict[Path, str] = {}
 
     def get(self, ctx: StepContext) -> TargetEnv:
         with self._mutex:
@@ -39,7 +41,24 @@ class EnvPool:
             if env is None:
                 env = self._make(ctx)
                 self._envs[ctx.worker] = env
+            self._describe(env, ctx)
             return env
+
+    def _describe(self, env: TargetEnv, ctx: StepContext) -> None:
+        """Say whose environment a step uses and where its torch comes from: in the step's
+        folder (environment.txt), and once on stderr for an environment the tool made."""
+        line = self._described.get(env.root)
+        if line is None:
+            try:
+                line = env.describe()
+            except (EnvError, OSError) as exc:
+                line = f"target environment {env.root}: {exc}"
+            self._described[env.root] = line
+            if env.owned and ctx.worker == 0:
+                print(f"tritonbisect: note: {line}", file=sys.stderr)
+        with contextlib.suppress(OSError):
+            Path(ctx.log_dir).mkdir(parents=True, exist_ok=True)
+            (Path(ctx.log_dir) / "environment.txt").write_text(line + "\n", encoding="utf-8")
 
     def _workdir(self, ctx: StepContext) -> Path:
         return Path(ctx.workdir) if ctx.workdir else ctx.worktree.parent

@@ -69,6 +69,7 @@ def echo_ir_oracle(trace: Path | None, ir_file: Path | None, stage: str, kernel:
     gpu = ctx["job"]["target"]
     click.echo(f"wrote {script} — IR oracle: compiles {what} for {gpu['backend']} {gpu['arch']} "
                f"(IR this Triton cannot read: unreadable_ir, exit 5, a skip)")
+    click.echo(f"  signature: {ctx['signature']}")
     spec = compile_commands(out_dir)
     click.echo(f"  compile once (no GPU needed):  python {shlex.quote(str(script.resolve()))}")
     click.echo(f"  record codegen at a good Triton:  {spec.record_command}")

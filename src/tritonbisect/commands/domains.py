@@ -94,9 +94,11 @@ def _test(settings, history, commit: str) -> dict:
 
 
 def _start(settings, phases, *, workflow: str | None = None, before_run=None):
+    from tritonbisect.bisect.phase_hint import check_hint
     from tritonbisect.bisect.session import Session
     from tritonbisect.commands.engine import execute
 
+    check_hint(settings, [getattr(p, "spec", p) for p in phases])
     session = Session.create(
         settings.workdir, settings, phases, workflow=workflow, argv=list(sys.argv[1:])
     )
@@ -108,6 +110,10 @@ def _start(settings, phases, *, workflow: str | None = None, before_run=None):
 # --- triton ------------------------------------------------------------------------------
 
 
+# build/wheel_feeds.FEEDS' nightly feeds, named here without importing it (--help stays light)
+NIGHTLY_FEEDS = ("triton-nightly", "pytorch-nightly")
+
+
 @click.command("triton")
 @click.option("--triton-dir", type=_dir, default=".", show_default=True, help="The Triton checkout (never modified).")
 @click.option("--good", required=True, metavar="REV", help="A Triton commit where the test passes.")
@@ -117,17 +123,22 @@ def _start(settings, phases, *, workflow: str | None = None, before_run=None):
 @click.option("--compat-map", type=_file, help="commits.csv: which Triton commit builds against each LLVM commit (for the descent).")
 @click.option("--wheel-index", "wheel_index", multiple=True, metavar="URL", help="A PEP 503/691 index with nightly wheels (+git<sha> versions): those commits are installed, not built (repeatable).")
 @click.option("--wheels", "wheels_mode", type=click.Choice(["auto", "only", "off"]), default="auto", show_default=True, help="With --wheel-index: auto = nightlies first, then build inside their bracket; only = stop at the bracket; off = build everything.")
-@click.option("--wheel-package", default="triton", show_default=True, help="The nightlies' distribution on --wheel-index (triton, triton-nightly, pytorch-triton...).")
+@click.option("--wheel-package", default="triton", show_default=True, help="The nightlies' distribution on --wheel-index (triton, triton-rocm, triton-xpu, pytorch-triton, triton-nightly...).")
+@click.option("--wheel-feed", type=click.Choice(NIGHTLY_FEEDS), help="A named nightly feed, as another --wheel-index: triton-nightly (Triton's nightly index) or pytorch-nightly (PyTorch's).")
 @_build_options
 @_llvm_options
 @common_bisect_options
 def triton_cmd(triton_dir: Path, good: str, bad: str, no_descend_llvm: bool, llvm_dir: Path | None,
                compat_map: Path | None, wheel_index: tuple[str, ...], wheels_mode: str,
-               wheel_package: str, **kwargs: Any) -> None:
+               wheel_package: str, wheel_feed: str | None, **kwargs: Any) -> None:
     """Bisect Triton; a culprit that bumps LLVM is followed into llvm-project."""
     from tritonbisect.bisect.triton import TritonBisector
     from tritonbisect.bisect.workflow import WORKFLOW, DescentPlan, preflight
 
+    if wheel_feed:
+        from tritonbisect.build.wheel_feeds import feed_named
+
+        wheel_index = (*wheel_index, feed_named(wheel_feed).index_url)
     settings = bisect_settings(**kwargs)
     if wheels_mode == "only" and not wheel_index:
         raise InputError("--wheels only needs --wheel-index URL (an index with nightly wheels)")

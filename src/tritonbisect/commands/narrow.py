@@ -22,12 +22,21 @@ def echo_narrowing(result: dict[str, Any]) -> None:
         click.echo(f"  last pass where they agree:      {result['last_agreeing']}")
     if result.get("running_pass"):
         click.echo(f"  running when the culprit failed:  {result['running_pass']}")
-    for key, label in (("added", "only in the culprit's pipeline"), ("removed", "only in the parent's pipeline")):
+    for key, label in (("added", "only in the culprit's pipeline"), ("removed", "only in the parent's pipeline"),
+                       ("moved", "moved to another place")):
         if result.get(key):
             click.echo(f"  {label}: {', '.join(result[key])}")
+    if result.get("renamed"):
+        click.echo(f"  renamed: {', '.join(f'{a} → {b}' for a, b in result['renamed'])}")
     for stat in result.get("codegen") or []:
         where = stat["pass"] or "no dumped pass"
         click.echo(f"  {stat['text']}: first differs after {where} ({stat['note']})")
+    hint = result.get("prefer_pass")
+    if hint:
+        weighs = (f" (weighs {hint['commits']} commits touching {len(hint['files'])} files)"
+                  if hint.get("commits") is not None else "")
+        click.echo(f"  next, with the pass as a hint{weighs}: {hint['command']}"
+                   + (f"\n  ({hint['note']})" if hint.get("note") else ""))
     if first and first.get("output_diff"):
         click.echo(first["output_diff"])
 

@@ -32,6 +32,7 @@ from tritonbisect.bisect.step_args import check_test_command as check_test_comma
 from tritonbisect.bisect.step_args import default_workdir as default_workdir
 from tritonbisect.bisect.step_args import parse_env as parse_env
 from tritonbisect.bisect.step_args import resolve_workdir as resolve_workdir
+from tritonbisect.cli_help import hidden_alias
 from tritonbisect.errors import InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -126,6 +127,7 @@ def common_bisect_options(f: F | None = None, *, test: bool = True) -> Any:
             click.option("--json", "json_out", is_flag=True, help="Print one JSON object with the result at the end."),
             click.option("--sandbox", is_flag=True, help="Build and test every commit in a sandbox: no network, read-only filesystem except its build folders, private $HOME, allow-listed environment (for untrusted code)."),
             *PERF_OPTIONS,
+            click.option("--log-limit", metavar="SIZE", help="Keep at most SIZE of each build's and test's output in its log: the first and the last half, with a line saying how much was cut (default 16M; 0 keeps everything; also $TRITONBISECT_LOG_LIMIT)."),
         ]
         options += verdict_options(test=test)
         return executor_options(_add_options(func, options))
@@ -148,7 +150,25 @@ def verdict_options(*, test: bool = True) -> list[Callable[[F], F]]:
     ]
     if test:
         options.append(click.option("--manual", is_flag=True, help="Judge each commit by hand (the default without --test): it is built and installed, then you answer good/bad/skip."))
-    return options
+    return options + hint_options()
+
+
+def hint_options() -> list[Callable[[F], F]]:
+    """--prefer-pass, --prefer-files: a prior on the commits that touch those sources."""
+    return [
+        click.option("--prefer-pass", "prefer_pass", multiple=True, metavar="NAME", help="The compiler pass that changed (as `narrow` names it, e.g. TritonGPUCoalesce or tritongpu-coalesce): commits touching its Passes.td declaration and implementation are tried first; a wrong hint costs at most ~2 builds (repeatable)."),
+        click.option("--prefer-files", "prefer_files", multiple=True, metavar="GLOB", help="Files suspected of the regression, from the repository's root (e.g. 'lib/Dialect/TritonGPU/Transforms/Coalesce*'): commits touching them are tried first (repeatable)."),
+    ]
+
+
+def _hint_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    names = [str(n).strip() for n in kwargs.get("prefer_pass") or ()]
+    globs = [str(g).strip() for g in kwargs.get("prefer_files") or ()]
+    for flag, values in (("--prefer-pass", names), ("--prefer-files", globs)):
+        if any(not v for v in values):
+            raise InputError(f"{flag} needs a value, e.g. {flag} TritonGPUCoalesce" if flag == "--prefer-pass"
+                             else f"{flag} needs a glob, e.g. {flag} 'lib/Dialect/TritonGPU/**'")
+    return {"prefer_pass": names, "prefer_files": globs}
 
 
 def _verdict_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -219,7 +239,7 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
         jobs=jobs,
         repeat=repeat,
         timeout=timeout,
-        env=parse_env(kwargs.get("env")),
+        env=_with_log_limit(parse_env(kwargs.get("env")), kwargs.get("log_limit")),
         on_build_failure=kwargs.get("on_build_failure") or "skip",
         regress=regress,
         first_parent=bool(kwargs.get("first_parent")),
@@ -232,9 +252,25 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
         **compile_oracle,
         **executor_values(kwargs),
         **_verdict_settings(kwargs),
+        **_hint_settings(kwargs),
         **perf,
         sandbox=bool(kwargs.get("sandbox")),
     )
+
+
+def _with_log_limit(env: dict[str, str], given: str | None) -> dict[str, str]:
+    """--log-limit travels with the step environment (to every worker, and into session.json
+    for `resume`), where the process runner reads it."""
+    from tritonbisect.bisect.loglimit import LOG_LIMIT_ENV, parse_size
+
+    value = given if given is not None else env.get(LOG_LIMIT_ENV)
+    if value is None:
+        return env
+    try:
+        env[LOG_LIMIT_ENV] = str(parse_size(value))
+    except ValueError as exc:
+        raise InputError(f"--log-limit: {exc}") from None
+    return env
 
 
 # --- compile oracle (issue 8) ------------------------------------------------------------
@@ -296,7 +332,8 @@ def compile_oracle_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 # its samples against the good endpoint's. These options only go with --regress perf.
 
 PERF_OPTIONS = [
-    click.option("--threshold", metavar="PCT", help="With --regress perf: how much worse than the good endpoint a commit must be to be bad, e.g. 5% (default 5%)."),
+    # --perf-threshold: --threshold alone also names codegen limits elsewhere (the compile oracle)
+    click.option("--perf-threshold", "--threshold", "threshold", metavar="PCT", **hidden_alias("--threshold"), help="With --regress perf: how much worse than the good endpoint a commit must be to be bad, e.g. 5% (default 5%)."),
     click.option("--significance", type=float, metavar="P", help="With --regress perf: the significance of the one-sided Mann-Whitney U tests (default 0.01)."),
     click.option("--max-samples", type=int, metavar="N", help="With --regress perf: samples a step may take before it is called flaky; the good endpoint takes this many (default 4 x --repeat)."),
     click.option("--higher-is-better", is_flag=True, help="With --regress perf: the metric is a rate (higher is better), not a time."),

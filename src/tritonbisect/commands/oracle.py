@@ -2,9 +2,9 @@
 
     tritonbisect info TRACE [--kernel K] [--json]
     tritonbisect repro TRACE --kernel K [--launch-id I | --line N] --out DIR
-    tritonbisect repro TRACE --kernel K --mode compile [--target cuda:90] --out DIR
+    tritonbisect repro TRACE --kernel K --mode compile [--compile-target cuda:90] --out DIR
     tritonbisect repro TRACE --kernel K --from ttir|ttgir --out DIR      # the IR oracle (compile mode)
-    tritonbisect repro --ir k.ttgir --target cuda:90 --out DIR          # an IR file, no trace
+    tritonbisect repro --ir k.ttgir --compile-target cuda:90 --out DIR        # an IR file, no trace
     tritonbisect trace --out DIR [--kernel PATTERN]... -- python app.py ...
 
 Input problems (missing or corrupt trace, unknown kernel, launch id out of range, a launch
@@ -18,6 +18,7 @@ from pathlib import Path
 
 import click
 
+from tritonbisect.cli_help import hidden_alias
 from tritonbisect.errors import InputError
 
 
@@ -44,7 +45,7 @@ def info(trace: Path, kernel: str | None, json_out: bool) -> None:
 @click.option("--launch-id", type=int, metavar="I",
               help="Which launch of the kernel, as numbered by `info` (default: the first launch that can "
                    "be reproduced and is not an autotuner benchmark).")
-@click.option("--line", type=int, metavar="N", help="The launch on line N of the trace file instead.")
+@click.option("--line", type=int, metavar="N", help="The launch on line N of the trace file instead (with --mode compile or --from, for a kernel compiled but never launched: its compilation on line N, as `info` shows).")
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Folder to write the oracle into.")
 @click.option("--timeout", type=float, default=None, metavar="S", help="The oracle's own timeout in seconds (default 600).")
 @click.option("--mode", type=click.Choice(["runtime", "compile"]), default=None,
@@ -57,7 +58,7 @@ def info(trace: Path, kernel: str | None, json_out: bool) -> None:
                    "(the IR oracle: IR this Triton cannot read is `unreadable_ir`, a skip).")
 @click.option("--ir", "ir_file", type=click.Path(path_type=Path), metavar="FILE",
               help="Compile this .ttir/.ttgir file instead of a trace's kernel (needs --target).")
-@click.option("--target", metavar="BACKEND:ARCH",
+@click.option("--compile-target", "--target", "target", metavar="BACKEND:ARCH", **hidden_alias("--target"),
               help="With --mode compile: compile for this target instead of the traced one (cuda:90, cuda:80, "
                    "hip:gfx942); needed for traces captured under TRITON_INTERPRET=1.")
 @click.option("--launches", metavar="all|K1,K2",

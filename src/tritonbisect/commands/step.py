@@ -35,6 +35,12 @@ def guarded(run: Callable[[], int]) -> int:
     except TritonBisectError as exc:
         _say(f"{exc.message} (exit 128: abort)")
         return 128
+    except OSError as exc:
+        from tritonbisect.oserrors import place_error
+
+        err = place_error(exc)
+        _say(f"{err.message if err else f'{type(exc).__name__}: {exc}'} (exit 128: abort)")
+        return 128
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - git must see an abort
         _say(f"{type(exc).__name__}: {exc} (exit 128: abort)")
         return 128

@@ -32,10 +32,12 @@ class ProtocolCommand(click.Command):
 @click.option("--build", "build_cmd", metavar="CMD", help="Build command (bash), run in the current directory first.")
 @click.option("--test", "test_cmd", required=True, metavar="CMD", help="Test command (bash).")
 @click.option("--timeout", type=float, metavar="S", help="Test timeout in seconds (kills the process group).")
-@click.option("--env", "env", multiple=True, metavar="K=V")
-@click.option("--repeat", type=int, default=1, show_default=True)
-@click.option("--regress", type=click.Choice(REGRESS_CHOICES), default="fail", show_default=True)
-@click.option("--on-build-failure", type=click.Choice(BUILD_FAILURE_CHOICES), default="skip", show_default=True)
+@click.option("--env", "env", multiple=True, metavar="K=V", help="Environment variable for the build and the test (repeatable).")
+@click.option("--repeat", type=int, default=1, show_default=True, help="Run the test N times; the majority verdict counts.")
+@click.option("--regress", type=click.Choice(REGRESS_CHOICES), default="fail", show_default=True,
+              help="Which outcome is the regression (bad, exit 1); 'fixed' finds the commit that fixed it.")
+@click.option("--on-build-failure", type=click.Choice(BUILD_FAILURE_CHOICES), default="skip", show_default=True,
+              help="What a checkout that does not build is: skip (125), abort (128) or bad (1).")
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Where step logs go.")
 def step_cmd(**kwargs: Any) -> None:
     """Build and test the current checkout once, for `git bisect run`.

@@ -87,10 +87,20 @@ def describe_api_error(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+def require_anthropic() -> None:
+    """The Anthropic SDK is an extra (tritonbisect[ai]): without it, one line saying so."""
+    import importlib.util
+
+    if importlib.util.find_spec("anthropic") is None:
+        raise InputError("--ai anthropic needs the Anthropic SDK, which is not installed: "
+                         "pip install 'tritonbisect[ai]' (or use --ai claude-cli or --ai none)")
+
+
 class AnthropicAgent:
     name = "anthropic"
 
     def __init__(self, settings: AgentSettings | None = None, *, api_key: str | None = None, log=None) -> None:
+        require_anthropic()
         import anthropic
 
         self.settings = settings or AgentSettings()

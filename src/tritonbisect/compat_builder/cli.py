@@ -12,12 +12,19 @@ from pathlib import Path
 
 import click
 
+from tritonbisect import __version__
 from tritonbisect.bisect.history import History
 from tritonbisect.build.sandbox import Sandbox, detect, why_unavailable
+from tritonbisect.cli_help import sectioned
 from tritonbisect.cli_main import run_cli
 from tritonbisect.commands.options import executor_options, executor_values, resolve_workdir
 from tritonbisect.compat_builder import gitops
-from tritonbisect.compat_builder.agent import DEFAULT_MODEL, AgentSettings, AnthropicAgent
+from tritonbisect.compat_builder.agent import (
+    DEFAULT_MODEL,
+    AgentSettings,
+    AnthropicAgent,
+    require_anthropic,
+)
 from tritonbisect.compat_builder.fixer import Fixer
 from tritonbisect.compat_builder.mapper import Mapper, llvm_range, read_llvm_hash
 from tritonbisect.compat_builder.probe import COMPATIBLE, DEFAULT_SMOKE, SKIP, Prober
@@ -161,6 +168,12 @@ def _llvm_repo(triton_repo: Path, llvm_dir: Path | None) -> Path:
     return History(llvm_dir).root
 
 
+def _require_ai(ai: str | None) -> None:
+    """Before anything is made: the SDK of the default fixer (--ai anthropic) is an extra."""
+    if (ai or "anthropic") == "anthropic":
+        require_anthropic()
+
+
 def _agent(state: MapState, api_key: str | None, timeout: float | None, backoff: float | None,
            sandbox: Sandbox | None = None):
     if state.ai == "none":
@@ -209,6 +222,7 @@ def _run(state: MapState, mapper: Mapper) -> str:
 
 # --- commands -------------------------------------------------------------------------------
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="compat-builder")
 def root() -> None:
     """Build and maintain the Triton<->LLVM compatibility map (commits.csv)."""
 
@@ -230,6 +244,7 @@ def root() -> None:
 def map_command(bump, triton_dir, llvm_dir, out, strategy, ai, ai_model, max_attempts, ai_timeout, ai_backoff,
                 smoke, build_timeout, venv, unsandboxed_builds, workdir) -> None:
     """Map a bump: for every LLVM commit between the old and new hash, a Triton commit that builds."""
+    _require_ai(ai)
     workdir = resolve_workdir(workdir)
     sandbox = _sandbox(unsandboxed_builds, model_code=(ai or "anthropic") != "none")
     triton = History(triton_dir)
@@ -276,14 +291,16 @@ def map_command(bump, triton_dir, llvm_dir, out, strategy, ai, ai_model, max_att
               help="The Triton commit to fix (default: the head of --branch when it exists, else HEAD).")
 @click.option("--branch", default=None, help="Branch for the fix (default compat/fix-<llvm[:8]>).")
 @click.option("--triton-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
-              show_default="current folder")
-@click.option("--llvm-dir", type=click.Path(file_okay=False, path_type=Path), default=None)
+              show_default="current folder", help="The Triton repository (its checkout is never touched).")
+@click.option("--llvm-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The llvm-project repository (default: <triton-dir>/llvm-project).")
 @_ai_options
 @_probe_options
 @_workdir_option
 def fix_command(llvm_commit, triton_commit, branch, triton_dir, llvm_dir, ai, ai_model, max_attempts,
                 ai_timeout, ai_backoff, smoke, build_timeout, venv, unsandboxed_builds, workdir) -> None:
     """Make one Triton commit build against one LLVM commit; prints the fix commit."""
+    _require_ai(ai)
     workdir = resolve_workdir(workdir)
     sandbox = _sandbox(unsandboxed_builds, model_code=(ai or "anthropic") != "none")
     triton = History(triton_dir)
@@ -385,7 +402,8 @@ def status_command(session, as_json, workdir) -> None:
 
 
 @root.command("verify")
-@click.option("--csv", "csv_path", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--csv", "csv_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The compatibility map to check (commits.csv).")
 @click.option("--llvm-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="llvm-project, to check that rows are in LLVM order (and for --build).")
 @click.option("--triton-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -464,6 +482,9 @@ def _verify_builds(cmap, csv_path, order, triton_repo, llvm_repo, workdir, smoke
                                     f"against LLVM {llvm[:12]}: {result.reason} (log: {result.log})")
             previous = end
     return problems
+
+
+sectioned(root)  # --help by task (cli_help.OPTION_SECTIONS); subcommands in the order above
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,8 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tritonbisect.narrow.compare import align
-from tritonbisect.narrow.dumps import PassDump
+from tritonbisect.mlir.passes import PassDump, align
 
 # metric patterns -> (what the ops are, the MLIR ops that stand for the statistic)
 PROXIES: tuple[tuple[tuple[str, ...], str, tuple[str, ...]], ...] = (
@@ -80,7 +79,7 @@ def _first_difference(parent: Sequence[PassDump], culprit: Sequence[PassDump], p
 def statistic_passes(parent: Sequence[PassDump], culprit: Sequence[PassDump],
                      changes: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """For each changed statistic: the pass after which its stand-in ops first differ in number."""
-    pairs, _, _ = align(list(parent), list(culprit))
+    pairs = align(list(parent), list(culprit)).pairs
     found: dict[tuple[str, ...], tuple[str, int, int] | None] = {}  # ptx.cp.async and sass.LDGSTS share ops
     out = []
     for change in changes:

@@ -5,9 +5,9 @@
     result["last_agreeing"]              # the pass before it whose output still agrees
     result["running_pass"]               # the culprit's last dumped pass when its compile failed
 
-Pipelines are aligned by pass label in order (difflib), so a pass the culprit added, removed or
-moved shows as such. Outputs are compared normalised (dumps.normalise): SSA value names and
-locations do not count. The output of pass i is the input of pass i+1.
+Pipelines are aligned by pass argument in order (mlir.passes.align), so a pass the culprit
+added, removed, moved or renamed for its backend shows as such. Outputs are compared normalised
+(mlir.normalise): SSA value names, scoped by region, and locations do not count. The output of pass i is the input of pass i+1.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from tritonbisect.narrow.dumps import PassDump, normalise
+from tritonbisect.mlir.normalise import normalise
+from tritonbisect.mlir.passes import PassDump, align
 
 MAX_DIFF_LINES = 80
 
@@ -27,24 +28,6 @@ def _diff(a: str, b: str, from_name: str, to_name: str) -> str:
     if len(lines) > MAX_DIFF_LINES:
         lines = [*lines[:MAX_DIFF_LINES], f"... ({len(lines) - MAX_DIFF_LINES} more diff lines)"]
     return "\n".join(lines)
-
-
-def align(a: list[PassDump], b: list[PassDump], *, b_stopped: bool = False,
-          ) -> tuple[list[tuple[int, int]], list[str], list[str]]:
-    """(matched index pairs in order, labels only in b (added), labels only in a (removed)).
-
-    `b_stopped`: b's compile failed, so a's passes after b's last one were not reached, not removed."""
-    matcher = difflib.SequenceMatcher(None, [p.key for p in a], [p.key for p in b], autojunk=False)
-    pairs: list[tuple[int, int]] = []
-    added: list[str] = []
-    removed: list[str] = []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            pairs.extend(zip(range(i1, i2), range(j1, j2), strict=True))
-        elif not (b_stopped and j1 == len(b)):
-            removed.extend(p.label for p in a[i1:i2])
-            added.extend(p.label for p in b[j1:j2])
-    return pairs, added, removed
 
 
 def _changers(dumps: list[PassDump], norm: list[str], start: int, stop: int) -> list[str]:
@@ -65,7 +48,8 @@ def compare_pipelines(
     culprit_final: str | None = None,
 ) -> dict[str, Any]:
     """Where the culprit's pipeline first differs from the parent's (see the module docstring)."""
-    pairs, added, removed = align(parent, culprit, b_stopped=culprit_failed)
+    alignment = align(parent, culprit, b_stopped=culprit_failed)
+    pairs = alignment.pairs
     norm_p = [normalise(p.ir) for p in parent]
     norm_c = [normalise(p.ir) for p in culprit]
     first: dict[str, Any] | None = None
@@ -119,8 +103,10 @@ def compare_pipelines(
     running = culprit[-1].label if culprit_failed and culprit else None
     return {
         "passes": {"parent": len(parent), "culprit": len(culprit), "aligned": len(pairs)},
-        "added": added,
-        "removed": removed,
+        "added": alignment.added,
+        "removed": alignment.removed,
+        "moved": alignment.moved,
+        "renamed": [list(r) for r in alignment.renamed],
         "first_difference": first,
         "last_agreeing": last_agreeing,
         "running_pass": running,

@@ -49,7 +49,7 @@ def _compile_line(comp: Compilation) -> str:
     else:
         where = "no Python source"
     return (
-        f"compilation {comp.hash[:12]}: {params}; triton {m.get('triton_version', '?')}, target {tgt}; "
+        f"compilation {comp.hash[:12]} (line {comp.line}): {params}; triton {m.get('triton_version', '?')}, target {tgt}; "
         f"source {where}"
     )
 

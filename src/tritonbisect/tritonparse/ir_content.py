@@ -21,15 +21,6 @@ def ir_texts(payload: dict) -> dict[str, str]:
     return out
 
 
-def ttir_text(payload: dict) -> str | None:
-    files = payload.get("file_content")
-    if isinstance(files, dict):
-        for name, text in files.items():
-            if str(name).endswith(".ttir") and isinstance(text, str):
-                return text
-    return None
-
-
 def recorded_ir(comp: Any, kernel: str, stage: str) -> str:
     """The `stage` IR a compilation event (reader.Compilation) recorded; InputError naming the
     stages it does hold when that one is missing."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import zlib
 from collections import Counter
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonbisect.errors import InputError
-from tritonbisect.tritonparse.ir_content import ir_texts, ttir_text
+from tritonbisect.tritonparse.ir_content import ir_texts
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -144,9 +145,13 @@ class Trace:
             raise InputError(f"kernel '{kernel}' is not in trace {self.root}; available kernels: {available}")
         launches = self.launches_of(kernel)
         if not launches:
+            stages = sorted({s for c in self.compilations.values() if c.name == kernel for s in c.ir})
+            ir_oracle = f" and the IR oracle (--from {'|'.join(stages)})" if stages else ""
             raise InputError(
-                f"kernel '{kernel}' was compiled but never launched in trace {self.root} "
-                "(capture with enable_trace_launch=True)"
+                f"kernel '{kernel}' was compiled but never launched in trace {self.root}, so no launch can be "
+                f"reproduced (capture with enable_trace_launch=True); the compile oracle (--mode compile){ir_oracle} "
+                f"can still be made from this trace: tritonbisect repro {shlex.quote(str(self.root))} --kernel {kernel} --mode compile "
+                "--out DIR"
             )
         return launches
 
@@ -433,6 +438,7 @@ def load_trace(path: Path | str) -> Trace:
                     skipped["compilation without hash"] += 1
                     continue
                 if h not in compilations or _richer_source(payload, compilations[h]):
+                    ir = ir_texts(payload)
                     compilations[h] = Compilation(
                         hash=h,
                         name=str(meta.get("name") or "?"),
@@ -440,8 +446,8 @@ def load_trace(path: Path | str) -> Trace:
                         python_source=payload.get("python_source"),
                         file=tf.path,
                         line=line,
-                        ttir=ttir_text(payload),
-                        ir=ir_texts(payload),
+                        ttir=ir.get("ttir"),
+                        ir=ir,
                     )
             elif etype == "launch":
                 occurrence = record.get("occurrence_id")

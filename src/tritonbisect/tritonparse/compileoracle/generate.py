@@ -111,8 +111,15 @@ def generate_compile_oracle(
                 "(e.g. --target cuda:90, cuda:80 or hip:gfx942)"
             )
         gpu = found
-    ks = extract_kernel_source(comp.python_source, kernel)
-    params, sources = compile_spec.derive_params(kernel, ks.params, ks.constexpr_params, meta, comp.ttir, launch)
+    try:
+        ks = extract_kernel_source(comp.python_source, kernel)
+        params, sources = compile_spec.derive_params(kernel, ks.params, ks.constexpr_params, meta, comp.ttir, launch)
+    except InputError as exc:
+        stages = [s for s in ("ttir", "ttgir") if comp.ir.get(s)]
+        if not stages:
+            raise
+        raise InputError(f"{exc}; the compilation's recorded IR can still be compiled instead of the Python source "
+                         f"(the IR oracle): add --from {' or --from '.join(stages)}") from None
     options = compile_spec.compile_options(meta)
     warnings: list[str] = []
     if gpu["backend"] == "hip":

@@ -21,6 +21,7 @@ from typing import Any
 from tritonbisect import __version__
 from tritonbisect.build.recipes import TestSpec
 from tritonbisect.errors import InputError
+from tritonbisect.mlir.signature import kernel_function
 from tritonbisect.tritonparse.compileoracle import spec as compile_spec
 from tritonbisect.tritonparse.compileoracle.generate import (
     CONTEXT_NAME,
@@ -45,7 +46,7 @@ def _write_folder(out: Path, ir_name: str, ir_text: str, context: dict[str, Any]
     return out / SCRIPT_NAME
 
 
-def _context(kernel: str, ir_name: str, stage: str, gpu: dict[str, Any], options: dict[str, Any],
+def _context(kernel: str, ir_name: str, ir_text: str, stage: str, gpu: dict[str, Any], options: dict[str, Any],
              timeout: float | None, **extra: Any) -> dict[str, Any]:
     return {
         "schema": 1,
@@ -54,7 +55,7 @@ def _context(kernel: str, ir_name: str, stage: str, gpu: dict[str, Any], options
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "kernel": kernel,
         "stage": stage,
-        "signature": f"from the {stage} ({ir_name})",
+        "signature": f"{compile_spec.ir_signature_line(ir_text, kernel)} (from the {stage}, {ir_name})",
         "job": {"what": {"kind": "ir", "file": ir_name}, "target": gpu, "options": options},
         "timeout": float(timeout) if timeout else DEFAULT_TIMEOUT,
         "warnings": [],
@@ -86,7 +87,7 @@ def generate_ir_oracle(
                          "(e.g. --target cuda:90 or hip:gfx942)")
     ir_name = f"{kernel}.{stage}"
     context = _context(
-        kernel, ir_name, stage, gpu, compile_spec.compile_options(meta), timeout,
+        kernel, ir_name, text, stage, gpu, compile_spec.compile_options(meta), timeout,
         trace={"path": str(tr.root), "file": str(comp.file), "line": comp.line},
         compilation={"hash": comp.hash, "traced": {k: meta[k] for k in TRACED_KEYS if k in meta}},
         launch={"index": launch.index, "file": str(launch.file), "line": launch.line} if launch else None,
@@ -105,14 +106,13 @@ def generate_ir_file_oracle(ir_file: Path, target: str, out_dir: Path | str, *, 
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read --ir {path}: {exc}") from None
-    match = re.search(r"tt\.func\s+(?:public\s+|private\s+)?@([\w$.]+)", text)
-    kernel = match.group(1) if match else path.stem
+    kernel = kernel_function(text) or path.stem
     gpu = compile_spec.parse_target_text(target)
     options: dict[str, Any] = {}
     warps = num_warps or (int(m.group(1)) if (m := _NUM_WARPS.search(text)) else None)
     if warps:
         options["num_warps"] = warps
-    context = _context(kernel, path.name, stage, gpu, options, timeout, trace=None, ir_source=str(path.resolve()))
+    context = _context(kernel, path.name, text, stage, gpu, options, timeout, trace=None, ir_source=str(path.resolve()))
     return _write_folder(Path(out_dir), path.name, text, context)
 
 

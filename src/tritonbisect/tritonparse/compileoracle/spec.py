@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tritonbisect.errors import InputError
+from tritonbisect.mlir.signature import Signature, SignatureArg, read_signature
 from tritonbisect.tritonparse import pyast
 from tritonbisect.tritonparse.reader import Compilation, Launch, Trace
 
@@ -43,13 +44,6 @@ MLIR_TO_TRITON = {
     "f8E4M3B11FNUZ": "fp8e4b15",
 }  # fmt: skip
 DEFAULT_WARP = {"cuda": 32, "hip": 64}
-
-
-@dataclass
-class TtirArg:
-    name: str  # the source parameter it comes from (loc("name"))
-    type: str  # MLIR type text
-    divisible_16: bool
 
 
 @dataclass
@@ -172,69 +166,58 @@ def recorded_attrs(meta: dict[str, Any], names: list[str]) -> dict[tuple[int, ..
 
 # --- TTIR signature ---------------------------------------------------------------------
 
-_FUNC = re.compile(r"tt\.func\s+(?:public\s+)?@([\w$.]+)\s*\(")
-_LOC_ALIAS = re.compile(r"^(#loc\d*)\s*=\s*loc\(\"([^\"]+)\"", re.M)
 
+def ttir_leaves(ttir: str | None, kernel: str, params: list[str],
+                skipped: set[str]) -> tuple[Signature | None, dict[str, list[SignatureArg]]]:
+    """The kernel's TTIR signature and its arguments grouped by source parameter.
 
-def _split_top(text: str) -> list[str]:
-    """Split on commas outside <>, (), {}, [] and quotes."""
-    parts, depth, quote, cur = [], 0, False, []
-    for ch in text:
-        if ch == '"':
-            quote = not quote
-        elif not quote and ch in "<({[":
-            depth += 1
-        elif not quote and ch in ">)}]":
-            depth -= 1
-        if ch == "," and depth == 0 and not quote:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    if "".join(cur).strip():
-        parts.append("".join(cur))
-    return parts
-
-
-def ttir_args(ttir: str, kernel: str) -> list[TtirArg] | None:
-    """The kernel function's arguments in a TTIR text (None when it is not there)."""
-    for m in _FUNC.finditer(ttir):
-        if m.group(1) != kernel:
-            continue
-        depth, i = 1, m.end()
-        while i < len(ttir) and depth:
-            depth += {"(": 1, ")": -1}.get(ttir[i], 0)
-            i += 1
-        body = ttir[m.end() : i - 1]
-        aliases = {a: n for a, n in _LOC_ALIAS.findall(ttir)}
-        out = []
-        for part in _split_top(body):
-            am = re.match(r"\s*%([\w$.]+)\s*:\s*(.+)$", part.strip(), re.S)
-            if not am:
-                return None
-            var, rest = am.group(1), am.group(2)
-            type_text = re.split(r"\s+(?:\{|loc\()", rest, maxsplit=1)[0].strip()
-            loc = re.search(r"loc\(\"([^\"]+)\"", rest) or re.search(r"loc\((#loc\d*)\)", rest)
-            name = loc.group(1) if loc else var
-            name = aliases.get(name, name)
-            if name.startswith("#") or "/" in name or ":" in name:
-                name = var  # older Triton: a file location, not the parameter's name
-            out.append(TtirArg(name=name, type=type_text, divisible_16="tt.divisibility = 16" in rest))
-        return out
-    return None
+    Newer Tritons name each argument's parameter in its location; 3.4 and older write
+    `%arg0 ... loc("file":line:col)`, so the arguments are the parameters that were not
+    specialized away (`skipped`: constexprs, recorded constants), in order. A tuple
+    parameter has several arguments: when some are unnamed and the count does not fit, each
+    argument is keyed by its name where it has one, else by its SSA name."""
+    sig = read_signature(ttir, kernel) if ttir else None
+    grouped: dict[str, list[SignatureArg]] = {}
+    if sig is None:
+        return None, grouped
+    runtime = [p for p in params if p not in skipped]
+    if sig.named:
+        for a in sig.args:
+            grouped.setdefault(a.name or a.var, []).append(a)
+    elif len(runtime) == len(sig.args):
+        for name, a in zip(runtime, sig.args, strict=True):
+            grouped[name] = [a]
+    else:
+        for a in sig.args:
+            grouped.setdefault(a.name or a.var, []).append(a)
+    return sig, grouped
 
 
 def mlir_to_signature(type_text: str) -> str | None:
-    """`!tt.ptr<f16>` -> `*fp16`, `i32` -> `i32`, `!tt.tensordesc<tensor<64x64xf16>>` -> tensordesc."""
+    """`!tt.ptr<f16>` -> `*fp16`, `i32` -> `i32`, `!tt.tensordesc<tensor<64x64xf16>>` -> tensordesc
+    (a pointer's address space and a descriptor's shared layout do not change the type)."""
     t = type_text.strip()
     if m := re.fullmatch(r"!tt\.ptr<(\w+)(?:,\s*\d+)?>", t):
         inner = MLIR_TO_TRITON.get(m.group(1))
         return "*" + inner if inner else None
-    if m := re.fullmatch(r"!tt\.tensordesc<tensor<([\dx]+)x(\w+)(?:,[^>]*)?>>", t):
+    if m := re.fullmatch(r"!tt\.tensordesc<tensor<([\dx]+)x(\w+)(?:,.*)?>>", t, re.S):
         inner = MLIR_TO_TRITON.get(m.group(2))
         dims = ", ".join(m.group(1).split("x"))
         return f"tensordesc<{inner}[{dims}]>" if inner else None
     return MLIR_TO_TRITON.get(t)
+
+
+def ir_signature_line(ir: str, kernel: str) -> str:
+    """The kernel's arguments as an IR oracle shows them: `a_ptr:*fp32/16, n:i32` (the source
+    parameter where the IR names it, else the SSA name; the MLIR type where it has no
+    signature type)."""
+    sig = read_signature(ir, kernel)
+    if sig is None:
+        return f"no function @{kernel} in the IR"
+    def one(a: SignatureArg) -> str:
+        typ = mlir_to_signature(a.type) or a.type
+        return f"{a.name or a.var}:{typ}{'/16' if a.divisible_16 else ''}"
+    return ", ".join(one(a) for a in sig.args) or "(no arguments)"
 
 
 # --- parameters -------------------------------------------------------------------------
@@ -325,15 +308,13 @@ def derive_params(
     constants = recorded_constants(meta, params)
     attrs = recorded_attrs(meta, params)
     recorded = constants is not None and attrs is not None and (bool(constants) or bool(attrs) or bool(ttir))
-    targs = ttir_args(ttir, kernel) if ttir else None
-    by_name: dict[str, list[TtirArg]] = {}
-    for a in targs or []:
-        by_name.setdefault(a.name, []).append(a)
+    skipped = {n for i, n in enumerate(params) if n in constexpr_params or (recorded and (i,) in (constants or {}))}
+    ttir_sig, by_name = ttir_leaves(ttir, kernel, params, skipped)
     launch_args = launch.args if launch is not None and launch.args else {}
     sources = []
     if recorded:
         sources.append("recorded specialization (src_constants, src_attrs)")
-    if targs is not None:
+    if ttir_sig is not None:
         sources.append("TTIR signature")
     if launch_args:
         sources.append(f"launch {launch.index} arguments" if launch is not None else "launch arguments")
@@ -400,7 +381,7 @@ def derive_params(
     return out, sources
 
 
-def _tuple_param(name: str, index: int, leaves: list[TtirArg], constants: dict, attrs: dict,
+def _tuple_param(name: str, index: int, leaves: list[SignatureArg], constants: dict, attrs: dict,
                  kernel: str) -> dict[str, Any]:
     """A tuple argument, rebuilt from the TTIR's flattened leaves and the constants' paths."""
     inner_constants = {p[1]: v for p, v in constants.items() if len(p) == 2 and p[0] == index}
@@ -438,11 +419,19 @@ def select(trace: Trace, kernel: str, launch_id: int | None, line: int | None) -
         available = ", ".join(names) if names else "none"
         raise InputError(f"kernel '{kernel}' is not in trace {trace.root}; available kernels: {available}")
     launches = trace.launches_of(kernel)
+    comps = [c for c in trace.compilations.values() if c.name == kernel]
     if launches and (launch_id is not None or line is not None):
         launch = trace.select_launch(kernel, launch_id, line)
-    elif launch_id is not None or line is not None:
-        raise InputError(f"kernel '{kernel}' was compiled but never launched in trace {trace.root}: "
-                         "leave out --launch-id/--line to compile its compilation")
+    elif line is not None:  # compiled, never launched: --line picks one of its compilations
+        hits = [c for c in comps if c.line == line]
+        if len(hits) != 1:
+            lines = ", ".join(str(c.line) for c in comps)
+            raise InputError(f"no single compilation of kernel '{kernel}' on line {line} of {trace.root}; "
+                             f"its compilations are on lines {lines} (see `tritonbisect info`)")
+        return hits[0], None
+    elif launch_id is not None:
+        raise InputError(f"kernel '{kernel}' was compiled but never launched in trace {trace.root}: leave out "
+                         "--launch-id to compile its first compilation, or pick one with --line N (see `tritonbisect info`)")
     else:
         with_comp = [la for la in launches if trace.compilation_of(la) is not None]
         real = [la for la in with_comp if not la.autotune_benchmark]
@@ -457,7 +446,6 @@ def select(trace: Trace, kernel: str, launch_id: int | None, line: int | None) -
                 "first compilation"
             )
         return comp, launch
-    comps = [c for c in trace.compilations.values() if c.name == kernel]
     if not comps:
         raise InputError(f"kernel '{kernel}' has no compilation event in trace {trace.root}: "
                          "compile mode needs the compilation's metadata")
