@@ -298,3 +298,49 @@ def test_the_installed_triton_and_torch_run_a_kernel_inside(box, tmp_path):
     res = runner([sys.executable, "k.py"], cwd=work, env=env, log=log, timeout=300)
     assert res.returncode == 0, log.read_text()
     assert "ran in the sandbox" in log.read_text()
+
+
+def _wheel(path: Path, names: list[str]) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as zf:
+        for name in names:
+            zf.writestr(name, "import os\n")
+    return path
+
+
+def test_a_sandboxed_builds_wheel_with_a_startup_hook_is_not_installed(tmp_path):
+    from tritonbisect.build.install_check import startup_hooks
+    from tritonbisect.build.recipes import StepContext
+    from tritonbisect.build.triton_recipe import TritonRecipe
+
+    clean = _wheel(tmp_path / "triton-1.0-cp311-cp311-linux_x86_64.whl",
+                   ["triton/__init__.py", "triton/_C/x.pth.txt", "triton-1.0.dist-info/RECORD"])
+    hooked = _wheel(tmp_path / "triton-1.1-cp311-cp311-linux_x86_64.whl",
+                    ["triton/__init__.py", "zz-evil.pth", "triton-1.1.data/purelib/sitecustomize.py",
+                     "triton-1.1.dist-info/RECORD"])
+    assert startup_hooks(clean) == []
+    assert startup_hooks(hooked) == ["zz-evil.pth", "triton-1.1.data/purelib/sitecustomize.py"]
+    recipe = TritonRecipe({"test": {"command": "true"}})
+    ctx = StepContext(worktree=tmp_path, log_dir=tmp_path / "logs", worker=0, sandbox=True)
+    ok, why = recipe.install(None, hooked, "c" * 40, ctx)  # refused before the env is touched
+    assert not ok and "would run code at every python start-up (zz-evil.pth" in why
+
+
+def test_sandboxed_build_requirements_come_as_wheels_only(tmp_path):
+    """A requirement that only exists as source is refused: building it would run its code
+    outside the sandbox."""
+    from tritonbisect.build.env import TargetEnv
+
+    src = tmp_path / "evilpkg"
+    src.mkdir()
+    marker = tmp_path / "ran"
+    (src / "setup.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n"
+                                  "from setuptools import setup\nsetup(name='evilpkg', version='1')\n")
+    env = TargetEnv.ensure(tmp_path / "venv")
+    for req in (f"evilpkg @ file://{src}", str(src)):
+        ok, why = env.ensure_packages([req], log=tmp_path / "pip.log", binary_only=True)
+        assert not ok and "names a URL or path" in why
+        assert not marker.exists()
+    # (without the check pip builds it and runs its setup.py: --only-binary does not cover a
+    # direct reference)

@@ -280,6 +280,12 @@ class TargetEnv:
         a --no-build-isolation build). Already installed ones are not touched.
         `binary_only`: wheels only (no sdist is built, so no package's own code runs)."""
         reqs = [r for r in requirements if r.strip()]
+        if binary_only:
+            # pip's --only-binary does not apply to a direct reference (`name @ URL`, a path)
+            direct = [r for r in reqs if "@" in r or "/" in r or r.strip().startswith(".")]
+            if direct:
+                return False, (f"build requirement {direct[0]!r} names a URL or path: requirements of an "
+                               "untrusted tree come from the package index as wheels only")
         names = [_req_name(r) for r in reqs]
         have = self.installed_versions(names)
         missing = [r for r, n in zip(reqs, names, strict=True) if have.get(n) is None]
