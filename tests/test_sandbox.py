@@ -211,6 +211,7 @@ def test_forced_choice_none_and_bad_choice(monkeypatch):
 
 FAKE_CLAUDE = """#!{python}
 import json, os, socket
+from urllib.parse import urlsplit
 seen = []
 try:
     open({outside!r}, "w").write("x")
@@ -220,51 +221,54 @@ except OSError as exc:
 seen.append("netrc: " + str(os.path.exists(os.path.expanduser("~/.netrc"))))
 seen.append("github: " + os.environ.get("GITHUB_TOKEN", "<none>"))
 seen.append("api key: " + ("set" if os.environ.get("ANTHROPIC_API_KEY") else "<none>"))
-try:
-    socket.create_connection(("127.0.0.1", {port}), timeout=3).close()
-    seen.append("api reachable: yes")
-except OSError as exc:
-    seen.append("api reachable: " + repr(exc))
+api = urlsplit(os.environ["ANTHROPIC_BASE_URL"])
+for name, where in (("api", (api.hostname, api.port)), ("other port", ("127.0.0.1", {other})),
+                    ("other host", ("example.com", 80))):
+    try:
+        socket.create_connection(where, timeout=3).close()
+        seen.append(name + ": reachable")
+    except OSError as exc:
+        seen.append(name + ": " + type(exc).__name__)
 open("seen.txt", "w").write("\\n".join(seen) + "\\n")
 print(json.dumps({{"type": "result", "is_error": False, "result": "done", "usage": {{}}}}))
 """
 
 
-def test_claude_cli_runs_in_the_sandbox_with_network(box, tmp_path, home, listener, monkeypatch):
-    """The CLI writes only its worktree, sees no secret but its API key, and reaches its API."""
+def test_claude_cli_runs_in_the_sandbox_and_reaches_only_its_api(box, tmp_path, home, listener, monkeypatch):
+    """The CLI writes only its worktree, sees no secret but its API key, and its only network
+    is its API's host and port (the gate); another port or host is not reachable."""
     import sys
 
     from tritonbisect.compat_builder.claude_cli import ClaudeCliAgent
     from tritonbisect.compat_builder.prompts import FixPrompt
 
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    outside = tmp_path / "outside.txt"
-    exe = bindir / "claude"
-    exe.write_text(FAKE_CLAUDE.format(python=sys.executable, outside=str(outside), port=listener.port))
-    exe.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("GITHUB_TOKEN", SECRET)
-    wt = tmp_path / "wt"
-    wt.mkdir()
-    agent = ClaudeCliAgent(timeout=60, api_key="sk-ant-fake", sandbox=box)
-    result = agent.run(wt, FixPrompt("s", "a", "e"), transcript=tmp_path / "t.json")
-    assert result.summary == "done"
-    seen = (wt / "seen.txt").read_text().splitlines()
-    assert seen[1:] == ["netrc: False", "github: <none>", "api key: set", "api reachable: yes"]
-    # (its write under /tmp, if any, went to its private /tmp)
-    assert not outside.exists()
-
-
-def test_a_home_of_slash_is_not_hidden(box, tmp_path):
-    """HOME=/ (some CI containers): the root cannot be replaced; /tmp still is private."""
-    work = tmp_path / "work"
-    work.mkdir()
-    runner = SandboxedRunner(run_logged, box, writable=[work])
-    log = tmp_path / "log"
-    res = runner("ls /usr/bin/env && echo x > /tmp/t && echo ok", cwd=work, env={**os.environ, "HOME": "/"}, log=log)
-    assert res.returncode == 0, log.read_text()
-    assert "ok" in log.read_text().splitlines()
+    other = Listener()
+    try:
+        bindir = tmp_path / "bin"
+        bindir.mkdir()
+        outside = tmp_path / "outside.txt"
+        exe = bindir / "claude"
+        exe.write_text(FAKE_CLAUDE.format(python=sys.executable, outside=str(outside), other=other.port))
+        exe.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+        monkeypatch.setenv("GITHUB_TOKEN", SECRET)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{listener.port}")
+        wt = tmp_path / "wt"
+        wt.mkdir()
+        agent = ClaudeCliAgent(timeout=60, api_key="sk-ant-fake", sandbox=box)
+        result = agent.run(wt, FixPrompt("s", "a", "e"), transcript=tmp_path / "t.json")
+        assert result.summary == "done", (tmp_path / "t.log").read_text() if (tmp_path / "t.log").exists() else ""
+        seen = (wt / "seen.txt").read_text().splitlines()
+        assert seen[1:5] == ["netrc: False", "github: <none>", "api key: set", "api: reachable"]
+        assert seen[5] != "other port: reachable" and seen[6] != "other host: reachable"
+        # (its write under /tmp, if any, went to its private /tmp)
+        assert not outside.exists()
+        deadline = time.monotonic() + 5
+        while listener.count == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert listener.count == 1 and other.count == 0
+    finally:
+        other.close()
 
 
 REAL_KERNEL = """

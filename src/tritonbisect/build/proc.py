@@ -64,7 +64,8 @@ class SandboxedRunner:
 
     def __init__(self, runner, sandbox: Sandbox, *, writable: Sequence[Path] = (),
                  readable: Sequence[Path] = (), network: bool = False, keep_env: Sequence[str] = (),
-                 extra_env: Mapping[str, str] | None = None) -> None:
+                 extra_env: Mapping[str, str] | None = None,
+                 files: Sequence[tuple[Path, Path]] = ()) -> None:
         self.runner = runner
         self.sandbox = sandbox
         self.writable = tuple(Path(p) for p in writable)
@@ -72,6 +73,7 @@ class SandboxedRunner:
         self.network = network
         self.keep_env = tuple(keep_env)
         self.extra_env = dict(extra_env or {})
+        self.files = tuple((Path(a), Path(b)) for a, b in files)
 
     def __call__(self, cmd: Sequence[str] | str, *, cwd: Path, env: Mapping[str, str], log: Path,
                  timeout: float | None = None, **kwargs) -> ProcResult:
@@ -84,7 +86,8 @@ class SandboxedRunner:
                 path.mkdir(parents=True, exist_ok=True)
             layout = Layout(home=scratch / "home", tmp=scratch / "tmp",
                             writable=self.writable, readable=self.readable,
-                            network=self.network, keep_env=(*self.keep_env, *self.extra_env))
+                            network=self.network, keep_env=(*self.keep_env, *self.extra_env),
+                            files=self.files)
             full, senv = wrap(self.sandbox, argv, {**env, **self.extra_env}, cwd=Path(cwd), layout=layout)
             append = bool(kwargs.pop("append", False))
             if kwargs.pop("header", True):

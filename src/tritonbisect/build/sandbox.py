@@ -78,6 +78,7 @@ class Layout:
     added on their own. `network`: share the host's network (default: none at all).
     `keep_env`: names passed through although the allow-list would drop them (the user's
     own --env, an agent's API key). `home`/`tmp`: the host folders that become $HOME and /tmp.
+    `files`: (host file, path inside) pairs bound read-only over what is there (/etc/hosts).
     """
 
     home: Path
@@ -86,6 +87,7 @@ class Layout:
     readable: tuple[Path, ...] = ()
     network: bool = False
     keep_env: tuple[str, ...] = field(default_factory=tuple)
+    files: tuple[tuple[Path, Path], ...] = ()
 
 
 # --- finding one ----------------------------------------------------------------------------
@@ -200,6 +202,7 @@ def wrap(sandbox: Sandbox, argv: Sequence[str], env: Mapping[str, str], *, cwd: 
                 if p.exists() and p not in hidden and _under_any(p, hidden) and not _under_any(p, writable)]
     private = [*([(Path(layout.home), home)] if hide_home else []), (Path(layout.tmp), Path("/tmp"))]
     mounts = _mount_order(private, readable, writable)
+    mounts += [(Path(src), Path(dst), False) for src, dst in layout.files]
     if sandbox.kind == BWRAP:
         cmd = _bwrap(sandbox.executable, mounts, layout.network, Path(cwd))
     else:
@@ -235,6 +238,8 @@ def _unshare(exe: str, mounts: list[Mount], network: bool, cwd: Path) -> list[st
         "while read -r _ mp _; do mount -o remount,bind,ro \"$(printf '%b' \"$mp\")\" 2>/dev/null || true;"
         " done < /proc/self/mounts",
         "mount -t tmpfs tmpfs /dev/shm",
+        # a new network namespace starts with its loopback down (bubblewrap brings it up)
+        *([] if network else ["ip link set lo up 2>/dev/null || true"]),
         "mount -t tmpfs tmpfs /var/tmp",
     ]
 

@@ -7,8 +7,8 @@ squashed by the builder into the one `compat fix:` commit.
 
 Given a sandbox, the CLI runs in it like the builds: it writes only the worktree (and a
 private $HOME for its own settings), its environment is the allow-list plus what it needs
-to reach its API (the key, ANTHROPIC_BASE_URL, proxy settings); it keeps the host's network,
-which it needs for that API.
+to reach its API (the key, ANTHROPIC_BASE_URL), and its only network is the API's host and
+port, through api_gate.ApiGate.
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from pathlib import Path
 from tritonbisect.build.proc import SandboxedRunner, run_logged
 from tritonbisect.build.sandbox import Sandbox
 from tritonbisect.compat_builder.agent import AgentError, AgentResult
+from tritonbisect.compat_builder.api_gate import ApiGate
 from tritonbisect.compat_builder.prompts import FixPrompt
 from tritonbisect.errors import InputError
 
 ALLOWED_TOOLS = "Read,Edit,Write,Grep,Glob,LS"
-# what the CLI needs from our environment to reach its API (beside the sandbox's allow-list)
-API_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "CLAUDE_CODE_USE_BEDROCK",
-           "CLAUDE_CODE_USE_VERTEX", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy",
-           "no_proxy", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE")
+# what the CLI needs from our environment to reach its API (beside the sandbox's allow-list);
+# no proxy variables: inside, the API's host is reached directly through the gate
+API_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE")
 
 
 class ClaudeCliAgent:
@@ -56,10 +56,14 @@ class ClaudeCliAgent:
         if self._api_key:
             env["ANTHROPIC_API_KEY"] = self._api_key
         log = transcript.with_suffix(".log") if transcript else worktree.parent / "claude-cli.log"
-        run = run_logged
-        if self.sandbox is not None:
-            run = SandboxedRunner(run_logged, self.sandbox, writable=[worktree], network=True, keep_env=API_ENV)
-        res = run(cmd, cwd=worktree, env=env, log=log, timeout=self.timeout, header=False)
+        if self.sandbox is None:
+            res = run_logged(cmd, cwd=worktree, env=env, log=log, timeout=self.timeout, header=False)
+        else:
+            with ApiGate(env.get("ANTHROPIC_BASE_URL")) as gate:
+                run = SandboxedRunner(run_logged, self.sandbox, writable=[worktree, gate.folder],
+                                      keep_env=API_ENV, files=[(gate.hosts_file, Path("/etc/hosts"))])
+                res = run(gate.command(cmd), cwd=worktree, env=env, log=log, timeout=self.timeout,
+                          header=False)
         output = log.read_text(encoding="utf-8", errors="replace")
         if res.timed_out:
             raise AgentError(f"the claude CLI did not finish within {self.timeout:g} s (killed)")
