@@ -81,3 +81,29 @@ def test_run_sandbox_refused_where_none_works(tmp_path):
         "for unshare")
     assert "Traceback" not in proc.stderr
     assert not (home / "sessions").exists() or not any((home / "sessions").iterdir())
+
+
+@pytest.mark.skipif(detect() is None, reason="no sandbox works on this machine")
+def test_step_sandbox_for_git_bisect_run(tmp_path, listener):
+    """`tritonbisect step --sandbox` in the user's checkout: the verdict as usual, nothing escapes;
+    where no sandbox works it aborts the bisection (128) in one line."""
+    import subprocess
+
+    port, accepted = listener
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    shas = linear(repo, 4, culprit=2, files={"build.sh": hostile_build(outside, port)})
+    env = env_for(home, GITHUB_TOKEN=TOKEN)
+    for sha, code in ((shas[0], 0), (shas[3], 1)):
+        subprocess.run(["git", "-C", str(repo), "checkout", "-q", "--detach", sha], check=True)
+        proc = tb("step", "--build", "bash build.sh", "--test",
+                  '[ "$(cat state)" = ok ] && [ "$(cat out/token.txt)" = token=none ]', "--sandbox",
+                  cwd=repo, home=home, env=env)
+        assert proc.returncode == code, proc.stderr
+        assert "tritonbisect step: sandbox: " in proc.stderr
+    assert list(outside.iterdir()) == [] and accepted == []
+    proc = tb("step", "--test", "true", "--sandbox", cwd=repo, home=home,
+              env=env_for(home, TRITONBISECT_SANDBOX="none"))
+    assert proc.returncode == 128
+    assert "no sandbox works on this machine" in proc.stderr and "(exit 128: abort)" in proc.stderr
