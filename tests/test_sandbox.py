@@ -348,3 +348,29 @@ def test_sandboxed_build_requirements_come_as_wheels_only(tmp_path):
         assert not marker.exists()
     # (without the check pip builds it and runs its setup.py: --only-binary does not cover a
     # direct reference)
+
+
+def test_unix_sockets_of_the_host_are_out_of_reach(box, tmp_path):
+    """A daemon's Unix socket (Docker's lives in /run) can be connected to on a read-only
+    mount: /run is private, and $HOME//tmp too, where agents keep theirs."""
+    run_dir = Path("/run")
+    if not os.access(run_dir, os.W_OK):
+        pytest.skip("/run is not writable here")
+    path = run_dir / f"tritonbisect-test-{os.getpid()}.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(4)
+    try:
+        res, out = run(box, f"""python3 -c '
+import socket
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("{path}"); print("CONNECTED")
+except OSError as e:
+    print("REFUSED", type(e).__name__)
+'""", tmp_path)
+        assert res.returncode == 0, out
+        assert "CONNECTED" not in out.splitlines() and any(ln.startswith("REFUSED") for ln in out.splitlines())
+    finally:
+        server.close()
+        path.unlink()

@@ -48,8 +48,9 @@ _ALLOWED = re.compile(
 _SECRET = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|AUTH|COOKIE|SESSION", re.IGNORECASE)
 
 # Folders replaced by empty private ones: where the user's secrets and other processes'
-# temporary files live.
-_PRIVATE_TMP = ("/tmp", "/var/tmp")
+# temporary files live. /run too: a Unix socket there (the Docker daemon's) can be connected
+# to on a read-only mount.
+_PRIVATE_TMP = ("/tmp", "/var/tmp", "/run")
 
 
 class SandboxUnavailable(InputError):
@@ -218,7 +219,7 @@ def _bwrap(exe: str, mounts: list[Mount], network: bool, cwd: Path) -> list[str]
            "--proc", "/proc", "--unshare-all", "--die-with-parent"]
     if network:
         cmd.append("--share-net")
-    cmd += ["--tmpfs", "/var/tmp"]
+    cmd += ["--tmpfs", "/var/tmp", "--tmpfs", "/run"]
     for src, dst, rw in mounts:
         cmd += ["--bind" if rw else "--ro-bind", str(src), str(dst)]
     return [*cmd, "--chdir", str(cwd), "--"]
@@ -241,6 +242,7 @@ def _unshare(exe: str, mounts: list[Mount], network: bool, cwd: Path) -> list[st
         # a new network namespace starts with its loopback down (bubblewrap brings it up)
         *([] if network else ["ip link set lo up 2>/dev/null || true"]),
         "mount -t tmpfs tmpfs /var/tmp",
+        "mount -t tmpfs tmpfs /run",
     ]
 
     def bind(src: Path, dst: Path, rw: bool) -> None:
