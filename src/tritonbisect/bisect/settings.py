@@ -71,6 +71,7 @@ class BisectSettings:
     # --verify-revert: the culprit reverted at the bad commit, and any culprit it leaves
     # behind (bisect/revert_check.py)
     verify_revert: bool = False
+    sandbox: bool = False  # --sandbox: every build and test in a sandbox (build/sandbox.py)
 
     def policy(self) -> Policy:
         return Policy(regress=self.regress, on_build_failure=self.on_build_failure, perf=self.perf_settings())

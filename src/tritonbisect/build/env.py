@@ -274,17 +274,25 @@ class TargetEnv:
         res = run_logged(cmd, cwd=Path.cwd(), env=env, log=log, timeout=_TOOL_TIMEOUT, append=append)
         return res.returncode, read_tail(log, 16 * 1024)
 
-    def ensure_packages(self, requirements: Iterable[str], *, log: Path | None = None) -> tuple[bool, str]:
+    def ensure_packages(self, requirements: Iterable[str], *, log: Path | None = None,
+                        binary_only: bool = False) -> tuple[bool, str]:
         """pip-install the requirements that are absent or whose installed version is outside
         their specifier (build requirements of a --no-build-isolation build: e.g. cmake<4.0
-        where cmake 4 is there). Those already met are not touched."""
+        where cmake 4 is there). Those already met are not touched.
+        `binary_only`: wheels only (no sdist is built, so no package's own code runs)."""
         reqs = [r for r in requirements if r.strip()]
+        if binary_only:
+            # pip's --only-binary does not apply to a direct reference (`name @ URL`, a path)
+            direct = [r for r in reqs if "@" in r or "/" in r or r.strip().startswith(".")]
+            if direct:
+                return False, (f"build requirement {direct[0]!r} names a URL or path: requirements of an "
+                               "untrusted tree come from the package index as wheels only")
         names = [_req_name(r) for r in reqs]
         have = self.installed_versions(names)
         missing = unmet_requirements(reqs, [have.get(n) for n in names])
         if not missing:
             return True, ""
-        rc, tail = self.pip(["install", *missing], log=log)
+        rc, tail = self.pip(["install", *(["--only-binary", ":all:"] if binary_only else []), *missing], log=log)
         if rc != 0:
             return False, f"could not install {', '.join(missing)} into {self.root}: {_last_line(tail)}"
         return True, ""

@@ -55,6 +55,7 @@ class StepContext:
     workdir: Path | None = None  # the tool's workdir (caches, venvs, TRITON_HOME)
     cache_dir: str | None = None  # --cache-dir: the artifact cache (default <workdir>/cache)
     workers: int = 1  # steps that may build at once on this machine (they share its CPUs)
+    sandbox: bool = False  # --sandbox: builds and tests run in build/sandbox.py's sandbox
 
 
 @dataclass

@@ -51,7 +51,6 @@ from tritonbisect.build.triton_recipe import (
     pip_wheel_to_cache,
     project_dir,
     resolve_commit,
-    step_runner,
 )
 
 RECIPE = "torch"
@@ -214,7 +213,7 @@ class TorchRecipe(TritonRecipe):
             python_abi=env.python_abi(), debug=self.triton_config.debug,
             max_jobs=self.triton_config.max_jobs or default_max_jobs(ctx.workers),
             base_env=base, timeout=self.build_timeout,
-            runner=step_runner(ctx), pip=env.pip_command(),
+            runner=self.runner(ctx, ctx.worktree), pip=env.pip_command(),
         )
         cached = wb.cached and triton_cached
         if wb.kind is not Kind.PASS or wb.wheel is None:

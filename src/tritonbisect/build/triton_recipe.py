@@ -46,7 +46,7 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,7 @@ from tritonbisect.build.gitutil import (
     checkout_worktree,
     resolve_commit,
 )
+from tritonbisect.build.install_check import WheelUnreadable, startup_hooks
 from tritonbisect.build.llvm_recipe import (
     LLVMBuild,
     LLVMConfig,
@@ -89,7 +90,7 @@ from tritonbisect.build.recipes import (
     test_files,
 )
 from tritonbisect.build.store import ArtifactStore, open_cache
-from tritonbisect.build.toolchain import compiler_id, which
+from tritonbisect.build.toolchain import ccache_dir, compiler_id, which
 from tritonbisect.build.venv_pool import EnvPool, ensure_build_requirements, project_dir
 from tritonbisect.llvmpin import PIN_FILES_TEXT, PinError, read_pin, tree_reader
 
@@ -314,13 +315,46 @@ def _default_runner() -> Callable:
     return run_logged
 
 
-def step_runner(ctx: StepContext) -> Callable:
-    """The engine's process runner bound to the step's cancel token, when the engine is there."""
+def step_runner(ctx: StepContext, *writable: Path, env: Mapping[str, str] | None = None) -> Callable:
+    """The engine's process runner bound to the step's cancel token, when the engine is there.
+
+    With ctx.sandbox, every command runs in the sandbox (build/sandbox.py), writing only
+    `writable` (the tree being built or tested, its build folder), the step's log folder,
+    the cache's staging area and the caches builds keep between steps: TRITON_HOME (the
+    LLVM download), <workdir>/triton-cache and ccache's folder (found for `env`)."""
+    run = _plain_runner(ctx)
+    if not ctx.sandbox:
+        return run
+    return sandboxed_runner(run, ctx, writable, env)
+
+
+def _plain_runner(ctx: StepContext) -> Callable:
     try:
         from tritonbisect.bisect.runner import cancel_token_for, run_logged
     except ImportError:  # pragma: no cover - the engine is part of the package
         return _default_runner()
     return functools.partial(run_logged, token=cancel_token_for(ctx))
+
+
+def sandboxed_runner(run: Callable, ctx: StepContext, writable: Sequence[Path],
+                     env: Mapping[str, str] | None = None, cache_dir: str | None = None) -> Callable:
+    """`run` in the sandbox, writing only `writable` and the step's folders and caches."""
+    from tritonbisect.build.proc import SandboxedRunner
+    from tritonbisect.build.sandbox import require
+
+    workdir = Path(ctx.workdir) if ctx.workdir else ctx.worktree.parent
+    cache = open_cache(cache_dir or ctx.cache_dir, workdir=workdir)
+    caches = [ctx.log_dir, workdir / "triton-home", workdir / "triton-cache"]
+    staging = getattr(cache, "tmp_dir", None)
+    if staging is not None:
+        caches.append(Path(staging))
+    extra_env: dict[str, str] = {}
+    ccache = ccache_dir({**base_build_env(), **(env or {}), **ctx.env})
+    if ccache is not None:
+        caches.append(ccache)
+        extra_env["CCACHE_DIR"] = str(ccache)
+    return SandboxedRunner(run, require(), writable=[*writable, *caches], keep_env=tuple(ctx.env),
+                           extra_env=extra_env)
 
 
 def run_test(env: TargetEnv, spec: TestSpec, commit: str, ctx: StepContext, *, record: bool,
@@ -398,6 +432,13 @@ class TritonRecipe:
     def target_env(self, ctx: StepContext) -> TargetEnv:
         return self._envs.get(ctx)
 
+    def runner(self, ctx: StepContext, *writable: Path) -> Callable:
+        """The step's process runner; sandboxed with ctx.sandbox (or the config's "sandbox")."""
+        run = _plain_runner(ctx)
+        if not (ctx.sandbox or self._config.get("sandbox")):
+            return run
+        return sandboxed_runner(run, ctx, writable, cache_dir=self._config.get("cache_dir"))
+
     def repo_id(self, repo: Path) -> str:
         """The repository's identity for cache keys, as `History.repo_id` gives it."""
         key = str(repo)
@@ -417,7 +458,7 @@ class TritonRecipe:
             triton_home=worker_home(self.workdir(ctx), self.worker_tag(ctx)),
             extra_env=extra_env, extra_key=extra_key, python=env.python,
             python_abi=env.python_abi(), base_env=base, timeout=self.build_timeout,
-            runner=step_runner(ctx), pip=env.pip_command(),
+            runner=self.runner(ctx, source), pip=env.pip_command(),
             downloads=store_dir(self.workdir(ctx)), workers=ctx.workers,
             ccache_base=self.workdir(ctx).resolve(),
         )
@@ -428,7 +469,8 @@ class TritonRecipe:
             source, llvm_commit, cache=self.cache(ctx), config=self.llvm_config,
             build_dir=self.workdir(ctx) / "llvm-build" / self.worker_tag(ctx),
             log=ctx.log_dir / "llvm-build.log", repo_id=self.repo_id(source),
-            env={**base_build_env(), **ctx.env}, timeout=self.build_timeout, runner=step_runner(ctx),
+            env={**base_build_env(), **ctx.env}, timeout=self.build_timeout,
+            runner=self.runner(ctx, source, self.workdir(ctx) / "llvm-build" / self.worker_tag(ctx)),
             jobs=default_max_jobs(ctx.workers) if ctx.workers > 1 else None,
         )
 
@@ -470,6 +512,15 @@ class TritonRecipe:
     def install(self, env: TargetEnv, wheel: Path, commit: str, ctx: StepContext) -> tuple[bool, str]:
         """Install and verify; pip is skipped when the env already holds this very wheel
         (its digest comes from the cache entry, which the lookup just verified)."""
+        if ctx.sandbox or self._config.get("sandbox"):
+            # the install and its checks run the environment's python outside the sandbox
+            try:
+                hooks = startup_hooks(wheel)
+            except WheelUnreadable as exc:
+                return False, str(exc)
+            if hooks:
+                return False, (f"the wheel would run code at every python start-up ({', '.join(hooks[:3])}); "
+                               "a sandboxed build's wheel is not installed with one")
         try:
             return env.install_triton(wheel, commit, log=ctx.log_dir / "install.log",
                                       digest=self.cache(ctx).recorded_sha256(wheel))
@@ -505,7 +556,10 @@ class TritonRecipe:
             extra_env = llvm_env(llvm.prefix)
             extra_key = {"llvm": llvm_commit, "llvm_config": self.llvm_config.key_config()}
         install_log = ctx.log_dir / "install.log"
-        ok, reason = ensure_build_requirements(env, tree, install_log)
+        # sandboxed: the tree may be untrusted, so its build requirements come as wheels only
+        # (installing a wheel runs none of its code; building an sdist would, unsandboxed)
+        ok, reason = ensure_build_requirements(env, tree, install_log,
+                                               binary_only=bool(ctx.sandbox or self._config.get("sandbox")))
         if not ok:
             return result(Kind.INFRA, f"build requirements: {reason}", False, install_log)
         wb = self.build_wheel(tree, triton_commit, ctx, env, log=ctx.log_dir / log_name,
@@ -541,7 +595,7 @@ class TritonRecipe:
 
     def test(self, commit: str, ctx: StepContext, *, record: bool = False) -> TestRun:
         return run_test(self.target_env(ctx), self.test_spec, commit, ctx, record=record,
-                        runner=step_runner(ctx))
+                        runner=self.runner(ctx, ctx.worktree))
 
 
 def _triton_factory(config: Mapping[str, Any]) -> TritonRecipe:

@@ -128,20 +128,22 @@ def _declares_build_system(pyproject: Path) -> bool:
     return any(line.strip().replace(" ", "") == "[build-system]" for line in text.splitlines())
 
 
-def ensure_build_requirements(env: TargetEnv, source: Path, log: Path) -> tuple[bool, str]:
+def ensure_build_requirements(env: TargetEnv, source: Path, log: Path, *,
+                              binary_only: bool = False) -> tuple[bool, str]:
     """Install into env what the source needs to build without isolation (once; no-op when
-    everything is there). Old setuptools (< 70.1) also needs `wheel` for bdist_wheel."""
+    everything is there). Old setuptools (< 70.1) also needs `wheel` for bdist_wheel.
+    `binary_only`: wheels only (pip --only-binary :all:), never an sdist's build code."""
     proj = project_dir(source)
     if proj is None:
         return True, ""
     reqs = build_requires(proj)
     try:
-        ok, reason = env.ensure_packages(reqs, log=log)
+        ok, reason = env.ensure_packages(reqs, log=log, binary_only=binary_only)
         if not ok:
             return False, reason
         st = env.installed_versions(["setuptools", "wheel"])
         if st.get("setuptools") and st.get("wheel") is None and _older(st["setuptools"], (70, 1)):
-            return env.ensure_packages(["wheel"], log=log)
+            return env.ensure_packages(["wheel"], log=log, binary_only=binary_only)
     except EnvError as exc:
         return False, str(exc)
     return True, ""

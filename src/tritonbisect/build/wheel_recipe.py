@@ -78,7 +78,7 @@ class WheelRecipe:
         here = dataclasses.replace(ctx, worktree=self.cwd,
                                    env={**ctx.env, "TRITONBISECT_WHEEL_VERSION": str(version)})
         return run_test(self._envs.get(ctx), self.test_spec, commit, here, record=record,
-                        runner=step_runner(ctx))
+                        runner=step_runner(ctx, self.cwd))
 
 
 def _factory(config: Mapping[str, Any]) -> WheelRecipe:

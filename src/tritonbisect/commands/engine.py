@@ -82,6 +82,10 @@ def execute(session: Any, *, json_out: bool = False, ui: Any = None) -> NoReturn
     from tritonbisect.bisect.display import make_ui
     from tritonbisect.bisect.session import drive
 
+    if getattr(session.settings, "sandbox", False):
+        from tritonbisect.build.sandbox import announce
+
+        click.echo(f"tritonbisect: {announce()}", err=True)
     ui = ui or make_ui()
     try:
         result = drive(session, ui)

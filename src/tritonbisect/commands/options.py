@@ -126,6 +126,7 @@ def common_bisect_options(f: F | None = None, *, test: bool = True) -> Any:
             click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Where sessions, worktrees and caches live (default: $TRITONBISECT_HOME or the user cache dir)."),
             click.option("--json", "json_out", is_flag=True, help="Print one JSON object with the result at the end."),
             click.option("--verify-revert/--no-verify-revert", "verify_revert", default=None, help="Once the culprit is found, build the bad commit with the culprit reverted and test it (1 build per culprit): fixes, still-fails or conflict; when it still fails, bisect again with the culprit reverted for the next culprit (default: on for hunt, off elsewhere)."),
+            click.option("--sandbox", is_flag=True, help="Build and test every commit in a sandbox: no network, read-only filesystem except its build folders, private $HOME, allow-listed environment (for untrusted code)."),
             *PERF_OPTIONS,
             click.option("--log-limit", metavar="SIZE", help="Keep at most SIZE of each build's and test's output in its log: the first and the last half, with a line saying how much was cut (default 16M; 0 keeps everything; also $TRITONBISECT_LOG_LIMIT)."),
         ]
@@ -231,6 +232,10 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
     if jobs < 1 or repeat < 1:
         raise InputError("--jobs and --repeat must be at least 1")
     perf = perf_option_values(kwargs, regress=regress, repeat=repeat)
+    if kwargs.get("sandbox"):
+        from tritonbisect.build.sandbox import require
+
+        require()  # refuse before a session exists
     return BisectSettings(
         jobs=jobs,
         repeat=repeat,
@@ -251,6 +256,7 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
         **_hint_settings(kwargs),
         **perf,
         verify_revert=_verify_revert(kwargs),
+        sandbox=bool(kwargs.get("sandbox")),
     )
 
 

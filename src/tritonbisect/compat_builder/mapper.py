@@ -33,7 +33,7 @@ from tritonbisect.bisect.search import (
     TestNext,
     next_step,
 )
-from tritonbisect.compat_builder import gitops
+from tritonbisect.compat_builder import gitops, provenance
 from tritonbisect.compat_builder.fixer import Fixer, ManualFixNeeded, manual_instructions
 from tritonbisect.compat_builder.probe import COMPATIBLE, INCOMPATIBLE, SEARCH_VERDICT, Prober
 from tritonbisect.compat_builder.state import DONE, FIXING, MANUAL, SEARCHING, MapState, now_iso
@@ -79,8 +79,12 @@ class Mapper:
     def accept_fix(self, commit: str) -> None:
         st = self.state
         gitops.reset_hard(Path(st.worktree), commit)
+        made = next((a for a in st.attempts if a.get("commit") == commit and a.get("model")), None)
+        files = gitops.changed_files(Path(st.worktree), st.current_triton, commit)
+        scripts = provenance.build_scripts(files)
         st.fixes.append({"llvm": st.incompatible, "commit": commit, "attempts": st.attempts,
-                         "accepted": now_iso()})
+                         "accepted": now_iso(), "model": made["model"] if made else None,
+                         "files": files, "build_scripts": scripts})
         st.current_triton = commit
         st.current_good = st.incompatible or st.current_good
         st.incompatible = None
@@ -92,7 +96,11 @@ class Mapper:
             st.phase = DONE
             st.result = commit
         st.save("fix-accepted", commit=commit)
-        self.log(f"fix accepted: {commit[:12]}")
+        self.log(f"fix accepted: {commit[:12]}" + (f" (by {made['model']})" if made else " (by hand)")
+                 + f"; files: {', '.join(files)}")
+        if scripts:
+            self.log(f"REVIEW: fix {commit[:12]} changes build scripts ({', '.join(scripts)})")
+        (st.dir / "fixes-report.txt").write_text(provenance.report(st.fixes) + "\n", encoding="utf-8")
 
     # --- the search -------------------------------------------------------------------
     def _order(self, good: str, bad: str) -> list[str]:
@@ -236,11 +244,14 @@ class Mapper:
                 "final_bad_llvm": st.new_llvm,
                 "generated_at": now_iso(),
                 "tool_version": __version__,
+                **({"needs_review": review} if (review := provenance.needs_review_value(st.fixes)) else {}),
             },
             rows=[CompatRow(t, llvm) for t, llvm in st.pairs],
         )
         out = Path(st.out_csv or st.dir / "commits.csv")
         write_map(out, cmap)
+        for line in provenance.report(st.fixes).splitlines():
+            self.log(line)
         st.phase = DONE
         st.result = str(out)
         st.save("done", result=st.result)
