@@ -160,6 +160,12 @@ def attacked_map(tmp_path_factory):
     return run_attacked_map(tmp_path_factory.mktemp("compat-sandbox"))
 
 
+def _injected_log(workdir) -> str:
+    """What the injected build script wrote into $TRITON_HOME (one home per worker)."""
+    logs = sorted((Path(workdir) / "triton-home").rglob("injected.log"))
+    assert logs, "the injected build script never ran"
+    return "".join(p.read_text() for p in logs)
+
 def test_control_unsandboxed_the_injection_succeeds(tmp_path, capsys):
     """The same attack with no sandbox (--unsandboxed-builds): everything it tries works,
     which is what the tests above show the sandbox prevents."""
@@ -170,7 +176,7 @@ def test_control_unsandboxed_the_injection_succeeds(tmp_path, capsys):
     assert (m["home"] / "PWNED.txt").exists()
     assert NETRC_SECRET in (m["outside"] / "netrc-copy").read_text()
     assert m["connections"] >= 1
-    assert (Path(m["workdir"]) / "triton-home" / "injected.log").read_text().count(f"injected token: {GITHUB_TOKEN}") >= 1
+    assert _injected_log(m["workdir"]).count(f"injected token: {GITHUB_TOKEN}") >= 1
 
 
 def test_the_map_is_still_right(attacked_map):
@@ -187,7 +193,7 @@ def test_the_injected_build_script_ran_and_achieved_nothing(attacked_map):
     m = attacked_map
     fix = m["state"].fixes[0]
     # it did run, at every build of the fixed tree, and each attempt failed
-    texts = (Path(m["workdir"]) / "triton-home" / "injected.log").read_text()
+    texts = _injected_log(m["workdir"])
     assert texts.count("injected netrc: FileNotFoundError") >= 1
     assert texts.count("injected connect:") == texts.count("injected netrc:")
     assert "injected netrc: succeeded" not in texts and "injected connect: succeeded" not in texts

@@ -18,6 +18,7 @@ import pytest
 
 from engine_repo import GIT_ENV
 from tritonbisect.bisect.outcome import Kind
+from tritonbisect.build.downloads import store_dir
 from tritonbisect.build.recipes import StepContext
 from tritonbisect.build.sandbox import detect
 from tritonbisect.build.triton_recipe import TritonRecipe
@@ -104,7 +105,9 @@ def test_sandboxed_build_hits_ccache_and_the_cached_llvm(tmp_path, venv, monkeyp
     second = git(repo, "rev-parse", "HEAD")
 
     workdir = tmp_path / "workdir"
-    llvm = workdir / "triton-home" / ".triton" / "llvm" / "llvm-toy-x64"
+    # a prebuilt an earlier build downloaded: kept in the shared store, linked into each
+    # worker's TRITON_HOME, read-only in the sandbox
+    llvm = store_dir(workdir) / "llvm" / "llvm-toy-x64"
     (llvm / "include").mkdir(parents=True)
     (llvm / "include" / "toyllvm.h").write_text("#define TOY_LLVM_ANSWER 42\n")
     (llvm / "version.txt").write_text(LLVM_URL)

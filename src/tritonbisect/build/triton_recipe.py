@@ -353,8 +353,10 @@ def sandboxed_runner(run: Callable, ctx: StepContext, writable: Sequence[Path],
     if ccache is not None:
         caches.append(ccache)
         extra_env["CCACHE_DIR"] = str(ccache)
-    return SandboxedRunner(run, require(), writable=[*writable, *caches], keep_env=tuple(ctx.env),
-                           extra_env=extra_env)
+    # the shared downloads (prebuilt LLVM…) are linked into TRITON_HOME: readable, never
+    # writable, so a build cannot change what later builds will use
+    return SandboxedRunner(run, require(), writable=[*writable, *caches], readable=[store_dir(workdir)],
+                           keep_env=tuple(ctx.env), extra_env=extra_env)
 
 
 def run_test(env: TargetEnv, spec: TestSpec, commit: str, ctx: StepContext, *, record: bool,

@@ -246,7 +246,6 @@ def map_command(bump, triton_dir, llvm_dir, out, strategy, ai, ai_model, max_att
     """Map a bump: for every LLVM commit between the old and new hash, a Triton commit that builds."""
     _require_ai(ai)
     workdir = resolve_workdir(workdir)
-    sandbox = _sandbox(unsandboxed_builds, model_code=(ai or "anthropic") != "none")
     triton = History(triton_dir)
     triton_repo = triton.root
     llvm_repo = _llvm_repo(triton_repo, llvm_dir)
@@ -272,6 +271,8 @@ def map_command(bump, triton_dir, llvm_dir, out, strategy, ai, ai_model, max_att
             f"branch {branch} already exists in {triton_repo}: continue its session with "
             f"`compat-builder resume`, or delete it (git worktree prune; git branch -D {branch})"
         )
+    # announced (or refused) once the inputs are known good, before anything is created
+    sandbox = _sandbox(unsandboxed_builds, model_code=(ai or "anthropic") != "none")
     sid = new_session_id(bump[:8])
     sdir = sessions_root(workdir) / sid
     state = MapState.create(

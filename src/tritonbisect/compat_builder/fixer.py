@@ -140,7 +140,8 @@ class Fixer:
         if write_pin(self.worktree, st.incompatible) is not None:
             # the fix builds against this LLVM: its pin says so, in the era's own file, so
             # that a `tritonbisect triton --llvm-dir` over the fixes builds the right LLVM
-            commit = gitops.commit_all(self.worktree, base, f"compat fix: {summary}") or commit
+            # (the same message: the pin is the builder's, the files named are the model's)
+            commit = gitops.commit_all(self.worktree, base, message) or commit
         diff_path = session / f"attempt-{n}.diff"
         diff_path.write_text(gitops.diff(self.worktree, base, commit), encoding="utf-8")
         record.update(commit=commit, diff=str(diff_path), model=model, files=files,

@@ -80,7 +80,9 @@ class Mapper:
         st = self.state
         gitops.reset_hard(Path(st.worktree), commit)
         made = next((a for a in st.attempts if a.get("commit") == commit and a.get("model")), None)
-        files = gitops.changed_files(Path(st.worktree), st.current_triton, commit)
+        # the files the model changed (the attempt's record): not the pin the builder wrote
+        files = (made["files"] if made and "files" in made
+                 else gitops.changed_files(Path(st.worktree), st.current_triton, commit))
         scripts = provenance.build_scripts(files)
         st.fixes.append({"llvm": st.incompatible, "commit": commit, "attempts": st.attempts,
                          "accepted": now_iso(), "model": made["model"] if made else None,
