@@ -1,0 +1,144 @@
+"""`--cache-url s3://...` against a real S3-compatible server on 127.0.0.1 (moto's server mode).
+
+Two sessions with separate workdirs (nothing shared but the bucket): the second, over an
+overlapping range, builds nothing. Two processes publishing the same key at once leave one
+whole entry. The credentials never reach a file the sessions write.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine_repo import BUILD, TEST, journal, last_json, linear, tb
+
+boto3 = pytest.importorskip("boto3")
+pytest.importorskip("moto.server")
+
+SECRET = "s3cr3t-d0-not-l0g-7f3a"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def s3():
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "tbtest",
+           "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_DEFAULT_REGION": "us-east-1"}
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("moto server did not start") from None
+                time.sleep(0.2)
+        client = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], aws_access_key_id="tbtest",
+                              aws_secret_access_key=SECRET, region_name="us-east-1")
+        client.create_bucket(Bucket="tbcache")
+        yield env, client
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _env(home: Path, s3env: dict) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(s3env)
+    env["TRITONBISECT_HOME"] = str(home)
+    return env
+
+
+def _files_containing(root: Path, text: str) -> list[Path]:
+    found = []
+    for p in root.rglob("*"):
+        if p.is_file() and not p.is_symlink():
+            try:
+                if text.encode() in p.read_bytes():
+                    found.append(p)
+            except OSError:
+                continue
+    return found
+
+
+def test_second_session_over_an_overlapping_range_builds_nothing(s3, tmp_path):
+    s3env, client = s3
+    from engine_repo import env_for
+
+    repo = tmp_path / "repo"
+    shas = linear(repo, 24, culprit=15, broken=[9, 10])
+    url = "s3://tbcache/runs/a"
+    first_home, second_home = tmp_path / "h1", tmp_path / "h2"
+    args = ["run", "--repo", str(repo), "--build", BUILD, "--artifact", "out", "--test", TEST,
+            "--cache-url", url, "--json"]
+    one = tb(*args, "--good", shas[0], "--bad", "main", cwd=repo, home=first_home, timeout=180,
+             env={**env_for(first_home), **s3env})
+    assert one.returncode == 0, one.stderr[-3000:]
+    out1 = last_json(one.stdout)
+    assert out1["culprit"] == shas[15] and out1["builds"] > 0
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket="tbcache", Prefix="runs/a/")["Contents"]]
+    assert any(k.startswith("runs/a/entries/") for k in keys)
+    assert not any(k.startswith("runs/a/tmp/") for k in keys)  # staged uploads were published
+
+    # another workdir (no local cache at all), a range that overlaps the first one
+    two = tb(*args, "--good", shas[4], "--bad", shas[20], cwd=repo, home=second_home, timeout=180,
+             env={**env_for(second_home), **s3env})
+    assert two.returncode == 0, two.stderr[-3000:]
+    out2 = last_json(two.stdout)
+    assert out2["culprit"] == shas[15]
+    first = journal(first_home, out1["session"])
+    seen = {r["commit"] for r in first}
+    recs = journal(second_home, out2["session"])
+    again = [r for r in recs if r["commit"] in seen]
+    assert len(again) >= 3
+    # every commit the first session built or found unbuildable is taken from the bucket
+    assert [r["commit"][:8] for r in again if (r.get("build") or {}).get("performed")] == []
+    assert all(r["build"]["cached"] for r in again)
+    assert out2["builds"] == len({r["commit"] for r in recs if r["build"].get("performed")}) < len(recs)
+    for home in (first_home, second_home):
+        assert _files_containing(home, SECRET) == []
+
+
+_PUT = """
+import sys, pathlib
+from tritonbisect.build.store import open_cache
+store = open_cache(sys.argv[1], workdir=pathlib.Path(sys.argv[2]))
+art = pathlib.Path(sys.argv[2]) / "wheel.whl"
+art.write_bytes(sys.argv[3].encode() * 400000)
+print(store.put("k" * 64, art, {"commit": "abc", "recipe": "t"}))
+"""
+
+
+def test_two_drivers_publishing_one_key_at_once_leave_one_whole_entry(s3, tmp_path):
+    s3env, client = s3
+    url = "s3://tbcache/race"
+    procs = []
+    for name in ("a", "b"):
+        work = tmp_path / name
+        work.mkdir()
+        procs.append(subprocess.Popen([sys.executable, "-c", _PUT, url, str(work), "x"],
+                                      env=_env(work, s3env), stdout=subprocess.PIPE, text=True))
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    third = tmp_path / "c"
+    third.mkdir()
+    from tritonbisect.build.s3store import S3Store
+
+    store = S3Store(url, third, client=client)
+    got = store.get("k" * 64)
+    assert got is not None and got.read_bytes() == b"x" * 400000
+    names = [o["Key"] for o in client.list_objects_v2(Bucket="tbcache", Prefix="race/")["Contents"]]
+    assert names == [f"race/entries/{'k' * 64}.tar"]
