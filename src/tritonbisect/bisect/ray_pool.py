@@ -315,6 +315,9 @@ def _lost(commit: str, worker: int, started: str, t0: float, log_dir: Path, node
 
 
 def _first_line(exc: BaseException) -> str:
+    cause = getattr(exc, "cause", None)  # a RayTaskError: what the worker raised
+    if isinstance(cause, BaseException):
+        exc = cause
     lines = [line for line in str(exc).strip().splitlines() if line.strip()]
     return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:300]
 

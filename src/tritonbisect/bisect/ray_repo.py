@@ -54,12 +54,13 @@ class NodeRepo:
         self._lock_path = root / "repos" / f"{repo_id}.lock"
         self.path.mkdir(parents=True, exist_ok=True)
         if not (self.path / ".git").exists():
-            with self._locked():
+            with self.locked():
                 if not (self.path / ".git").exists():
                     git(["init", "-q", str(self.path)], cwd=self.path.parent)
 
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
+    def locked(self) -> Iterator[None]:
+        """The node-wide lock of this clone (git commands that change it take it)."""
         fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -82,7 +83,7 @@ class NodeRepo:
     def lacks(self, commit: str) -> list[str] | None:
         """None when the node has `commit` (fetching it from the URL first, when there is
         one); else the commits the node has, for the driver to bundle what it lacks."""
-        with self._locked():
+        with self.locked():
             if not self.has(commit) and self.url:
                 self._fetch_url(commit)
             if self.has(commit):
@@ -101,7 +102,7 @@ class NodeRepo:
 
     def receive(self, data: bytes) -> None:
         """Fetch a bundle made by `bundle_for` (every ref it carries is kept as a tip)."""
-        with self._locked(), tempfile.NamedTemporaryFile(
+        with self.locked(), tempfile.NamedTemporaryFile(
                 dir=self.path.parent, suffix=".bundle", delete=False) as f:
             f.write(data)
             f.close()
@@ -109,6 +110,9 @@ class NodeRepo:
                 git(["fetch", "-q", "--no-tags", f.name, f"+{_SHIPPED}*:{_SHIPPED}*"], cwd=self.path)
             finally:
                 os.unlink(f.name)
+            tips = self.tips()
+            if tips:
+                self._pin_head(tips[0])
 
     def _pin_head(self, commit: str) -> None:
         """Give the clone a HEAD (worktrees are added from it) once it has a commit (called

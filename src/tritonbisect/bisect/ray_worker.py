@@ -72,10 +72,11 @@ class StepWorker:
     def _wt(self) -> Worktree:
         with self._lock:
             if self._worktree is None:
-                self._worktree = acquire_worktree(
-                    self.repo.path, self.workdir, self.spec.repo_id,
-                    start=self.spec.prefer_worktree,
-                )
+                with self.repo.locked():  # the node's other workers add theirs beside it
+                    self._worktree = acquire_worktree(
+                        self.repo.path, self.workdir, self.spec.repo_id,
+                        start=self.spec.prefer_worktree,
+                    )
             return self._worktree
 
     def describe(self) -> dict[str, Any]:
