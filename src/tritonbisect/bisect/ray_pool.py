@@ -156,12 +156,11 @@ class RayPool:
             data, seconds = bundle_for(self.repo, commits, tips)
             t0 = time.monotonic()
             ray.get(actor.handle.receive.remote(ray.put(data)))
-            row = {"node": actor.node, "bytes": len(data), "bundle_s": round(seconds, 3),
-                   "send_s": round(time.monotonic() - t0, 3), "incremental": bool(tips)}
-            self.shipped.append(row)
+            send_s = time.monotonic() - t0
+            self.shipped.append({"node": actor.node, "bytes": len(data), "incremental": bool(tips),
+                                 "bundle_s": round(seconds, 3), "send_s": round(send_s, 3)})
             self.note(f"sent {'the commits' if tips else 'the repository'} to {actor.node}: "
-                      f"a {len(data) / 1024:.0f} KiB git bundle in "
-                      f"{row['bundle_s'] + row['send_s']:.1f} s")
+                      f"a {len(data) / 1024:.0f} KiB git bundle in {seconds + send_s:.1f} s")
 
     def _mark_dead(self, actor: _Actor) -> None:
         actor.dead = True

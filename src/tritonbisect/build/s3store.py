@@ -55,7 +55,7 @@ class S3Store:
         self.bucket, self.prefix = parse_url(url)
         if client is None:
             try:
-                import boto3
+                import boto3  # type: ignore[import-untyped]
             except ImportError:
                 raise InputError(INSTALL_HINT) from None
             client = boto3.client("s3")
@@ -67,7 +67,7 @@ class S3Store:
     # --- objects ------------------------------------------------------------------------
 
     def _read(self, name: str) -> bytes | None:
-        from botocore.exceptions import ClientError
+        from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 
         try:
             return bytes(self.s3.get_object(Bucket=self.bucket, Key=self.prefix + name)["Body"].read())
@@ -77,7 +77,7 @@ class S3Store:
             raise
 
     def _exists(self, name: str) -> bool:
-        from botocore.exceptions import ClientError
+        from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 
         try:
             self.s3.head_object(Bucket=self.bucket, Key=self.prefix + name)
