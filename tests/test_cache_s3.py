@@ -142,3 +142,21 @@ def test_two_drivers_publishing_one_key_at_once_leave_one_whole_entry(s3, tmp_pa
     assert got is not None and got.read_bytes() == b"x" * 400000
     names = [o["Key"] for o in client.list_objects_v2(Bucket="tbcache", Prefix="race/")["Contents"]]
     assert names == [f"race/entries/{'k' * 64}.tar"]
+
+
+def test_a_failed_build_recorded_by_one_workdir_is_known_to_another(s3, tmp_path):
+    _s3env, client = s3
+    from tritonbisect.build.s3store import S3Store
+
+    log = tmp_path / "build.log"
+    log.write_text("error: does not build\n")
+    one = S3Store("s3://tbcache/fail", tmp_path / "one", client=client)
+    two = S3Store("s3://tbcache/fail", tmp_path / "two", client=client)
+    key = "f" * 64
+    assert two.failure(key) is None
+    one.record_failure(key, "build_failed", "exit 1", log, commit="abc123", recipe="command")
+    got = two.failure(key)
+    assert got is not None and got.kind == "build_failed" and got.commit == "abc123"
+    assert got.log is not None and "does not build" in got.log.read_text()
+    assert two.forget_failures("abc") == [key]
+    assert S3Store("s3://tbcache/fail", tmp_path / "three", client=client).failure(key) is None
