@@ -8,52 +8,24 @@ whole entry. The credentials never reach a file the sessions write.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from engine_repo import BUILD, TEST, journal, last_json, linear, tb
+from s3_server import SECRET, moto_server
 
 boto3 = pytest.importorskip("boto3")
 pytest.importorskip("moto.server")
 
-SECRET = "s3cr3t-d0-not-l0g-7f3a"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
 def s3():
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "tbtest",
-           "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_DEFAULT_REGION": "us-east-1"}
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("moto server did not start") from None
-                time.sleep(0.2)
-        client = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], aws_access_key_id="tbtest",
-                              aws_secret_access_key=SECRET, region_name="us-east-1")
-        client.create_bucket(Bucket="tbcache")
-        yield env, client
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with moto_server("tbcache") as server:
+        yield server
 
 
 def _env(home: Path, s3env: dict) -> dict:
@@ -160,3 +132,16 @@ def test_a_failed_build_recorded_by_one_workdir_is_known_to_another(s3, tmp_path
     assert got.log is not None and "does not build" in got.log.read_text()
     assert two.forget_failures("abc") == [key]
     assert S3Store("s3://tbcache/fail", tmp_path / "three", client=client).failure(key) is None
+
+
+def test_bad_cache_urls_are_one_clear_line(tmp_path):
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    shas = linear(repo, 4, culprit=2)
+    for given, says in ((["--cache-url", "gs://b/p"], "only s3:// is supported"),
+                        (["--cache-url", "s3://"], "no bucket"),
+                        (["--cache-url", "s3://b/p", "--cache-dir", str(tmp_path)], "not both"),
+                        (["--repo-url", str(repo)], "only applies with --executor ray")):
+        proc = tb("run", "--repo", str(repo), "--good", shas[0], "--bad", "main", "--test", TEST,
+                  *given, cwd=repo, home=home)
+        assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

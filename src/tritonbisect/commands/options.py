@@ -104,6 +104,9 @@ def executor_values(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     if cache_url and "://" not in cache_url:
         raise InputError(f"--cache-url {cache_url}: not a URL; give s3://BUCKET/PREFIX "
                          "(or a directory with --cache-dir)")
+    if cache_url and not cache_url.lower().startswith("s3://"):
+        raise InputError(f"--cache-url {cache_url}: only s3:// is supported (any S3-compatible "
+                         "store: set AWS_ENDPOINT_URL for MinIO, Ceph, R2...)")
     extra = {"repo_url": repo_url} if repo_url else {}
     return {
         "executor": executor,
