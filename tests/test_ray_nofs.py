@@ -10,6 +10,7 @@ holder process this module starts and ends by pid.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import shutil
@@ -23,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from engine_repo import BUILD, env_for
+from s3_server import SECRET, moto_server
 
 ray_cluster_utils = pytest.importorskip("ray.cluster_utils")
 
@@ -36,7 +38,10 @@ def cluster():
     from ray._private.utils import get_ray_address_file
 
     os.makedirs(os.path.dirname(get_ray_address_file(None)), exist_ok=True)
-    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
+    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "AWS_ENDPOINT_URL",
+                                            "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                            "AWS_DEFAULT_REGION")}
+    stack = contextlib.ExitStack()
     try:  # Ray caches the auth mode in-process: made to read the environment again
         from ray._private.authentication_test_utils import reset_auth_token_state
     except ImportError:
@@ -45,6 +50,11 @@ def cluster():
     reset_auth_token_state()
     c = None
     try:
+        s3 = None
+        if importlib.util.find_spec("boto3") and importlib.util.find_spec("moto"):
+            # the nodes' credentials for the bucket: their environment, as on a real cluster
+            s3 = stack.enter_context(moto_server("tbnofs"))
+            os.environ.update(s3[0])
         c = ray_cluster_utils.Cluster(
             initialize_head=True,
             head_node_args={"num_cpus": 4, "resources": {"builder": 4}, "include_dashboard": False,
@@ -53,6 +63,7 @@ def cluster():
         tester = c.add_node(num_cpus=4, resources={"tester": 4})
         c.wait_for_nodes()
         c.builder_id, c.tester_id, c.temp = c.head_node.node_id, tester.node_id, Path(temp)
+        c.s3 = s3
         yield c
     finally:
         if c is not None:
@@ -63,6 +74,7 @@ def cluster():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         shutil.rmtree(temp, ignore_errors=True)
+        stack.close()
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -208,3 +220,34 @@ def test_kill_9_of_the_driver_then_resume_with_the_repository_from_a_url(cluster
              and r["role"] in ("endpoint", "search")]
     assert again == [], "a finished step ran again"
     assert _holding(pid, folder, TOKEN) == []
+
+
+def test_nodes_and_sessions_share_builds_through_an_s3_bucket(cluster, private):
+    if cluster.s3 is None:
+        pytest.skip("boto3 and moto[server] are needed (pip install -e '.[test]')")
+    s3env, client = cluster.s3
+    pid, folder = private
+    repo = folder / "repo"
+    shas = _make_repo(pid, repo, 20, 13, [])
+    url = "s3://tbnofs/shared"
+    outs = []
+    for n, good in enumerate((shas[0], shas[2])):
+        home = folder / f"home{n}"
+        args = _run_args(repo, cluster.address, good, "--cache-url", url, test="grep -q ok out/state")
+        proc = _ns(pid, *args, env={**_env(home), **s3env}, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert out["culprit"] == shas[13]
+        outs.append((out, _journal(pid, home, out["session"])))
+        # new nodes, as far as the cache goes: only the bucket holds the builds
+        shutil.rmtree(cluster.temp / "tritonbisect" / "work" / "cache-s3", ignore_errors=True)
+    (first, recs1), (second, recs2) = outs
+    assert first["builds"] > 0
+    built = {r["commit"] for r in recs1 if r["build"].get("performed")}
+    again = [r for r in recs2 if r["commit"] in built]
+    assert len(again) >= 2 and not [r for r in again if r["build"].get("performed")]
+    for rec in again:  # the tester took the builder's wheel from the bucket
+        assert rec["build"]["cached"]
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket="tbnofs")["Contents"]]
+    assert keys and all(k.startswith("shared/entries/") for k in keys)
+    assert _holding(pid, folder, SECRET) == [] and _holding(pid, folder, TOKEN) == []
