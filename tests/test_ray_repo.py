@@ -46,3 +46,12 @@ def test_a_url_serves_the_node_and_a_bundle_covers_what_it_lacks(tmp_path):
     data, _ = bundle_for(repo, [local], tips)
     node.receive(data)
     assert node.lacks(local) is None
+
+
+def test_a_node_that_sees_the_drivers_repository_fetches_from_it(tmp_path):
+    repo = tmp_path / "repo"
+    shas = linear(repo, 8, culprit=4)
+    node = NodeRepo(tmp_path / "node", "rid", local=str(repo))
+    assert node.lacks(shas[7]) is None and node.lacks(shas[0]) is None  # no bundle needed
+    unseen = NodeRepo(tmp_path / "node2", "rid", local=str(tmp_path / "not-here"))
+    assert unseen.lacks(shas[7]) == []  # a path the node does not have: the driver sends it

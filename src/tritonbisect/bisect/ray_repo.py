@@ -3,7 +3,9 @@
 Node side (`NodeRepo`): each node keeps its own clone of the repository under its node folder
 (`node_root()`), one per repository identity, for as long as the cluster's node lives, so a
 resumed or later session finds its commits and its worktrees there. A commit a step needs
-comes from `--repo-url` when one is given (fetched on the node), else from the driver: a
+comes from the driver's own repository when the node sees it at the same path (the driver's
+machine, or a shared filesystem), else from `--repo-url` when one is given (fetched on the
+node), else from the driver: a
 `git bundle` of what the node lacks, put once in Ray's object store (`ray.put`) and fetched by
 one worker of that node; the other workers of the node then find the commit present.
 
@@ -48,9 +50,11 @@ def node_root() -> Path:
 class NodeRepo:
     """This node's clone of one repository (safe to share between the workers of a node)."""
 
-    def __init__(self, root: Path, repo_id: str, url: str | None = None) -> None:
+    def __init__(self, root: Path, repo_id: str, url: str | None = None,
+                 local: str | None = None) -> None:
         self.path = root / "repos" / repo_id
         self.url = url
+        self.local = local  # the driver's repository, used where this node sees it
         self._lock_path = root / "repos" / f"{repo_id}.lock"
         self.path.mkdir(parents=True, exist_ok=True)
         if not (self.path / ".git").exists():
@@ -84,20 +88,30 @@ class NodeRepo:
         """None when the node has `commit` (fetching it from the URL first, when there is
         one); else the commits the node has, for the driver to bundle what it lacks."""
         with self.locked():
-            if not self.has(commit) and self.url:
-                self._fetch_url(commit)
+            for source in self._sources():
+                if self.has(commit):
+                    break
+                self._fetch_from(source, commit)
             if self.has(commit):
                 self._pin_head(commit)
                 return None
             return self.tips()
 
-    def _fetch_url(self, commit: str) -> None:
+    def _sources(self) -> list[str]:
+        found = []
+        if self.local and (Path(self.local, ".git").exists() or Path(self.local, "objects").is_dir()):
+            found.append(str(self.local))
+        if self.url:
+            found.append(self.url)
+        return found
+
+    def _fetch_from(self, source: str, commit: str) -> None:
         refspecs = [f"+refs/heads/*:{_FROM_URL}heads/*", f"+refs/tags/*:{_FROM_URL}tags/*"]
         with contextlib.suppress(GitError):
-            git(["fetch", "-q", "--no-tags", str(self.url), *refspecs], cwd=self.path)
+            git(["fetch", "-q", "--no-tags", source, *refspecs], cwd=self.path)
         if not self.has(commit):  # a commit no branch names: servers that allow it serve it
             with contextlib.suppress(GitError):
-                git(["fetch", "-q", "--no-tags", str(self.url),
+                git(["fetch", "-q", "--no-tags", source,
                      f"+{commit}:{_FROM_URL}commits/{commit}"], cwd=self.path)
 
     def receive(self, data: bytes) -> None:

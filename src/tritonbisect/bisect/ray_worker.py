@@ -56,7 +56,7 @@ class StepWorker:
     def __init__(self, spec: WorkerSpec) -> None:
         self.spec = spec
         root = node_root()
-        self.repo = NodeRepo(root, spec.repo_id, spec.repo_url)
+        self.repo = NodeRepo(root, spec.repo_id, spec.repo_url, local=spec.repo)
         self.workdir = root / "work"
         self.recipe = recipe_from_config(spec.recipe_name, spec.recipe_config)
         self.settings = StepSettings(
