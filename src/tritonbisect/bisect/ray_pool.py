@@ -192,10 +192,17 @@ class RayPool:
         built = self._stage(slot, "builder", request, log_dir, build_only=True)
         if built.kind != Kind.PASS.value or built.cancelled:
             return built
-        # the builder's cache entries of the commit, straight from its node to the tester's
-        # (an object reference: the bytes do not pass through the driver)
+        # the builder's cache entries of the commit, straight from its node to the tester's:
+        # the driver only holds a reference to them (the bytes do not pass through it)
         builder = slot.actors["builder"]
-        handover = builder.handle.export.remote(request.commit)
+        try:
+            handover = ray.get(builder.handle.export.remote(request.commit), timeout=CALL_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - the builder went away with its artifact
+            self._mark_dead(builder)
+            return _lost(request.commit, slot.index, built.started, time.monotonic(), log_dir,
+                         built.node or "", f"the Ray builder on {built.node} was lost before "
+                         f"handing over its build: {_first_line(exc)}",
+                         cancelled=request.token.cancelled)
         tested = self._stage(slot, "tester", request, log_dir, build_only=False,
                              handover=handover)
         install = tested.build or {}

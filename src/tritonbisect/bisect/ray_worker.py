@@ -115,18 +115,26 @@ class StepWorker:
 
         return open_cache(None, workdir=self.workdir)
 
-    def export(self, commit: str) -> bytes:
-        """The cache entries built from `commit` here, packed (empty when shared)."""
+    def export(self, commit: str) -> list[Any]:
+        """The cache entries built from `commit` here, packed and put in the object store:
+        [a reference to them], or [] when the cache is shared (nothing to hand over)."""
+        import ray
+
         from tritonbisect.build.cache_transfer import keys_of_commit, pack
 
         cache = self._local_cache()
-        return pack(cache, keys_of_commit(cache, commit)) if cache is not None else b""
+        return [ray.put(pack(cache, keys_of_commit(cache, commit)))] if cache is not None else []
 
-    def import_entries(self, data: bytes) -> list[str]:
+    def import_entries(self, box: list[Any]) -> list[str]:
+        """Put what `export` handed over (fetched from the builder's node) in this cache."""
+        import ray
+
         from tritonbisect.build.cache_transfer import unpack
 
         cache = self._local_cache()
-        return unpack(cache, data) if cache is not None and data else []
+        if cache is None or not box:
+            return []
+        return unpack(cache, ray.get(box[0]))
 
     def _token(self, step_id: str) -> CancelToken:
         with self._lock:
