@@ -46,7 +46,10 @@ def parse_url(url: str) -> tuple[str, str]:
 class S3Store:
     """The ArtifactStore of an S3 location (see the module docstring)."""
 
-    key = staticmethod(ArtifactCache.key)
+    @staticmethod
+    def key(repo_id: str, commit: str, recipe: str, config: Mapping, python_abi: str,
+            toolchain: str) -> str:
+        return ArtifactCache.key(repo_id, commit, recipe, config, python_abi, toolchain)
 
     def __init__(self, url: str, workdir: Path, client: Any = None) -> None:
         import hashlib
