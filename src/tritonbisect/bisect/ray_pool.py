@@ -135,7 +135,8 @@ class RayPool:
             # infrastructure failure of the step (raised to the caller)
             info = ray.get(actor.handle.describe.remote())
             actor.node = self.cluster.node_name(info["node_id"])
-            self._ship(actor, info["node_id"], self.first_commits[0])
+            if self.first_commits:  # the range's last commit and its history, in one go
+                self._ship(actor, info["node_id"], self.first_commits[0])
             info["worktree"] = ray.get(actor.handle.worktree.remote())
             slot.worktrees[role] = int(info["worktree"])
             actor.info = info
