@@ -8,7 +8,8 @@
 2. A wheel from builder to tester on a two-node Ray cluster on this machine: through the
    object store (pack on the builder, `ray.put`-ed result moved node to node, unpack and
    verify on the tester) against a shared directory cache (put on one side, verified get on
-   the other). Each figure is the median of 3.
+   the other), and through `--cache-url` on a local S3-compatible server (moto). Each figure
+   is the median of 3.
 """
 
 from __future__ import annotations
@@ -132,10 +133,57 @@ def main() -> None:
             print("| builder to tester | seconds |\n| --- | --- |")
             print(f"| object store (pack, node-to-node transfer, unpack + verify) | {statistics.median(store_t):.2f} s |")
             print(f"| shared directory (put, verified get) | {statistics.median(shared_t):.2f} s |")
+            s3_figures(wheel, Path(temp))
     finally:
         ray.shutdown()
         c.shutdown()
         shutil.rmtree(temp, ignore_errors=True)
+
+
+def s3_figures(wheel: str, temp: Path) -> None:
+    """The same wheel through `--cache-url` on a local S3-compatible server (moto), when
+    boto3 and moto[server] are installed: publish from one workdir, get from a fresh one."""
+    import importlib.util
+    import os
+    import socket
+
+    if not (importlib.util.find_spec("boto3") and importlib.util.find_spec("moto")):
+        print("\n(--cache-url figures need boto3 and moto[server])")
+        return
+    import boto3
+
+    from tritonbisect.build.s3store import S3Store
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(300):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench",
+                          AWS_DEFAULT_REGION="us-east-1", AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}")
+        boto3.client("s3").create_bucket(Bucket="bench")
+        puts, gets = [], []
+        for i in range(3):
+            key = f"{i}" * 64
+            t0 = time.monotonic()
+            S3Store("s3://bench/c", temp / f"s3a{i}").put(key, Path(wheel), {"commit": "c" * 40})
+            puts.append(time.monotonic() - t0)
+            t0 = time.monotonic()
+            assert S3Store("s3://bench/c", temp / f"s3b{i}").get(key) is not None
+            gets.append(time.monotonic() - t0)
+        print("| --cache-url (moto on 127.0.0.1) | seconds |\n| --- | --- |")
+        print(f"| publish (local put, upload to tmp/, copy to the key) | {statistics.median(puts):.2f} s |")
+        print(f"| get from a fresh workdir (download, unpack + verify) | {statistics.median(gets):.2f} s |")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 if __name__ == "__main__":
