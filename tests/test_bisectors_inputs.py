@@ -39,7 +39,7 @@ def test_bump_facts(world):
     assert bumps_between(hist, t["good_triton"], t["bad_triton_llvm"]) == [t["bump"]]
     assert bumps_between(hist, *t["triton_regression_range"]) == []
     assert pinned_llvm(hist, t["bad_triton_llvm"]) == t["new_llvm"]
-    with pytest.raises(InputError, match="cmake/llvm-hash.txt is missing"):
+    with pytest.raises(InputError, match=r"LLVM pin \(cmake/llvm-info.json or cmake/llvm-hash.txt\) is missing"):
         pinned_llvm(History(world.llvm), t["old_llvm"])
 
 
@@ -135,7 +135,7 @@ def test_missing_llvm_hash_file(world, tmp_path, capsys):
         capsys,
     )
     assert code == 2
-    assert f"{HASH_FILE} is missing" in error_line(err)
+    assert f"LLVM pin (cmake/llvm-info.json or {HASH_FILE}) is missing" in error_line(err)
 
 
 @pytest.mark.parametrize(

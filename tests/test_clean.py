@@ -55,6 +55,7 @@ def test_clean_all_over_two_repositories_keep_cache_then_everything(tmp_path: Pa
     artifact.write_bytes(b"wheel")
     cache = ArtifactCache(home / "cache")
     cache.put("k1", artifact, {"commit": "c" * 40, "recipe": "triton"})
+    (home / "downloads" / "llvm" / "llvm-abcdef01-ubuntu-x64").mkdir(parents=True)  # a shared download
     # a worktree whose folder was deleted by hand: its registration is pruned
     stale = next((home / "worktrees").glob("*/w0"))
     shutil.rmtree(stale)
@@ -65,8 +66,9 @@ def test_clean_all_over_two_repositories_keep_cache_then_everything(tmp_path: Pa
         assert worktrees(repo) == before
     assert not (home / "sessions").exists() and not (home / "worktrees").exists()
     assert ArtifactCache(home / "cache").get("k1") is not None
+    assert (home / "downloads" / "llvm").is_dir()
     assert tb("clean", "--all", cwd=tmp_path, home=home).returncode == 0
-    assert not (home / "cache").exists()
+    assert not (home / "cache").exists() and not (home / "downloads").exists()
 
 
 def test_clean_refuses_a_running_session_and_bad_arguments(tmp_path: Path) -> None:

@@ -145,7 +145,8 @@ def test_invalid_endpoints_exit_3_with_both_logs(tmp_path: Path) -> None:
     assert out["status"] == "invalid-endpoints"
     assert "probe-output-ok" in proc.stderr  # the good endpoint's log tail
     assert "probe-output-bad" in proc.stderr  # the bad endpoint's log tail
-    assert out["tests"] == 2
+    assert out["tests"] == 3  # the good endpoint failed: run once more before giving up
+    assert "never passed (2 bad)" in out["reason"]
 
 
 def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
@@ -277,12 +278,15 @@ def test_confirmation_that_disagrees_gives_low_confidence_with_flaky_off(tmp_pat
     repo, home = tmp_path / "repo", tmp_path / "home"
     shas = linear(repo, 16, culprit=12)
     proc = _run(repo, home, shas[0], "main", "--flaky", "off", test=_first_run_fails(tmp_path, shas))
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 6, proc.stderr  # not 0: a script must tell it from a confirmed one
     out = last_json(proc.stdout)
     assert out["status"] == "found"
+    assert out["outcome"] == "found-low-confidence" and out["exit_code"] == 6
     assert out["culprit"] != shas[12]
     assert out["confidence"] == "low"
     assert "confirmation disagrees" in out["reason"]
+    status = json.loads(tb("status", out["session"], "--json", cwd=repo, home=home).stdout)
+    assert status["outcome"] == "found-low-confidence" and status["exit_code"] == 6
 
 
 def test_confirmation_that_disagrees_switches_to_the_flake_aware_search(tmp_path: Path) -> None:
@@ -315,7 +319,8 @@ def test_contradicting_verdicts_are_retested_with_flaky_off(tmp_path: Path) -> N
     state["phases"][0].update(status="running", culprit=None, candidates=[], confidence=None)
     (sdir / "session.json").write_text(json.dumps(state))
     res = tb("resume", out["session"], "--json", cwd=repo, home=home)
-    assert res.returncode == 0, res.stderr
+    # right, but after a contradiction below the confidence asked for: its own exit code
+    assert res.returncode == 6, res.stderr
     assert "contradict" in res.stderr
     assert last_json(res.stdout)["culprit"] == shas[25]
     searched = [r["commit"] for r in journal(home, out["session"]) if r["role"] == "search"]
@@ -350,6 +355,12 @@ def test_regress_fixed_finds_the_fixing_commit(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     out = last_json(proc.stdout)
     assert out["culprit"] == shas[6] and out["confidence"] == "high"
+    assert "BAD" not in proc.stderr  # a passing step is the fixed state, not "BAD pass"
+    assert f"[search] {shas[6][:12]} FIXED   pass" in proc.stderr
+    assert "the good commit must fail, the bad (fixed) one must pass" in proc.stderr
+    plain = tb("run", "--repo", str(repo), "--good", shas[0], "--bad", "main", "--build", BUILD, "--test",
+               "grep -q bad out/state", "--regress", "fixed", cwd=repo, home=tmp_path / "home2")
+    assert plain.stdout.startswith(f"fixed by: {shas[6]}"), plain.stdout
 
 
 def test_four_workers_stop_steps_that_no_longer_matter(tmp_path: Path) -> None:

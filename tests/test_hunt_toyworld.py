@@ -44,7 +44,12 @@ def test_triton_hunt_reuses_the_builds_of_earlier_nights(tmp_path: Path, capsys)
     assert retests and all(r["build"]["cached"] for r in retests)
     journal = [json.loads(line) for line in (Path(res["session_dir"]) / "journal.jsonl").read_text().splitlines()]
     searched = {r["commit"] for r in journal if r["role"] == "search" and (r["build"] or {}).get("performed")}
-    assert res["builds"] == 1 + len(searched)  # the head, then each commit the search built once
+    # the head, then each commit the search built once, then the bad commit with the culprit
+    # reverted (the revert check a hunt runs by default: a build of its own)
+    reverted = [r for r in journal if r["role"] == "revert"]
+    assert len(reverted) == 1 and reverted[0]["build"]["performed"]
+    assert reverted[0]["verdict"] == "good"  # the toy Triton's culprit reverted: the test passes
+    assert res["builds"] == 1 + len(searched) + 1
     assert t["triton_regression"][:12] in (home / "issue.md").read_text()
 
     code, res, _ = run_json([*argv, "--bad", bad], capsys)

@@ -112,3 +112,55 @@ def test_retry_skip_undo_quit_and_resume(tmp_path: Path) -> None:
     out = finish(child)
     assert out["culprit"] == shas[11]
     assert journal(home, sid)[: len(recs)] == recs  # nothing rewritten
+
+
+def test_undo_acts_on_the_running_search_at_once(tmp_path: Path) -> None:
+    """g, b, a wrong b, undo, then true answers: the running search must drop the answer taken
+    back at once (as a resumed one does) and name the true culprit."""
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    shas = linear(repo, 200, culprit=137)
+    child = spawn("run", "--repo", str(repo), "--good", shas[0], "--bad", "main", "--build", BUILD,
+                  "--json", cwd=repo, home=home)
+    for given in ("good", "bad"):  # the first two answers are the truth, whatever they are
+        _commit, state, _ = judge_next(child)
+        child.sendline(answer(state))
+        del given
+    wrong, state, _ = judge_next(child)
+    child.sendline("bad" if state == "ok" else "good")  # a wrong answer...
+    _next, state, _ = judge_next(child)
+    child.sendline("u")  # ...taken back at the next question
+    child.expect(rf"took back (good|bad) for {wrong[:12]}")
+    child.expect_exact("Your verdict?")
+    child.sendline(answer(state))
+    out = finish(child)
+    assert out["culprit"] == shas[137], out
+    assert out["status"] == "found"
+
+
+def test_undo_at_the_confirmation_searches_again_at_once(tmp_path: Path) -> None:
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    shas = linear(repo, 40, culprit=22)
+    child = spawn("run", "--repo", str(repo), "--good", shas[0], "--bad", "main", "--build", BUILD,
+                  "--json", cwd=repo, home=home)
+    last = None
+    while True:  # the search, answered truthfully, up to the first confirmation
+        child.expect(READY + r"( \(confirmation)?")
+        commit, confirming = child.match.group(1), bool(child.match.group(2))
+        child.expect(r"checkout: (\S+)")
+        state = (Path(child.match.group(1)) / "out" / "state").read_text().strip()
+        child.expect_exact("Your verdict?")
+        if confirming:
+            break
+        last = commit
+        child.sendline(answer(state))
+    child.sendline("u")  # takes back the last search answer, which the culprit rests on
+    child.expect(rf"took back (good|bad) for {last[:12]}")
+    child.expect_exact("Your verdict?")
+    child.sendline(answer(state))
+    child.expect_exact("an answer was taken back: searching again")  # at once, not at a resume
+    out = finish(child)
+    assert out["culprit"] == shas[22]
+    recs = journal(home, out["session"])
+    undo = next(r for r in recs if r["role"] == "undo")
+    assert last != shas[22]  # the parent's answer was taken back: it is asked again
+    assert [r["commit"] for r in recs if r["role"] == "search" and r["seq"] > undo["seq"]][:1] == [last]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -162,3 +163,31 @@ def test_a_wheel_is_found_by_its_triton_or_its_llvm_commit(tmp_path: Path) -> No
     assert builds._wheel("l1" * 20).name.endswith("+b-py3-none-any.whl")
     with pytest.raises(InputError, match="narrow never builds"):
         builds._wheel("ff" * 20)
+
+
+def test_narrow_prints_the_next_command_with_the_pass_as_a_hint(tmp_path: Path) -> None:
+    """The toy's culprit changes TritonGPUCoalesce; narrow names it, weighs the commits that touch
+    its Passes.td and Coalesce.cpp, and the command it prints finds the culprit with fewer builds."""
+    truth = make_pass_triton(tmp_path / "toy" / "repo", commits=48, culprit=29, touch_pass=(6, 17, 40))
+    home = tmp_path / "home"
+    proc = _cli("run", "--repo", str(tmp_path / "toy" / "repo"), "--good", truth["order"][0], "--bad",
+                truth["order"][-1], "--build", truth["build"], "--artifact", truth["artifact"], "--repro",
+                truth["ttir"], "--oracle", "ir", "--compile-target", "cuda:90", "--env", "PYTHONPATH=build",
+                "--workdir", str(home), "--json", "--narrow")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    first = json.loads(proc.stdout.strip().splitlines()[-1])
+    hint = first["narrow"]["prefer_pass"]
+    assert hint["passes"] == [PLANTED_PASS]
+    assert hint["files"] == ["include/triton/Dialect/TritonGPU/Transforms/Passes.td",
+                             "lib/Dialect/TritonGPU/Transforms/Coalesce.cpp"]
+    assert hint["commits"] == len(truth["pass_commits"])
+    assert hint["command"].endswith(f"--prefer-pass {PLANTED_PASS}") and "--narrow" in hint["command"]
+    printed = _cli("narrow", first["session"], "--workdir", str(home))
+    assert f"next, with the pass as a hint (weighs {hint['commits']} commits" in printed.stdout
+    argv = shlex.split(hint["command"])[1:]
+    argv[argv.index("--workdir") + 1] = str(tmp_path / "home2")
+    again = _cli(*argv)
+    assert again.returncode == 0, again.stderr[-2000:]
+    second = json.loads(again.stdout.strip().splitlines()[-1])
+    assert second["culprit"] == truth["culprit"]
+    assert second["builds"] < first["builds"], (second["builds"], first["builds"])

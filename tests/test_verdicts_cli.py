@@ -133,9 +133,11 @@ def test_mark_corrects_a_verdict_resume_follows_and_undo_takes_it_back(tmp_path:
     status = tb("status", sid, cwd=repo, home=home).stdout
     assert "pending" in status and "reopened" in status and "resume with" in status
     res = tb("resume", sid, "--json", cwd=repo, home=home)
-    assert res.returncode == 0, res.stderr
+    # the mark contradicts a test verdict, so the test may be wrong elsewhere too: the answer
+    # holds below the confidence asked for, and says so with its own exit code
+    assert res.returncode == 6, res.stderr
     again = last_json(res.stdout)
-    assert again["culprit"] == shas[14]
+    assert again["culprit"] == shas[14] and again["outcome"] == "found-low-confidence"
     after = journal(home, sid)
     assert after[: len(before)] == before  # nothing rewritten
     marks = [r for r in after if r["role"] == "mark"]
@@ -267,7 +269,7 @@ def test_a_mark_in_an_earlier_phase_supersedes_the_later_ones(tmp_path: Path) ->
     status = tb("status", session.id, cwd=first, home=home).stdout
     assert "phase one: pending" in status and "phase two: superseded" in status
     res = tb("resume", session.id, "--json", cwd=first, home=home)
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == 6, res.stderr  # low confidence: the mark contradicts a test verdict
     out = last_json(res.stdout)
     assert out["phase"] == "one" and out["culprit"] == a[6]
     assert [p["status"] for p in out["phases"]] == ["found", "superseded"]

@@ -5,6 +5,7 @@ mid-run (abort, then resume), a corrupt download, --find-links and --triton-dir.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -112,6 +113,15 @@ def test_endpoints_checked_first(index, here, home, capsys):
     assert {t["role"] for t in res["tested"]} == {"endpoint"}  # no search began
     assert ("3.4.0", "bad") in [(t["version"], t["verdict"]) for t in res["tested"]]
     assert res["first_bad"] is None and res["status"] != "found"
+    # in versions, as the user gave them; no `resume` for a session that is over
+    code, out, err = run_cli(_argv("3.4.0", "3.6.0", "--index-url", index.url, home=home), capsys)
+    assert code == 3
+    assert "the good version 3.4.0 never passed (2 bad)" in out + err
+    assert "bisecting 2 versions (good 3.4.0, bad 3.6.0)" in err and "wheel-ladders" not in err
+    assert "tritonbisect resume" not in out and "tritonbisect report" in out
+    said = out + "\n".join(line for line in err.splitlines() if "/steps/" not in line)  # not log paths
+    said = re.sub(re.escape(str(home)) + r"\S*", "<path>", said)  # nor paths under the workdir (venvs)
+    assert not any(r["commit"][:12] in said for r in _journal(res))  # no ladder sha anywhere
 
 
 def test_index_gone_at_start_is_an_abort(tmp_path, here, home, capsys):
@@ -204,3 +214,38 @@ def test_commit_range_from_a_triton_checkout(index, here, home, tmp_path, capsys
                                     str(repo), home=home), capsys)
     assert code == 0, err[-3000:]
     assert res["commit_range"]["good"] == shas["3.3.0"] and res["commit_range"]["bad"] == shas["3.4.0"]
+
+
+def _git_repo_with_reversed_labels(root: Path) -> tuple[Path, str, str]:
+    """A repository with two consecutive commits whose 8-hex labels sort the wrong way
+    round as text (the older one after the newer one)."""
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    shas = []
+    for i in range(40):
+        subprocess.run(["git", "-C", str(root), "commit", "-q", "--allow-empty", "-m", f"c{i}"], check=True, env=env)
+        shas.append(subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                                   text=True).stdout.strip())
+    old, new = next((a, b) for a, b in zip(shas, shas[1:], strict=False) if a[:8] > b[:8])
+    return root, old, new
+
+
+def test_git_nightlies_ordered_by_the_checkout(tmp_path, here, capsys):
+    """3.7.0+git<old> passes, 3.7.0+git<new> (made after it) fails. PEP 440 orders the two by
+    the labels' text, which here is the wrong order: without a checkout the run says it used
+    a version order; with --triton-dir it orders them by history and names the right one."""
+    from wheel_index_world import write_wheel
+
+    repo, old, new = _git_repo_with_reversed_labels(tmp_path / "triton")
+    links = tmp_path / "links"
+    for v, bad in (("3.6.0", False), (f"3.7.0+git{old[:8]}", False), (f"3.7.0+git{new[:8]}", True),
+                   ("3.8.0", True)):
+        write_wheel(links, v, bad=bad)
+    argv = _argv("3.6.0", "3.8.0", "--find-links", str(links), home=tmp_path / "home")
+    code, res, err = run_json(argv, capsys)
+    assert "ordered by version: give --triton-dir" in err
+    code, res, err = run_json([*argv, "--triton-dir", str(repo)], capsys)
+    assert code == 0, err[-3000:]
+    assert "ordered by version" not in err
+    assert (res["last_good"], res["first_bad"]) == (f"3.7.0+git{old[:8]}", f"3.7.0+git{new[:8]}")

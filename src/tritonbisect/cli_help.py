@@ -34,7 +34,7 @@ OPTION_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "state_path", "repo", "triton_dir", "torch_dir", "llvm_dir", "good", "bad", "good_llvm", "bad_llvm",
         "compat_map", "triton_commit", "no_descend_llvm", "package", "bump",
         "llvm_commit", "fix_commit", "csv_path")),
-    ("Build and test", ("build_cmd", "test", "test_cmd", "artifact", "use", "jobs", "timeout", "env")),
+    ("Build and test", ("build_cmd", "test", "test_cmd", "artifact", "use", "jobs", "timeout", "env", "sandbox")),
     ("Test from a trace", (
         "repro", "kernel", "launch_id", "oracle", "ir_from", "check", "codegen_thresholds",
         "compile_target", "narrow")),
@@ -47,7 +47,8 @@ OPTION_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "python", "venv", "debug", "max_jobs", "llvm_assertions", "llvm_build_type", "compiler")),
     ("One night of hunting", ("confirm", "summary", "issue_body", "github_output")),
     ("The fixer (compat-builder)", (
-        "branch", "ai", "ai_model", "max_attempts", "ai_timeout", "smoke", "build_timeout", "build")),
+        "branch", "ai", "ai_model", "max_attempts", "ai_timeout", "smoke", "build_timeout", "build",
+        "unsandboxed_builds")),
     ("Ray cluster (--executor ray)", ("executor", "ray_address", "build_resources", "test_resources", "repo_url", "cache_dir", "cache_url")),
     ("Output and state", ("out", "json_out", "as_json", "workdir")),
 )

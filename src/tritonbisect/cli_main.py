@@ -15,7 +15,8 @@ def run_cli(group: click.Command, prog_name: str, argv: list[str] | None = None,
 
     A TritonBisectError becomes one line on stderr (`<prog>: error: <message>`; without
     "error: " for the exit codes in `not_errors`, e.g. compat-builder's "a person must
-    commit a fix") and its exit code; Ctrl-C (click's Abort) is 130, any other click usage
+    commit a fix") and its exit code; so does an OSError at a path (oserrors.py: a read-only
+place, a full disk...); Ctrl-C (click's Abort) is 130, any other click usage
     error 2. A command's int return value is passed on.
     """
     try:
@@ -36,4 +37,12 @@ def run_cli(group: click.Command, prog_name: str, argv: list[str] | None = None,
         return EXIT_USAGE
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except OSError as exc:  # a place the tool cannot write (or read): the path and the problem
+        from tritonbisect.oserrors import place_error
+
+        err = place_error(exc)
+        if err is None:
+            raise
+        click.echo(f"{prog_name}: error: {err.message}", err=True)
+        return err.exit_code
     return 0

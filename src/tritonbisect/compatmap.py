@@ -10,12 +10,16 @@ Format::
     # final_bad_llvm=<llvm sha>
     # generated_at=<ISO 8601>
     # tool_version=<version>
+    # needs_review=<triton sha>:<file>|<file>;...     (optional: fixes that changed build scripts)
     triton_commit,llvm_commit_last_compatible
     <triton sha>,<llvm sha>          (rows in LLVM order)
 
 Row i's Triton commit builds against every LLVM commit after row i-1's LLVM commit (from
 old_llvm for row 1) up to and including its own; LLVM commits after the last row use
 `final_bad_triton_commit` (the bump commit, which builds against new_llvm).
+
+Other `# key=value` lines before the header are kept as metadata; readers ignore the keys
+they do not know, so files with or without `needs_review` load everywhere.
 """
 
 from __future__ import annotations

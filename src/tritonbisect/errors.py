@@ -9,6 +9,9 @@ EXIT_USAGE = 2
 EXIT_ENDPOINTS_INVALID = 3
 EXIT_ABORTED = 4
 EXIT_NEW_REGRESSION = 5  # hunt: a new regression was found (and its culprit named)
+# a culprit is named, but its confirmation disagreed or its probability is below --confidence:
+# a script must not act on it as on a confirmed one
+EXIT_LOW_CONFIDENCE = 6
 EXIT_MANUAL_FIX_NEEDED = 10  # compat-builder: state saved, a person must commit a fix
 EXIT_INTERRUPTED = 130
 

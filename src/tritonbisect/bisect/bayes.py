@@ -4,7 +4,8 @@ Pure like `search.py` (no I/O, nothing of ours but `search`), so it is tested wi
 
 Model
 -----
-The culprit C is one commit of `Candidates.order` (uniform prior). Commit x is truly bad iff C is
+The culprit C is one commit of `Candidates.order` (uniform prior, or the one given: a hint about
+where the culprit is, bisect/prior.py). Commit x is truly bad iff C is
 one of its ancestors-or-self. A test's verdict is wrong with a fixed probability per run:
 
     P(verdict bad  | x truly good) = p     (a false failure: atomics, timing, a driver hiccup)
@@ -28,7 +29,7 @@ The next tests and when to stop are chosen in `bayes_step.py`.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tritonbisect.bisect.search import Candidates, ancestry
@@ -94,6 +95,7 @@ class Posterior:
         counts: Mapping[str, tuple[int, int]],
         model: FlakeModel,
         marks: Mapping[str, str],
+        prior: Sequence[float] | None = None,
     ) -> None:
         idx = ancestry(cands)
         self.cands = cands
@@ -130,6 +132,10 @@ class Posterior:
                         Q[c] += g[x]
                         D[c] += b[x]
         allowed = self._allowed(marks)
+        if prior is not None:
+            if len(prior) != n:
+                raise ValueError(f"the prior has {len(prior)} weights for {n} commits")
+            allowed = [ok and prior[j] > 0.0 for j, ok in enumerate(allowed)]
         a0, b0 = model.prior
         logw = [-math.inf] * n
         pc = [0.0] * n
@@ -164,6 +170,8 @@ class Posterior:
                     lf = top_ + math.log(math.exp(ld - top_) + math.exp(lf - top_))
                 if allowed[j]:
                     logw[j] = lf
+        if prior is not None:
+            logw = [v + math.log(prior[j]) if v != -math.inf else v for j, v in enumerate(logw)]
         top = max(logw)
         if top == -math.inf:
             raise ValueError("the marks exclude every commit: they contradict each other")
@@ -263,6 +271,8 @@ def posterior(
     *,
     model: FlakeModel | None = None,
     marks: Mapping[str, str] | None = None,
+    prior: Sequence[float] | None = None,
 ) -> Posterior:
-    """The posterior over the culprit. `counts`: commit -> (good verdicts, bad verdicts)."""
-    return Posterior(cands, counts, model or FlakeModel(), marks or {})
+    """The posterior over the culprit. `counts`: commit -> (good verdicts, bad verdicts);
+    `prior`: P(culprit = order[i]) before any verdict (None: uniform)."""
+    return Posterior(cands, counts, model or FlakeModel(), marks or {}, prior)

@@ -24,7 +24,8 @@ Commits that no testable commit can tell apart (a run of untestable commits and 
 commit after it) form one class. When one class holds >= `confidence` of the mass, the search
 stops: a single commit is the culprit (Found), a larger class is Inconclusive with that set.
 With `tests_left` spent, it stops with the smallest set of commits holding `confidence` of the
-mass. The probability stated for an answer is exactly this posterior mass: "high" confidence
+mass (with a hint's prior, the posterior under a uniform prior: the hint chooses the tests,
+the evidence alone the answer). The probability stated for an answer is exactly this posterior mass: "high" confidence
 means P(culprit | every verdict) >= the threshold, and bench/flaky_bench.py measures how often
 such answers are right (calibration).
 """
@@ -177,27 +178,33 @@ def next_step(
     cached: AbstractSet[str] = frozenset(),
     confidence: float = 0.95,
     tests_left: int | None = None,
+    prior: Sequence[float] | None = None,
 ) -> Action:
     """Test some commits (re-tests allowed), or the culprit, or a set that holds it, or wait.
 
     `counts` maps commits to (good verdicts, bad verdicts); `skipped` commits cannot be tested
     (they do not build); `marks` are a person's verdicts (constraints). `tests_left`: the test
-    budget still open (None: no budget); at 0 the search stops with what it knows.
+    budget still open (None: no budget); at 0 the search stops with what it knows. `prior`:
+    P(culprit = order[i]) before any test (a hint, bisect/prior.py; None: uniform): it chooses
+    the tests; when to stop and what to answer are decided on the evidence alone (a uniform
+    prior), so a misleading hint costs tests, never a wrong answer.
     """
     if not 0.5 <= confidence < 1.0:
         raise ValueError("confidence must be in [0.5, 1)")
     marks = dict(marks or {})
-    post = posterior(cands, counts, model=model, marks=marks)
+    post = posterior(cands, counts, model=model, marks=marks, prior=prior)
+    # the answer stands on the evidence alone: a prior steers the tests, never the stop
+    proof = post if prior is None else posterior(cands, counts, model=model, marks=marks)
     idx, n = post.idx, post.n
     skip_i = {idx.pos[c] for c in skipped if c in idx.pos}
     marked = {idx.pos[c] for c in marks if c in idx.pos}
     testable = [j not in skip_i and j not in marked for j in range(n)]
-    classes = _classes(post, testable)
-    best_class = max(classes, key=lambda grp: sum(post.w[j] for j in grp))
-    if sum(post.w[j] for j in best_class) >= confidence:
+    classes = _classes(proof, testable)
+    best_class = max(classes, key=lambda grp: sum(proof.w[j] for j in grp))
+    if sum(proof.w[j] for j in best_class) >= confidence:
         return _decide([idx.order[j] for j in best_class])
     if tests_left is not None and tests_left <= 0:
-        return _decide(list(post.credible_set(confidence)))
+        return _decide(list(proof.credible_set(confidence)))
 
     flying = [idx.pos[c] for c in in_flight if c in idx.pos]
     cand = [j for j in range(n) if testable[j] and j not in flying]
@@ -205,7 +212,7 @@ def next_step(
     if tests_left is not None:
         k = min(k, tests_left)
     if not cand or k < 1:
-        return Wait() if flying or k < 1 else _decide(list(post.credible_set(confidence)))
+        return Wait() if flying or k < 1 else _decide(list(proof.credible_set(confidence)))
 
     cached_i = {idx.pos[c] for c in cached if c in idx.pos}
     tested = {idx.pos[c] for c, (g, b) in counts.items() if c in idx.pos and g + b > 0}
@@ -241,14 +248,14 @@ def next_step(
         chosen.append(best)
         chosen_worth += best_score
     if not chosen:
-        return Wait() if flying else _decide(list(post.credible_set(confidence)))
+        return Wait() if flying else _decide(list(proof.credible_set(confidence)))
     if len(chosen) > 1 and idx.linear and not flying:
         even = _quantile_batch(post, cand, len(chosen))
         if len(even) == len(chosen) and _batch_worth(gain, even, risk, cached_i) > chosen_worth * 1.001:
             chosen = even
     return TestNext(
         commits=tuple(idx.order[j] for j in chosen),
-        remaining=len(post.credible_set(0.99)),
+        remaining=len(proof.credible_set(0.99)),
         steps_left=_steps_left(post, confidence, best_first, max(1, k + len(flying))),
     )
 

@@ -10,8 +10,9 @@ worktree list` shows it) until it is removed with `git worktree remove`, which i
                        bisected (made again on demand), and the cached builds of the commits
                        it built (unless --keep-cache)
     clean --all        every session, worktree and venv of the workdir, the step logs,
-                       oracles and kernel caches, and the artifact cache and LLVM build
-                       folders (unless --keep-cache)
+                       oracles and kernel caches, and the artifact cache, LLVM build
+                       folders, Triton's downloads and the submodule mirrors (unless
+                       --keep-cache)
 
 A worktree locked by a running worker, and a session being run, are left alone.
 """
@@ -32,7 +33,9 @@ from tritonbisect.errors import InputError
 
 # Folders of the workdir that --all removes; the cache ones survive --keep-cache.
 _SCRATCH = ("step-logs", "oracles", "triton-cache")
-_CACHES = ("cache", "llvm-build")
+# (triton-home: each worker's TRITON_HOME; downloads: what Triton's builds downloaded, shared;
+# mirrors: the submodules' local mirrors)
+_CACHES = ("cache", "llvm-build", "triton-home", "downloads", "mirrors")
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 _VERDICT_MARK = {"good": "good", "bad": "BAD", "skip": "skip", "abort": "ABORT"}
+# --regress fixed looks for the commit that fixed it: "bad" is the new, fixed state
+_FIXED_MARK = {**_VERDICT_MARK, "good": "unfixed", "bad": "FIXED"}
 
 
 def short(commit: str | None) -> str:
@@ -62,9 +64,19 @@ class NullUI:
     def __init__(self) -> None:
         self.durations: list[float] = []
         self.jobs = 1
+        # names a command gave the phase's commits (`wheels`: versions, not its ladder's shas)
+        self.labels: dict[str, str] = {}
+        self.marks = _VERDICT_MARK
 
     def phase_started(self, session: Any, phase: Any, n: int, subject: Callable[[str], str]) -> None:
         self.jobs = getattr(getattr(session, "settings", None), "jobs", 1) or 1
+        extra = getattr(session, "extra", None) or {}
+        self.labels = (extra.get("labels") or {}).get(phase.spec.name) or {}
+        regress = getattr(getattr(session, "settings", None), "regress", "fail")
+        self.marks = _FIXED_MARK if regress == "fixed" else _VERDICT_MARK
+
+    def short(self, commit: str | None) -> str:
+        return self.labels.get(commit or "") or short(commit)
 
     def note(self, text: str) -> None:
         pass
@@ -112,9 +124,10 @@ class PlainUI(NullUI):
     def phase_started(self, session: Any, phase: Any, n: int, subject: Callable[[str], str]) -> None:
         super().phase_started(session, phase, n, subject)
         spec = phase.spec
+        where = f"{n} versions" if self.labels else f"{n} commits in {spec.repo}"
         self._print(
-            f"tritonbisect: session {session.id}, phase {spec.name}: bisecting {n} commits "
-            f"in {spec.repo} (good {short(spec.good)}, bad {short(spec.bad)}), "
+            f"tritonbisect: session {session.id}, phase {spec.name}: bisecting {where} "
+            f"(good {self.short(spec.good)}, bad {self.short(spec.bad)}), "
             f"{session.settings.jobs} worker(s)"
         )
 
@@ -126,9 +139,10 @@ class PlainUI(NullUI):
         self._print(self.step_line(rec, subject, progress))
 
     def step_line(self, rec: Mapping[str, Any], subject: str, progress: Any) -> str:
-        verdict = _VERDICT_MARK.get(str(rec.get("verdict")), str(rec.get("verdict")))
+        verdict = self.marks.get(str(rec.get("verdict")), str(rec.get("verdict")))
+        verdict = verdict.ljust(7 if self.marks is _FIXED_MARK else 5)
         line = (
-            f"  [{rec.get('role')}] {short(rec.get('commit'))} {verdict:5} "
+            f"  [{rec.get('role')}] {self.short(rec.get('commit'))} {verdict} "
             f"{rec.get('kind')} ({float(rec.get('seconds') or 0):.1f}s){where_of(rec)} {subject[:50]}"
         )
         if progress is not None:
@@ -154,7 +168,12 @@ class PlainUI(NullUI):
                     self._print(f"    {line}")
 
     def phase_finished(self, session: Any, phase: Any) -> None:
-        if phase.status == "found":
+        if phase.status == "found" and self.labels:
+            self._print(
+                f"tritonbisect: phase {phase.spec.name}: first bad version {self.short(phase.culprit)} "
+                f"(confidence {phase.confidence})"
+            )
+        elif phase.status == "found":
             self._print(
                 f"tritonbisect: phase {phase.spec.name}: culprit {phase.culprit} "
                 f"(confidence {phase.confidence})"
@@ -163,7 +182,7 @@ class PlainUI(NullUI):
             self._print(
                 f"tritonbisect: phase {phase.spec.name}: inconclusive, "
                 f"{len(phase.candidates)} candidates: "
-                + " ".join(short(c) for c in phase.candidates[:20])
+                + " ".join(self.short(c) for c in phase.candidates[:20])
             )
         elif phase.status == "aborted":
             self._print(f"tritonbisect: phase {phase.spec.name}: aborted: {phase.reason}")
@@ -171,7 +190,8 @@ class PlainUI(NullUI):
             self._print(f"tritonbisect: {phase.reason}")
 
     def interrupted(self, command: str) -> None:
-        self._print(f"tritonbisect: interrupted; state saved. Resume with:\n  {command}")
+        # the command's last line (InterruptedRun, at the CLI boundary) says how to resume
+        self._print("tritonbisect: interrupted; the running steps were stopped")
 
 
 class RichUI(PlainUI):
@@ -212,7 +232,7 @@ class RichUI(PlainUI):
     def phase_started(self, session: Any, phase: Any, n: int, subject: Callable[[str], str]) -> None:
         super().phase_started(session, phase, n, subject)
         self._phase = phase.spec.name
-        self._status = f"{n} commits in range"
+        self._status = f"{n} {'versions' if self.labels else 'commits'} in range"
 
     def step_started(self, phase: str, commit: str, role: str, subject: str) -> None:
         self._flying.setdefault(short(commit), role)  # step_running may have come first

@@ -129,3 +129,44 @@ def classic_verdicts(ev: Evidence, in_set: Iterable[str]) -> dict[str, str]:
 def testable_skips(ev: Evidence) -> set[str]:
     """Skipped commits that never gave a good or bad verdict and are not marked."""
     return {c for c in ev.skipped if c not in ev.counts and c not in ev.marks}
+
+
+def candidate_states(records: Iterable[Mapping[str, Any]], candidates: Iterable[str]) -> dict[str, str]:
+    """What is known of each candidate of an inconclusive answer, in words: "does not build",
+    "skipped (<kind>)", "marked bad", "tested bad", "tested good 1, bad 2", or "never tested"."""
+    records = list(records)
+    ev = evidence_of(records)
+    skip_kind: dict[str, str] = {}
+    for rec in records:
+        if rec.get("verdict") == "skip" and rec.get("role") in OBSERVED_ROLES and rec.get("commit"):
+            skip_kind[str(rec["commit"])] = str(rec.get("kind") or "skip")
+    out: dict[str, str] = {}
+    for commit in candidates:
+        if commit in ev.marks:
+            out[commit] = f"marked {ev.marks[commit]}"
+        elif commit in ev.counts:
+            g, b = ev.counts[commit]
+            out[commit] = f"tested {'good' if g else 'bad'}" if not (g and b) else f"tested good {g}, bad {b}"
+        elif commit in skip_kind:
+            kind = skip_kind[commit]
+            out[commit] = "does not build" if kind == "build_failed" else f"skipped ({kind})"
+        else:
+            out[commit] = "never tested"
+    return out
+
+
+def candidates_summary(states: Mapping[str, str]) -> str:
+    """`3 do not build, 1 tested bad, 2 never tested` for the states of `candidate_states`."""
+    counts: dict[str, int] = {}
+    for state in states.values():
+        key = state.split(" (")[0] if state.startswith("skipped") else state
+        counts[key] = counts.get(key, 0) + 1
+    parts = []
+    for state, n in counts.items():
+        if state == "does not build":
+            parts.append(f"{n} {'does' if n == 1 else 'do'} not build")
+        elif state == "never tested":
+            parts.append(f"{n} never tested")
+        else:
+            parts.append(f"{n} {state}")
+    return ", ".join(parts)

@@ -113,7 +113,7 @@ def make_pool(
         return WorkerPool(
             spec.repo, settings.workdir, repo_id, settings.jobs, recipe, policy,
             repeat=settings.repeat, env=settings.env, timeout=settings.timeout,
-            cache_dir=getattr(settings, "cache_dir", None),
+            cache_dir=getattr(settings, "cache_dir", None), sandbox=bool(getattr(settings, "sandbox", False)),
         )
     if kind == "ray":
         require_ray()

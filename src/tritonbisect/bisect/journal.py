@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonbisect.errors import InputError, SessionLockedError
+from tritonbisect.oserrors import at_path
 
 SESSION_FILE = "session.json"
 JOURNAL_FILE = "journal.jsonl"
@@ -52,7 +53,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with at_path(path), os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
@@ -159,7 +160,7 @@ class Journal:
         self._repair_tail()
         line = json.dumps(record, sort_keys=False, separators=(",", ":")) + "\n"
         new = not self.path.exists()
-        with open(self.path, "ab") as f:
+        with at_path(self.path), open(self.path, "ab") as f:
             f.write(line.encode("utf-8"))
             f.flush()
             os.fsync(f.fileno())

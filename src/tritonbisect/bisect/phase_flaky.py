@@ -84,13 +84,36 @@ class FlakySearch:
 
     _bayes: bool | None = None
 
+    # how commits are named to the user ------------------------------------------------------
+
+    def _labels(self) -> dict[str, str]:
+        """Names a command gave this phase's commits (`wheels`: the versions of its ladder)."""
+        return (getattr(self.session, "extra", {}).get("labels") or {}).get(self.spec.name) or {}
+
+    def _named(self, commit: str) -> str:
+        return self._labels().get(commit) or commit[:12]
+
+    def _noun(self) -> str:
+        return "version" if self._labels() else "commit"
+
     # settings -----------------------------------------------------------------------------
 
     def _flaky_mode(self) -> str:
         return getattr(self.settings, "flaky", "detect") or "detect"
 
     def _flake_model(self):
-        return flake_model_of(self.settings)
+        from tritonbisect.bisect import bayes
+
+        model = flake_model_of(self.settings)
+        if self._prior() is not None and not model.fixed and self._flaky_mode() != "auto":
+            model = bayes.FlakeModel(trust=CLASSIC_TRUST)  # hinted: the deterministic limit
+        return model
+
+    def _prior(self):
+        """The hint's prior over the commits (--prefer-pass/--prefer-files), or None."""
+        from tritonbisect.bisect.phase_hint import prior_of
+
+        return prior_of(self)
 
     def _confidence(self) -> float:
         return confidence_of(self.settings)
@@ -118,9 +141,11 @@ class FlakySearch:
             self._bayes = bool(
                 getattr(self.settings, "flake_rate", None)
                 or mode == "auto"
+                or self._prior() is not None  # a hint is a prior: the probabilistic search
                 or (mode == "detect" and self._evidence().flakiness_seen)
             )
-            if self._bayes and mode == "detect" and not getattr(self.settings, "flake_rate", None):
+            if (self._bayes and mode == "detect" and not getattr(self.settings, "flake_rate", None)
+                    and self._evidence().flakiness_seen):
                 self.ui.note("the verdicts so far disagree: using the flake-aware search")
         return self._bayes
 
@@ -155,6 +180,21 @@ class FlakySearch:
             tally.setdefault(str(rec["commit"]), Counter())[rec["verdict"]] += 1
         return tally
 
+    def _contradicting_endpoints(self) -> list[str]:
+        """Endpoints run once whose test verdict contradicts the person, to run again (not
+        under --flaky off, nor --regress perf, which samples on its own; a commit that does
+        not build does not build twice)."""
+        if self._flaky_mode() == "off" or self.perf is not None:
+            return []
+        tally = self._endpoint_tally()
+        out = []
+        for name, commit, want in ((f"the good {self._noun()}", self.spec.good, "good"),
+                                   (f"the bad {self._noun()}", self.spec.bad, "bad")):
+            runs = tally.get(commit, Counter())
+            if sum(runs.values()) == 1 and not runs[want] and not runs["skip"]:
+                out.append(f"{name} {self._named(commit)}")
+        return out
+
     def _endpoint_problems(self, tally: dict[str, Counter[str]]) -> list[str]:
         """Why the endpoints cannot bracket a regression (empty: they can).
 
@@ -169,17 +209,22 @@ class FlakySearch:
             latest = self._endpoint_records()
             if good["good"] != 1:
                 why = _describe(latest.get(spec.good))
-                problems.append(f"the good commit {spec.good[:12]} is not good ({why})")
+                problems.append(f"the good {self._noun()} {self._named(spec.good)} is not good ({why})")
             if bad["bad"] != 1:
                 why = _describe(latest.get(spec.bad))
-                problems.append(f"the bad commit {spec.bad[:12]} is not bad ({why})")
+                problems.append(f"the bad {self._noun()} {self._named(spec.bad)} is not bad ({why})")
+            if good["bad"] or bad["good"]:  # the test said the opposite, once
+                problems.append(
+                    "if the test is flaky: --flaky detect runs a contradicting endpoint again, "
+                    "--flaky auto runs each endpoint 3 times, --repeat N runs every step N times"
+                )
             return problems
         g_rate = good["good"] / max(1, good["good"] + good["bad"])
         b_rate = bad["good"] / max(1, bad["good"] + bad["bad"])
         if not good["good"]:
-            problems.append(f"the good commit {spec.good[:12]} never passed ({_tally(good)})")
+            problems.append(f"the good {self._noun()} {self._named(spec.good)} never passed ({_tally(good)})")
         if not bad["bad"]:
-            problems.append(f"the bad commit {spec.bad[:12]} never failed ({_tally(bad)})")
+            problems.append(f"the bad {self._noun()} {self._named(spec.bad)} never failed ({_tally(bad)})")
         if not problems and g_rate <= b_rate:
             problems.append(
                 f"the test does not tell the endpoints apart: good {_tally(good)}, "
@@ -219,7 +264,7 @@ class FlakySearch:
                     self.cands, ev.counts, model=model, marks=ev.marks,
                     skipped={c for c in ev.skipped if c not in ev.counts},
                     workers=max(0, free), in_flight=flying, cached=cached,
-                    confidence=confidence, tests_left=max(0, tests_left),
+                    confidence=confidence, tests_left=max(0, tests_left), prior=self._prior(),
                 )
             if isinstance(action, (search.Found, search.Inconclusive)):
                 if tests_left <= 0 and isinstance(action, search.Inconclusive):
@@ -301,12 +346,16 @@ class FlakySearch:
         post = self._posterior()
         if post is None:
             return None
+        from tritonbisect.bisect.phase_hint import record_verdict
+
+        record_verdict(self, culprit)
         summary = post.summary()
         prob = post.prob(culprit) if culprit else sum(post.prob(c) for c in candidates or [])
         summary.update(
             probability=round(prob, 6),
             threshold=self._confidence(),
-            search="flake-aware" if self._bayes else "classic",
+            search=("flake-aware" if self._bayes else "classic") if self._prior() is None else (
+                "hint-guided" + (", flake-aware" if self._flake_model().trust == 0 else "")),
             flaky=self._flaky_mode(),
         )
         self.session.extra.setdefault("posterior", {})[self.spec.name] = summary
@@ -336,16 +385,24 @@ class FlakySearch:
             phase.candidates = cands
             phase.confidence = None
             budget = self._test_budget()
+            said = self._candidates_said(cands)
             why = (
-                f"the test budget ({budget} search tests) was spent; raise it with --max-tests"
+                f"the test budget ({budget} search tests) was spent; raise it with --max-tests ({said})"
                 if self._evidence().search_tests >= budget
-                else "no test can tell them apart (they do not build)"
+                else f"no test can tell them apart ({said})"
+                + ("; `tritonbisect mark` one of them to decide" if "never tested" in said else "")
             )
             phase.reason = (
                 f"{len(cands)} candidates hold P = {prob:.3f} of the culprit; {why}"
             )
         self.session.save()
         self.ui.phase_finished(self.session, phase)
+
+    def _candidates_said(self, candidates: list[str]) -> str:
+        """What is known of an inconclusive answer's candidates, counted (evidence.py)."""
+        from tritonbisect.bisect.evidence import candidate_states, candidates_summary
+
+        return candidates_summary(candidate_states(self.records, candidates))
 
     def _evidence_line(self) -> str:
         ev = self._evidence()

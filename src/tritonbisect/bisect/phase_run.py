@@ -58,7 +58,11 @@ class PhaseRun(SearchLoop):
     def _journal(self, result: Any, role: str, round_: int | None) -> dict[str, Any]:
         extra = None
         if self.judge is not None:  # --manual: a person gives the verdict (bisect/manual.py)
+            before = len(self.records)
             result, extra = self.judge.judge(self, result, role)
+            if len(self.records) != before:  # an answer was taken back at the prompt
+                self._reread_verdicts()
+                self._corrected = True
         rec = {"seq": self._next_seq(), "phase": self.spec.name, "role": role, "round": round_}
         rec.update(result.to_record())
         if extra:
@@ -135,6 +139,26 @@ class PhaseRun(SearchLoop):
             in_flight=len(self.in_flight),
         )
 
+    def _research(self) -> None:
+        """Search again from the journal as it is now (as a resume would), then confirm."""
+        self.ui.note("an answer was taken back: searching again from the verdicts that stand")
+        self.phase.culprit = None
+        self.phase.candidates = []
+        self.session.save()
+        action = self._search()
+        if action is not None:
+            self._finish(action)
+
+    def _reread_verdicts(self) -> None:
+        """The verdicts the search goes on from, after a correction: the same as a resume
+        would read from the journal, so the running search and a resumed one agree."""
+        from tritonbisect.bisect.evidence import classic_verdicts
+
+        self.verdicts.clear()
+        self.verdicts.update(classic_verdicts(self._evidence(), self._in_set))
+        self.verdicts.setdefault(self.spec.bad, "bad")
+        self.overrides.clear()  # a resume starts without them too; contradictions come back
+
     def _effective(self) -> dict[str, str]:
         eff = dict(self.verdicts)
         eff.update(self.overrides)
@@ -172,6 +196,7 @@ class PhaseRun(SearchLoop):
         self._children: dict[str, list[str]] | None = None
         self._in_set = frozenset(self.cands.order)
         self.judge = None
+        self._corrected = False  # set when an answer is taken back at the prompt
         if getattr(self.settings, "manual", False):
             from tritonbisect.bisect.manual import ManualJudge
 
@@ -243,7 +268,9 @@ class PhaseRun(SearchLoop):
         needs_record = bool(test_spec and test_spec.record_command)
         if any(n > 0 for n in todo.values()):
             self.ui.note(
-                "checking the endpoints: the good commit must pass, the bad one must fail"
+                f"checking the endpoints: the good {self._noun()} must "
+                + ("fail, the bad (fixed) one must pass" if self.policy.regress == "fixed"
+                   else "pass, the bad one must fail")
                 + (f" ({runs} runs each, to measure how flaky the test is)" if runs > 1 else "")
             )
         if (needs_record or self.perf is not None) and todo[spec.good] > 0 and not tally.get(spec.good):
@@ -261,6 +288,29 @@ class PhaseRun(SearchLoop):
         if not self._collect_endpoints():
             return False
         problems = self._endpoint_problems(self._endpoint_tally())
+        if problems:
+            again = self._contradicting_endpoints()
+            if again:
+                # one run is one observation: a flaky test may say so once
+                self.ui.note(
+                    f"{' and '.join(again)} contradicted what you said: running "
+                    f"{'them' if len(again) > 1 else 'it'} again before giving up"
+                )
+                for name in again:
+                    commit = spec.good if name.startswith("the good") else spec.bad  # see _contradicting_endpoints
+                    request, future = self._submit(
+                        commit, ROLE_ENDPOINT, record=needs_record and commit == spec.good
+                    )
+                    self.in_flight[future] = (request, commit, ROLE_ENDPOINT, 0)
+                if not self._collect_endpoints():
+                    return False
+                problems = self._endpoint_problems(self._endpoint_tally())
+                if not problems:
+                    self.ui.note(
+                        "the runs of an endpoint disagree: the test looks flaky; going on with the "
+                        "flake-aware search (--flaky auto measures the flakiness first, "
+                        "--flake-rate P fixes it, --repeat N runs each step N times)"
+                    )
         if problems:
             done = self._endpoint_records()
             good, bad = done.get(spec.good), done.get(spec.bad)
@@ -309,8 +359,8 @@ class PhaseRun(SearchLoop):
             phase.candidates = list(action.candidates)
             phase.culprit = None
             phase.reason = (
-                f"{len(action.candidates)} candidates remain; they could not be tested "
-                "(e.g. they do not build)"
+                f"{len(action.candidates)} candidates remain, which no test can tell apart: "
+                + self._candidates_said(phase.candidates)
             )
             self._record_posterior(None, phase.candidates)
             self.session.save()
@@ -330,7 +380,7 @@ class PhaseRun(SearchLoop):
                 confirm[rec["commit"]] = rec
         todo = [c for c in dict.fromkeys((culprit, parent)) if c not in confirm and c not in marks]
         if todo:
-            self.ui.note(f"confirming: re-testing {culprit[:12]} and its parent {parent[:12]}")
+            self.ui.note(f"confirming: re-testing {self._named(culprit)} and its parent {self._named(parent)}")
         # judged by hand: one commit at a time, so the checkout shown is the one judged
         for batch in [[c] for c in todo] if self.judge is not None else [todo]:
             for commit in batch:
@@ -339,12 +389,16 @@ class PhaseRun(SearchLoop):
             while self.in_flight:
                 for fut, (_req, commit, role, round_) in self._wait_one():
                     result = fut.result()
+                    self._corrected = False
                     rec = self._journal(result, role, round_)
                     self.ui.step_finished(self.spec.name, rec, self.subject(commit), None)
                     if result.verdict == "abort":
                         self._abort(f"confirmation of {commit[:12]}: {result.reason}")
                         return
                     confirm[commit] = rec
+                    if self._corrected:  # an answer the culprit rests on was taken back
+                        self._research()
+                        return
         for commit, verdict in marks.items():
             confirm[commit] = {"verdict": verdict, "kind": "marked"}
         c_ok = confirm[culprit]["verdict"] == "bad"
@@ -361,7 +415,7 @@ class PhaseRun(SearchLoop):
         if c_ok and p_ok:
             phase.confidence = "high" if prob is None or prob >= threshold else "low"
             phase.reason = (
-                f"confirmed: {culprit[:12]} is bad again and its parent {parent[:12]} good again"
+                f"confirmed: {self._named(culprit)} is bad again and its parent {self._named(parent)} good again"
                 + stated
                 + ("" if phase.confidence == "high" else f" (below {threshold:g})")
             )

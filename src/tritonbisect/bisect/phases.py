@@ -16,6 +16,7 @@ from tritonbisect.errors import (
     EXIT_ENDPOINTS_INVALID,
     EXIT_FOUND,
     EXIT_INCONCLUSIVE,
+    EXIT_LOW_CONFIDENCE,
 )
 
 STATUS_PENDING = "pending"
@@ -126,7 +127,16 @@ class SessionResult:
 
     @property
     def exit_code(self) -> int:
+        if self.status == STATUS_FOUND and self.confidence == "low":
+            return EXIT_LOW_CONFIDENCE
         return EXIT_OF_STATUS.get(self.status, EXIT_ABORTED)
+
+    @property
+    def outcome(self) -> str:
+        """The status, with a low-confidence culprit told apart from a confirmed one."""
+        if self.status == STATUS_FOUND and self.confidence == "low":
+            return "found-low-confidence"
+        return self.status
 
     @classmethod
     def of_phase(cls, session_id: str, phase: PhaseState) -> SessionResult:

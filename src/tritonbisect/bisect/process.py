@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tritonbisect.bisect.loglimit import LogPump, log_limit
+
 TAIL_BYTES = 64 * 1024
 KILL_GRACE_S = 3.0
 
@@ -165,22 +167,32 @@ def run_logged(
             out.flush()
         if token.cancelled:
             return ProcessResult(None, 0.0, False, log, cancelled=True)
+        limit = log_limit(env)
+        # bounded: through a pipe that LogPump empties into the log (0: straight into the file)
+        read_fd, write_fd = os.pipe() if limit else (None, None)
         try:
             proc = subprocess.Popen(
                 ["/bin/bash", "-c", cmd] if shell else [str(c) for c in cmd],
                 cwd=str(cwd),
                 env=dict(env),
                 stdin=subprocess.DEVNULL,
-                stdout=out,
+                stdout=out if write_fd is None else write_fd,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        except FileNotFoundError as exc:
-            out.write(f"{exc.filename}: command not found\n".encode())
-            return ProcessResult(127, time.monotonic() - start, False, log)
-        except PermissionError as exc:
+        except (FileNotFoundError, PermissionError) as exc:
+            for fd in (read_fd, write_fd):
+                if fd is not None:
+                    os.close(fd)
+            if isinstance(exc, FileNotFoundError):
+                out.write(f"{exc.filename}: command not found\n".encode())
+                return ProcessResult(127, time.monotonic() - start, False, log)
             out.write(f"{exc.filename}: permission denied: command not found\n".encode())
             return ProcessResult(126, time.monotonic() - start, False, log)
+        pump = None
+        if write_fd is not None and read_fd is not None:
+            os.close(write_fd)
+            pump = LogPump(read_fd, out, limit)
         pgid = proc.pid
         if not token._register(pgid):
             _killpg(pgid, signal.SIGKILL)
@@ -196,7 +208,6 @@ def run_logged(
                 except subprocess.TimeoutExpired:
                     _killpg(pgid, signal.SIGKILL)
                     rc = proc.wait()
-                out.write(f"\n# tritonbisect: killed after the {timeout:g} s timeout\n".encode())
             except BaseException:
                 _killpg(pgid, signal.SIGKILL)
                 proc.wait()
@@ -205,6 +216,10 @@ def run_logged(
             # nothing started by this command may outlive it
             _killpg(pgid, signal.SIGKILL)
             token._unregister(pgid)
+            if pump is not None:
+                pump.finish()
+        if timed_out:
+            out.write(f"\n# tritonbisect: killed after the {timeout:g} s timeout\n".encode())
     return ProcessResult(rc, time.monotonic() - start, timed_out, log, cancelled=token.cancelled)
 
 

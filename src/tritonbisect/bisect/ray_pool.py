@@ -89,7 +89,7 @@ class RayPool:
             recipe_name=spec.recipe_name, recipe_config=dict(spec.recipe_config),
             regress=policy.regress, on_build_failure=policy.on_build_failure,
             repeat=settings.repeat, env=dict(settings.env), timeout=settings.timeout,
-            cache_dir=getattr(settings, "cache_dir", None),
+            cache_dir=getattr(settings, "cache_dir", None), sandbox=bool(getattr(settings, "sandbox", False)),
             repo_url=getattr(settings, "repo_url", None),
         )
         self.repo = Path(spec.repo)

@@ -48,6 +48,7 @@ class WorkerSpec:
     env: dict[str, str] = dataclasses.field(default_factory=dict)
     timeout: float | None = None
     cache_dir: str | None = None
+    sandbox: bool = False  # --sandbox: builds and tests in build/sandbox.py's sandbox
     prefer_worktree: int = 0  # take this worktree slot when free (a dead worker's, say)
     repo_url: str | None = None  # where a node fetches the repository itself (--repo-url)
 
@@ -62,7 +63,7 @@ class StepWorker:
         self.settings = StepSettings(
             policy=Policy(regress=spec.regress, on_build_failure=spec.on_build_failure),
             repeat=spec.repeat, env=dict(spec.env), timeout=spec.timeout,
-            workdir=self.workdir, cache_dir=spec.cache_dir,
+            workdir=self.workdir, cache_dir=spec.cache_dir, sandbox=spec.sandbox,
         )
         self._lock = threading.Lock()
         self._tokens: dict[str, CancelToken] = {}

@@ -7,6 +7,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from tritonbisect.bisect.perf import format_summary, summary_of
+from tritonbisect.bisect.report_extras import (
+    PathScrubber,
+    environment_line,
+    failing_log,
+    failing_output_lines,
+)
 from tritonbisect.bisect.report_where import where_lines
 from tritonbisect.bisect.session import Session, counters_of
 
@@ -124,10 +130,14 @@ def report_data(session: Session) -> dict[str, Any]:
                 "confidence": phase.confidence,
                 # P(culprit), top candidates, error rates (bisect/phase_flaky.py)
                 "posterior": session.extra.get("posterior", {}).get(phase.spec.name),
+                # --prefer-pass / --prefer-files: what the hint weighed, and what came of it
+                "hint": (session.extra.get("hint") or {}).get(phase.spec.name),
                 "reason": phase.reason,
                 "recipe": phase.spec.recipe_name,
                 "counters": counters_of(recs),
                 "steps": [_step(r, subject(str(r.get("commit")))) for r in recs],
+                # did any verdict disagree with another (a flaky test, a confirmation, a mark)?
+                "contradicted": _contradicted(recs, phase),
             }
         )
     result = session.result()
@@ -143,8 +153,16 @@ def report_data(session: Session) -> dict[str, Any]:
         "settings": {k: v for k, v in session.settings.to_dict().items() if k != "json"},
         "command": reproduce_command(session),
         "phases": phases,
+        "revert": session.extra.get("revert"),  # --verify-revert: each culprit's revert verdict
         "narrow": session.extra.get("narrow"),  # `narrow` / --narrow (issue 14): where in the compiler
     }
+
+
+def _contradicted(recs: list[dict[str, Any]], phase: Any) -> bool:
+    from tritonbisect.bisect.evidence import evidence_of
+
+    ev = evidence_of(recs)
+    return ev.flakiness_seen or bool(ev.marks) or phase.confidence == "low"
 
 
 def _md_escape(text: str | None) -> str:
@@ -182,7 +200,9 @@ def _tests_cell(tests: list[dict[str, Any]]) -> str:
 def render_markdown(session: Session) -> str:
     data = report_data(session)
     out: list[str] = []
-    culprit_phase = next((p for p in reversed(data["phases"]) if p["culprit"]), None)
+    # the session's answer (with --verify-revert, later phases name the culprits after it)
+    culprit_phase = next((p for p in data["phases"] if data["culprit"] and p["culprit"] == data["culprit"]), None)
+    culprit_phase = culprit_phase or next((p for p in reversed(data["phases"]) if p["culprit"]), None)
     if culprit_phase and data["status"] == "found":
         info = culprit_phase["culprit_info"] or {}
         title = f"`{culprit_phase['culprit'][:12]}` {info.get('subject', '')}".strip()
@@ -195,6 +215,9 @@ def render_markdown(session: Session) -> str:
         f"Session `{data['session']}` · {c['tests']} test runs · {c['builds']} builds"
         f" ({c['cached_builds']} cached) · {c['steps']} steps"
     )
+    out.append("")
+    out.append(f"- **Environment:** {environment_line(session.extra.get('environment'))}")
+    scrub = PathScrubber(workdir=session.settings.workdir, cwd=session.cwd)
     if session.extra.get("wheels_mode") is not None:  # triton --wheel-index
         from tritonbisect.bisect.nightlies import summary_line
 
@@ -208,7 +231,7 @@ def render_markdown(session: Session) -> str:
             out.append(f"### Phase `{phase['name']}`: {phase['status']}")
             out.append("")
             level = "####"
-        out.append(f"- **Repository:** `{phase['repo']}`")
+        out.append(f"- **Repository:** `{scrub(phase['repo'])}`")
         n = f" ({phase['range_size']} commits)" if phase["range_size"] is not None else ""
         out.append(f"- **Range:** good `{phase['good'][:12]}` → bad `{phase['bad'][:12]}`{n}")
         out.append(f"- **Status:** {phase['status']}")
@@ -220,9 +243,10 @@ def render_markdown(session: Session) -> str:
                 out.append(f"  - `{cand['sha'][:12]}` {_md_escape(cand['subject'])}")
         if phase["confidence"]:
             out.append(f"- **Confidence:** {phase['confidence']}")
-        out.extend(_posterior_lines(phase.get("posterior"), subject_of(phase)))
+        out.extend(_posterior_lines(phase.get("posterior"), subject_of(phase), phase["contradicted"]))
+        out.extend(hint_lines(phase.get("hint")))
         if phase["reason"]:
-            out.append(f"- **Note:** {_md_escape(phase['reason'])}")
+            out.append(f"- **Note:** {_md_escape(scrub(phase['reason']))}")
         out.extend(unreadable_ir_lines(phase["steps"]))
         pc = phase["counters"]
         out.append(
@@ -258,12 +282,21 @@ def render_markdown(session: Session) -> str:
                 f"| {build_cell} | {test_cell} | {step['worker']} |"
                 + (f" {format_summary(step['metric'])} |" if metrics else "")
             )
+        if phase["culprit"] or phase["status"] == "invalid-endpoints":
+            log = failing_log(phase["steps"], phase["culprit"], phase["bad"])
+            out.extend(failing_output_lines(log, scrub, level))
+    if session.extra.get("revert"):  # --verify-revert
+        from tritonbisect.bisect.revert_check import report_lines
+
+        out.append("")
+        out.extend(report_lines(session))
     out.extend(where_lines(session.extra.get("narrow")))
     out.append("")
     out.append("### Reproduce")
     out.append("")
     out.append("```sh")
-    out.append(data["command"])
+    # run from the directory the session was started in: its paths are relative to it
+    out.append(scrub("tritonbisect " + shlex.join(session.argv)) if session.argv else scrub(data["command"]))
     out.append("```")
     out.append("")
     out.append("<sub>Generated by tritonbisect.</sub>")
@@ -282,6 +315,26 @@ def unreadable_ir_lines(steps: list[Mapping[str, Any]]) -> list[str]:
     return [line]
 
 
+def hint_lines(hint: Mapping[str, Any] | None) -> list[str]:
+    """The hint of a phase (--prefer-pass/--prefer-files): what it weighed and its verdict."""
+    if not hint:
+        return []
+    files = hint.get("files") or []
+    shown = ", ".join(f"`{f}`" for f in files[:6]) + (f" and {len(files) - 6} more" if len(files) > 6 else "")
+    line = (f"- **Hint:** `{_md_escape(hint.get('described'))}` weighed {hint.get('commits')} of "
+            f"{hint.get('range_size')} commits (touching {shown or 'no file'})")
+    if hint.get("ratio"):
+        line += f", each {float(hint['ratio']):.0f}x a commit elsewhere"
+    out = [line]
+    for p in hint.get("passes") or []:
+        if p.get("note"):
+            out.append(f"  - `{_md_escape(p.get('query'))}`: {_md_escape(p['note'])}")
+    if hint.get("verdict"):
+        out.append(f"  - {'**' if hint.get('against') else ''}{_md_escape(hint['verdict'])}"
+                   f"{'**' if hint.get('against') else ''}")
+    return out
+
+
 def subject_of(phase: Mapping[str, Any]):
     """A commit's subject from what a phase's report data already holds."""
     known = {s["commit"]: s["subject"] for s in phase["steps"] if s.get("commit")}
@@ -289,15 +342,17 @@ def subject_of(phase: Mapping[str, Any]):
     return lambda commit: known.get(commit, "")
 
 
-def _posterior_lines(post: Mapping[str, Any] | None, subject) -> list[str]:
-    """The probability behind the answer: what "high" means, the runner-up commits."""
+def _posterior_lines(post: Mapping[str, Any] | None, subject, contradicted: bool = True) -> list[str]:
+    """The probability behind the answer: what "high" means, the runner-up commits. Error
+    rates estimated from verdicts that never disagreed are noise: they are left out."""
     if not post or post.get("probability") is None:
         return []
-    rates = "fixed" if post.get("rates") == "fixed" else "estimated"
+    fixed = post.get("rates") == "fixed"
+    rates = (f"; {'fixed' if fixed else 'estimated'} error rates p = {post.get('p')}, q = {post.get('q')}"
+             if fixed or contradicted else "; no verdict contradicted another")
     lines = [
         f"- **Posterior:** P = {post['probability']:.3f} (threshold {post.get('threshold')}; "
-        f"{post.get('search')} search; {post.get('verdicts')} verdicts; {rates} error rates "
-        f"p = {post.get('p')}, q = {post.get('q')})"
+        f"{post.get('search')} search; {post.get('verdicts')} verdicts{rates})"
     ]
     top = [t for t in post.get("top") or [] if t["probability"] >= 0.001]
     if len(top) > 1:

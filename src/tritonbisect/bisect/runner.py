@@ -338,6 +338,8 @@ class StepSettings:
     timeout: float | None = None
     workdir: Path | None = None
     cache_dir: str | None = None
+    workers: int = 1  # steps building at once on this machine
+    sandbox: bool = False  # --sandbox: builds and tests in build/sandbox.py's sandbox
 
 
 def run_in_worktree(
@@ -374,6 +376,8 @@ def run_in_worktree(
         timeout=settings.timeout,
         workdir=settings.workdir,
         cache_dir=settings.cache_dir,
+        workers=settings.workers,
+        sandbox=settings.sandbox,
     )
     _CTX_TOKENS[id(ctx)] = token
     try:
@@ -403,6 +407,7 @@ class WorkerPool:
         env: Mapping[str, str] | None = None,
         timeout: float | None = None,
         cache_dir: str | None = None,
+        sandbox: bool = False,
     ) -> None:
         self.repo = repo
         self.workdir = workdir
@@ -415,7 +420,7 @@ class WorkerPool:
         self.timeout = timeout
         self.step_settings = StepSettings(
             policy=policy, repeat=repeat, env=self.env, timeout=timeout, workdir=workdir,
-            cache_dir=cache_dir,
+            cache_dir=cache_dir, workers=self.jobs, sandbox=sandbox,
         )
         from concurrent.futures import ThreadPoolExecutor
 

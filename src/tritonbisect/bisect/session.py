@@ -40,6 +40,8 @@ from tritonbisect.bisect.phases import (
     PhaseState,
     SessionResult,
 )
+from tritonbisect.bisect.report_extras import environment
+from tritonbisect.build.index_config import redact_text
 from tritonbisect.errors import EXIT_INTERRUPTED, InputError, TritonBisectError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -146,12 +148,13 @@ class Session:
         data = {
             "id": sid,
             "created": _now(),
-            "argv": list(argv) if argv is not None else [],
+            "argv": [redact_text(a) for a in argv] if argv is not None else [],
             "cwd": os.getcwd(),
             "workflow": workflow,
             "settings": settings.to_dict(),
             "phases": [PhaseState(spec).to_dict() for spec in phases],
             "current_phase": 0,
+            "extra": {"environment": environment()},  # the versions, for the report
         }
         session = cls(directory, data)
         session.save()
@@ -272,6 +275,7 @@ class Session:
             restore = _sigterm_as_interrupt()
             try:
                 PhaseRun(self, phase, ui).run()
+                _after_phase(self, phase, ui)
             except KeyboardInterrupt:
                 from tritonbisect.bisect.process import cancel_all
 
@@ -286,7 +290,8 @@ class Session:
             finally:
                 restore()
             self.save()
-            return SessionResult.of_phase(self.id, phase)
+            # an after-phase hook may have run more phases and made an earlier one current again
+            return SessionResult.of_phase(self.id, self._phases[min(self.current_phase, len(self._phases) - 1)])
 
 
 def drive(session: Session, ui: Any = None) -> SessionResult:
@@ -302,6 +307,15 @@ def drive(session: Session, ui: Any = None) -> SessionResult:
                 raise InputError(f"session uses unknown workflow {session.workflow!r}")
             if not continue_fn(session, result):
                 return result
+
+
+def _after_phase(session: Session, phase: PhaseState, ui: Any) -> None:
+    """What runs when a phase ends, in the phase's lock and Ctrl-C handling: the revert
+    check of its culprit (--verify-revert), which may bisect again for a second culprit."""
+    if getattr(session.settings, "verify_revert", False):
+        from tritonbisect.bisect.revert_check import after_phase
+
+        after_phase(session, phase, ui)
 
 
 def _sigterm_as_interrupt() -> Callable[[], None]:

@@ -60,11 +60,19 @@ class BisectSettings:
     confidence: float | None = None  # --confidence; None: 0.95, or 0.99 with --flaky auto / --flake-rate
     max_tests: int | None = None  # --max-tests: search tests allowed (flake-aware search)
     manual: bool = False  # no --test, or --manual: a person judges each commit
+    # --prefer-pass NAME / --prefer-files GLOB: a prior on the commits touching those files
+    # (bisect/prior.py, bisect/phase_hint.py)
+    prefer_pass: list[str] = field(default_factory=list)
+    prefer_files: list[str] = field(default_factory=list)
     # --regress perf (issue 10): see the "performance regressions" block below
     threshold: float | None = None
     significance: float | None = None
     max_samples: int | None = None
     higher_is_better: bool = False
+    # --verify-revert: the culprit reverted at the bad commit, and any culprit it leaves
+    # behind (bisect/revert_check.py)
+    verify_revert: bool = False
+    sandbox: bool = False  # --sandbox: every build and test in a sandbox (build/sandbox.py)
 
     def policy(self) -> Policy:
         return Policy(regress=self.regress, on_build_failure=self.on_build_failure, perf=self.perf_settings())

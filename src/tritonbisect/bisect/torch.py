@@ -45,6 +45,7 @@ class TorchBisector:
     use: dict[str, str] = field(default_factory=dict)
     first_parent: bool = False
     llvm_dir: Path | None = None  # build the LLVM each pinned Triton pins, from this checkout
+    device: str = "cuda"  # which pin file: triton.txt, triton-rocm.txt, triton-xpu.txt
 
     def __post_init__(self) -> None:
         self.history = History(self.torch_dir)
@@ -63,8 +64,9 @@ class TorchBisector:
                 **self.build.recipe_config(self.test),
                 "triton_dir": str(self.triton.root) if self.triton else None,
                 "use": self.use,
+                **({"device": self.device} if self.device != "cuda" else {}),
                 # the torch recipe is a TritonRecipe: with llvm_dir it builds the LLVM the
-                # pinned Triton commit pins (cmake/llvm-hash.txt), cached by LLVM commit
+                # pinned Triton commit pins (llvmpin), cached by LLVM commit
                 **({"llvm_dir": str(Path(self.llvm_dir).resolve())} if self.llvm_dir else {}),
             },
             first_parent=self.first_parent,

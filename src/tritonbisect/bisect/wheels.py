@@ -54,8 +54,10 @@ class Rung:
 
 
 def choose_rungs(files: Sequence[WheelFile], plat: Platform, good: str, bad: str, *,
-                 package: str, pre: bool) -> list[Rung]:
+                 package: str, pre: bool, order: Sequence[str] | None = None) -> list[Rung]:
     """One installable wheel per version from `good` to `bad` (inclusive), oldest first.
+    `order`: the versions oldest first when PEP 440 cannot tell (nightlies of one release
+    ordered by the checkout's history, ancestry_order); else PEP 440 order.
 
     InputError (one line, exit 2) when an endpoint is not a version of the package, or has
     no wheel for this Python and platform; the line names the nearest versions that do."""
@@ -66,26 +68,81 @@ def choose_rungs(files: Sequence[WheelFile], plat: Platform, good: str, bad: str
             version_key(v)
         except ValueError:
             raise InputError(f"{name} {v}: not a version (e.g. 3.5.0)") from None
+        v = _spelled(v, every)
         if v not in every:
             near = ", ".join(nearest(v, list(every))) or "none"
             raise InputError(f"{name} {v}: {package} has no such version on the index; "
                              f"nearest: {near}")
         if v not in usable:
             near = ", ".join(nearest(v, list(usable))) or "none"
-            raise InputError(f"{name} {v}: {package} {v} has no wheel for {plat.describe()}; "
-                             f"nearest with one: {near}")
-    if version_key(good) >= version_key(bad):
-        raise InputError(f"--good {good} must be an older version than --bad {bad}")
-    lo, hi = version_key(good), version_key(bad)
-    chosen = [v for v in sorted_versions(usable)
-              if lo <= version_key(v) <= hi and (pre or v in (good, bad) or not is_prerelease(v))]
-    return [Rung(v, _best(usable[v])) for v in chosen]
+            tags = sorted({t for f in every[v] for t in f.tags})
+            raise InputError(f"{name} {v}: {package} {v} has no wheel for {plat.describe()} (only "
+                             f"{', '.join(tags[:4])}{' …' if len(tags) > 4 else ''}); nearest with one: {near}")
+    good, bad = _spelled(good, every), _spelled(bad, every)
+    ranked = [v for v in (order or []) if v in usable]
+    if good in ranked and bad in ranked:
+        lo, hi = ranked.index(good), ranked.index(bad)
+        if lo >= hi:
+            raise InputError(f"--good {good} must be an older build than --bad {bad} (by the checkout's history)")
+        inside = ranked[lo:hi + 1]
+    else:
+        if version_key(good) >= version_key(bad):
+            raise InputError(f"--good {good} must be an older version than --bad {bad}")
+        lo_v, hi_v = version_key(good), version_key(bad)
+        inside = [v for v in sorted_versions(usable) if lo_v <= version_key(v) <= hi_v]
+    chosen = [v for v in inside if pre or v in (good, bad) or not is_prerelease(v)]
+    return [Rung(v, _best(usable[v], plat)) for v in chosen]
 
 
-def _best(files: Sequence[WheelFile]) -> WheelFile:
-    """A platform wheel before a pure one, one with a digest before one without."""
-    return sorted(files, key=lambda f: (f.sha256 is None, all(t[2] == "any" for t in f.tags),
-                                        f.filename))[0]
+def _spelled(version: str, every: Mapping[str, Sequence[WheelFile]]) -> str:
+    """The index's spelling of `version` (3.2 -> 3.2.0 when that is what is published)."""
+    try:
+        want = version_key(version)
+    except ValueError:
+        return version
+    return next((v for v in every if version_key(v) == want), version)
+
+
+def _best(files: Sequence[WheelFile], plat: Platform) -> WheelFile:
+    """The wheel whose tag the interpreter prefers most (a manylinux wheel before a pure
+    one, as pip picks), one with a digest before one without."""
+    return sorted(files, key=lambda f: (plat.rank(f) if plat.rank(f) is not None else 1 << 30,
+                                        f.sha256 is None, f.filename))[0]
+
+
+def ancestry_order(versions: Sequence[str], checkout: Path) -> tuple[list[str] | None, str]:
+    """The versions that name a commit (+git<sha>, +<sha10>) ordered by the checkout's
+    history (a topological order), with the commit-less ones by PEP 440 around them; and a
+    note when that was not possible. None: use PEP 440 order."""
+    from tritonbisect.bisect.nightlies import commit_label
+
+    labelled = {v: commit_label(v) for v in versions}
+    named = {v: lab for v, lab in labelled.items() if lab}
+    if not named:
+        return None, ""
+    shas: dict[str, str] = {}
+    for v, lab in named.items():
+        proc = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--verify", "-q", f"{lab}^{{commit}}"],
+                              capture_output=True, text=True)
+        if proc.returncode == 0:
+            shas[v] = proc.stdout.strip()
+    if len(shas) < len(named):
+        missing = len(named) - len(shas)
+        return None, (f"{missing} of {len(named)} nightlies name a commit that {checkout} does not have "
+                      "(git fetch there?); ordered by version instead")
+    commits = sorted(set(shas.values()))
+    base = subprocess.run(["git", "-C", str(checkout), "merge-base", "--octopus", *commits],
+                          capture_output=True, text=True).stdout.strip()
+    walk = subprocess.run(["git", "-C", str(checkout), "rev-list", "--topo-order", "--reverse", *commits,
+                           *(["--not", base] if base else [])], capture_output=True, text=True).stdout.split()
+    pos = {c: i + 1 for i, c in enumerate(walk)}
+    if base:
+        pos[base] = 0
+    def key(v: str) -> tuple:
+        if v in shas:
+            return (version_key(v).release, 1, pos.get(shas[v], -1))
+        return (version_key(v).release, 0 if version_key(v).is_prerelease else 2, version_key(v))
+    return sorted(versions, key=key), ""
 
 
 def _git(repo: Path, *args: str, input_: str | None = None, env: Mapping[str, str] | None = None) -> str:

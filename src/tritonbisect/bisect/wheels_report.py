@@ -59,6 +59,9 @@ def wheels_result(result: Any, records: list[Mapping[str, Any]], versions: Mappi
         "installs": sum(1 for s in steps if s.get("installed")),
         "downloads": sum(1 for s in steps if s.get("downloaded")),
         "download_mb": round(sum(int(s.get("bytes") or 0) for s in steps) / 1e6, 1),
+        # seconds each install took (purge, install, check), and with what
+        "install_s": [s["install_s"] for s in steps if s.get("installed") and "install_s" in s],
+        "installer": next((s["installer"] for s in steps if s.get("installer")), None),
         "reason": result.reason,
     }
 

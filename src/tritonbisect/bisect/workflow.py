@@ -1,7 +1,8 @@
 """The Triton → LLVM descent.
 
 `tritonbisect triton` runs a session with the workflow "triton-llvm". When its Triton phase
-ends at a culprit that changes `cmake/llvm-hash.txt`, the continuation registered here says
+ends at a culprit that changes the pinned LLVM commit (`cmake/llvm-hash.txt` or
+`cmake/llvm-info.json`), the continuation registered here says
 so and (unless --no-descend-llvm) appends an "llvm" phase that bisects llvm-project between
 the old and the new hash, building at each LLVM commit the Triton commit the compatibility
 map assigns to it (without a map: the bump's parent; LLVM commits it cannot build against
@@ -29,11 +30,12 @@ from tritonbisect.bisect.nightlies import continue_after_nightlies
 from tritonbisect.bisect.phases import STATUS_SUPERSEDED
 from tritonbisect.bisect.session import PhaseSpec, register_workflow
 from tritonbisect.bisect.triton import (
-    HASH_FILE,
+    PIN_FILES_TEXT,
     LLVMBump,
     TritonBisector,
     TritonBuildOptions,
     llvm_bump,
+    pin_change_at,
     pinned_llvm,
 )
 from tritonbisect.errors import InputError
@@ -83,7 +85,7 @@ def preflight(bisector: TritonBisector, plan: DescentPlan) -> list[str]:
     llvm = open_llvm_repo(
         Path(plan.llvm_dir) if plan.llvm_dir else None,
         why=(
-            f" to descend into LLVM: {len(bumps)} commit(s) in the range change {HASH_FILE};"
+            f" to descend into LLVM: {len(bumps)} commit(s) in the range change the LLVM pin ({PIN_FILES_TEXT});"
             " or pass --no-descend-llvm"
         ),
     )
@@ -94,7 +96,7 @@ def preflight(bisector: TritonBisector, plan: DescentPlan) -> list[str]:
             continue  # the file appears or disappears there: not a bump one can descend into
         if bump is not None:
             for rev, side in ((bump.old, "old"), (bump.new, "new")):
-                resolve_llvm(llvm, rev, what=f"{side} {HASH_FILE} of {sha[:12]}")
+                resolve_llvm(llvm, rev, what=f"{side} LLVM pin of {sha[:12]}")
     if plan.compat_map:
         cmap = load_compat_map(Path(plan.compat_map))
         check_map_commits(cmap, Path(plan.compat_map), bisector.history, llvm)
@@ -130,6 +132,12 @@ def continue_after_triton(session, result) -> bool:
     history = History(Path(last.spec.repo))
     bump = llvm_bump(history, last.culprit)
     if bump is None:
+        try:
+            change = pin_change_at(history, last.culprit)
+        except InputError:
+            change = None
+        if change is not None:  # a build-number-only change or a format switch: say so
+            click.echo(change.describe(), err=True)
         return False
     plan = DescentPlan.load(session)
     click.echo(f"{bump.describe()}: the regression may come from LLVM", err=True)

@@ -17,6 +17,7 @@ is tested on another.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -86,36 +87,21 @@ class CommandRecipe:
         return self._build(commit, ctx)
 
     def _build(self, commit: str, ctx: StepContext) -> PrepareResult:
-        from tritonbisect.bisect.runner import cancel_token_for, read_tail, run_logged
+        from tritonbisect.bisect.runner import read_tail
 
         log = ctx.log_dir / "build.log"
-        proc = run_logged(
-            self.build,
-            cwd=ctx.worktree,
-            env=self._env(commit, ctx),
-            log=log,
-            timeout=self.build_timeout,
-            token=cancel_token_for(ctx),
-        )
+        proc = _runner(ctx)(self.build, cwd=ctx.worktree, env=self._env(commit, ctx), log=log,
+                            timeout=self.build_timeout)
         if proc.cancelled:
             return PrepareResult(Kind.INFRA, "cancelled", seconds=proc.seconds, log=log)
         cls = classify_build(proc.returncode, read_tail(log), timed_out=proc.timed_out)
         return PrepareResult(cls.kind, cls.reason, cached=False, seconds=proc.seconds, log=log)
 
     def test(self, commit: str, ctx: StepContext, *, record: bool = False) -> TestRun:
-        from tritonbisect.bisect.runner import cancel_token_for, run_logged
-
         command, log, result_path = test_files(self.test_spec, ctx, record=record)
         env = self._env(commit, ctx)
         env[RESULT_ENV_VAR] = str(result_path)
-        proc = run_logged(
-            command,
-            cwd=ctx.worktree,
-            env=env,
-            log=log,
-            timeout=ctx.timeout,
-            token=cancel_token_for(ctx),
-        )
+        proc = _runner(ctx)(command, cwd=ctx.worktree, env=env, log=log, timeout=ctx.timeout)
         return TestRun(
             returncode=proc.returncode,
             seconds=proc.seconds,
@@ -123,6 +109,18 @@ class CommandRecipe:
             timed_out=proc.timed_out,
             result=read_result_json(result_path),
         )
+
+
+def _runner(ctx: StepContext):
+    """The step's process runner: sandboxed with --sandbox (writing only the checkout and
+    the step's folders and caches)."""
+    if ctx.sandbox:
+        from tritonbisect.build.triton_recipe import step_runner
+
+        return step_runner(ctx, ctx.worktree)
+    from tritonbisect.bisect.runner import cancel_token_for, run_logged
+
+    return functools.partial(run_logged, token=cancel_token_for(ctx))
 
 
 def _factory(config: Mapping[str, Any]) -> CommandRecipe:

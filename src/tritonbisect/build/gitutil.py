@@ -13,7 +13,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-HASH_FILE = "cmake/llvm-hash.txt"  # the LLVM commit a Triton commit pins
+from tritonbisect.llvmpin import HASH_FILE  # re-exported: the pre-2026 pin file
 
 
 class GitFailure(Exception):

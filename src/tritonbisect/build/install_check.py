@@ -104,3 +104,26 @@ def check_installed(
             f"({len(differ)} differ, e.g. {differ[0]}); reinstall or clean the env"
         )
     return True, f"{dist} {version}"
+
+
+# Files that run code when any interpreter of the environment starts (site.py reads them):
+# a wheel built from untrusted sources must not bring one in, or the next `python -c` the
+# tool itself runs in that environment, outside any sandbox, would run it.
+_STARTUP_HOOK = re.compile(r"^[^/]+\.pth$|^(sitecustomize|usercustomize)(\.py|/__init__\.py|\..*\.so)$")
+
+
+def startup_hooks(wheel: Path) -> list[str]:
+    """The files of `wheel` that Python would run at start-up once it is installed
+    (top-level .pth files, sitecustomize, usercustomize), also those under its .data/purelib
+    or .data/platlib; [] for a wheel without any. WheelUnreadable when it is not a wheel."""
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            names = zf.namelist()
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise WheelUnreadable(f"{Path(wheel).name} is not a readable wheel: {exc}") from exc
+    hooks = []
+    for name in names:
+        inner = re.sub(r"^[^/]+\.data/(purelib|platlib)/", "", name)
+        if _STARTUP_HOOK.match(inner):
+            hooks.append(name)
+    return hooks

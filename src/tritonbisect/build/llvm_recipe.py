@@ -1,8 +1,8 @@
 """Building llvm-project (MLIR + LLVM) at a commit, cached by (commit, config, toolchain).
 
-    cmake -G Ninja -S <src>/llvm -B <build_dir> -DLLVM_ENABLE_PROJECTS="mlir;llvm"
+    cmake -G Ninja -S <src>/llvm -B <build_dir> -DLLVM_ENABLE_PROJECTS=<projects>
           -DLLVM_TARGETS_TO_BUILD=<targets> -DCMAKE_BUILD_TYPE=<type>
-          [-DLLVM_ENABLE_ASSERTIONS=ON] [-DCMAKE_{C,CXX}_COMPILER_LAUNCHER=ccache]
+          -DLLVM_ENABLE_ASSERTIONS=ON|OFF [-DCMAKE_{C,CXX}_COMPILER_LAUNCHER=ccache]
           -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++
     ninja -C <build_dir> install      (into a fresh staging prefix, then moved into the cache)
 
@@ -11,6 +11,10 @@ what changed since the worker's previous commit (and ccache serves files seen be
 configure-time install prefix never changes (changing it would rebuild everything that
 includes llvm/Config); each step installs into a fresh prefix with `cmake --install
 --prefix`, so no file of an earlier commit leaks into the artifact.
+
+The defaults are what real Triton links against, as its own LLVM scripts build it: the
+host's target plus NVPTX and AMDGPU (Triton links LLVMNVPTXCodeGen, LLVMAMDGPUCodeGen and
+LLVMAMDGPUAsmParser), mlir and lld (the AMD backend's find_package(LLD)), assertions on.
 """
 
 from __future__ import annotations
@@ -36,18 +40,26 @@ RECIPE = "llvm"
 _STAMP = ".tritonbisect-config.json"
 
 
+DEFAULT_TARGETS = ("host", "NVPTX", "AMDGPU")
+DEFAULT_PROJECTS = ("mlir", "lld")
+
+
 @dataclass(frozen=True)
 class LLVMConfig:
     build_type: str = "Release"
-    assertions: bool = False
-    targets: tuple[str, ...] = ("X86",)
+    assertions: bool = True
+    targets: tuple[str, ...] = DEFAULT_TARGETS
     compiler: str = "gcc"
     ccache: bool = True
+    projects: tuple[str, ...] = DEFAULT_PROJECTS
 
     def __post_init__(self) -> None:
         if self.compiler not in COMPILERS:
             raise ValueError(f"unknown compiler {self.compiler!r}; choose gcc or clang")
-        object.__setattr__(self, "targets", tuple(self.targets))
+        object.__setattr__(self, "targets", _names(self.targets))
+        object.__setattr__(self, "projects", _names(self.projects))
+        if not self.targets:
+            raise ValueError("no LLVM targets given; e.g. host;NVPTX;AMDGPU")
 
     def key_config(self) -> dict:
         """What determines the artifact (ccache does not)."""
@@ -56,7 +68,7 @@ class LLVMConfig:
             "assertions": self.assertions,
             "targets": list(self.targets),
             "compiler": self.compiler,
-            "projects": "mlir;llvm",
+            "projects": ";".join(self.projects),
         }
 
     def to_dict(self) -> dict:
@@ -67,11 +79,17 @@ class LLVMConfig:
     @classmethod
     def from_dict(cls, data: Mapping | None) -> LLVMConfig:
         data = dict(data or {})
-        known = {k: data[k] for k in ("build_type", "assertions", "targets", "compiler", "ccache") if k in data}
-        if "targets" in known:
-            t = known["targets"]
-            known["targets"] = tuple(t.split(";") if isinstance(t, str) else t)
+        fields = ("build_type", "assertions", "targets", "compiler", "ccache", "projects")
+        known = {k: data[k] for k in fields if data.get(k) is not None}
+        if data.get("backends") and "targets" not in known:
+            known["targets"] = targets_for_backends(_names(data["backends"]))
         return cls(**known)
+
+
+def _names(value) -> tuple[str, ...]:
+    """'a;b', 'a,b' or a sequence → ('a', 'b')."""
+    items = value.replace(",", ";").split(";") if isinstance(value, str) else list(value)
+    return tuple(str(v).strip() for v in items if str(v).strip())
 
 
 @dataclass
@@ -84,19 +102,17 @@ class LLVMBuild:
     log: Path
 
 
-BACKEND_TARGETS = {"nvidia": "NVPTX", "amd": "AMDGPU", "cpu": "X86", "x86": "X86", "aarch64": "AArch64"}
+BACKEND_TARGETS = {"nvidia": "NVPTX", "amd": "AMDGPU", "cpu": "host", "x86": "X86", "aarch64": "AArch64"}
 
 
-def targets_for_backends(backends: list[str]) -> tuple[str, ...]:
-    """LLVM targets for Triton backends: nvidia → NVPTX, amd → AMDGPU; the host is always in."""
-    targets = []
+def targets_for_backends(backends: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """LLVM targets for Triton backends: nvidia → NVPTX, amd → AMDGPU; the host ("host", as
+    LLVM spells the machine's own target) is always in."""
+    targets = ["host"]
     for b in backends:
         t = BACKEND_TARGETS.get(b.lower(), b)
         if t not in targets:
             targets.append(t)
-    host = "AArch64" if os.uname().machine in ("aarch64", "arm64") else "X86"
-    if host not in targets:
-        targets.insert(0, host)
     return tuple(targets)
 
 
@@ -120,7 +136,7 @@ def cmake_args(source: Path, build_dir: Path, config: LLVMConfig, *, ccache: boo
     args = [
         "cmake", "-G", "Ninja", "-S", str(Path(source) / "llvm"), "-B", str(build_dir),
         f"-DCMAKE_INSTALL_PREFIX={Path(build_dir) / 'default-prefix'}",
-        "-DLLVM_ENABLE_PROJECTS=mlir;llvm",
+        f"-DLLVM_ENABLE_PROJECTS={';'.join(config.projects)}",
         f"-DLLVM_TARGETS_TO_BUILD={';'.join(config.targets)}",
         f"-DCMAKE_BUILD_TYPE={config.build_type}",
         f"-DLLVM_ENABLE_ASSERTIONS={'ON' if config.assertions else 'OFF'}",
@@ -144,6 +160,7 @@ def build_llvm(
     env: Mapping[str, str] | None = None,
     timeout: float | None = None,
     runner=None,
+    jobs: int | None = None,
 ) -> LLVMBuild:
     """Build LLVM at `commit` (source: a worktree already at it) or take it from the cache.
 
@@ -153,6 +170,7 @@ def build_llvm(
     OOM-killed compiler) is INFRA (not recorded: it is retried).
     `runner` is the process runner (default: tritonbisect.build.proc.run_logged), any
     callable with its signature (the engine passes one that honours step cancellation).
+    `jobs`: ninja -j (the machine's share of this build when workers build at once).
     """
     start = time.monotonic()
     source = Path(source)
@@ -192,7 +210,7 @@ def build_llvm(
     try:
         steps = [
             (cmake_args(source, build_dir, config, ccache=use_ccache), "configure"),
-            (["ninja", "-C", str(build_dir)], "build"),
+            (["ninja", "-C", str(build_dir), *(["-j", str(jobs)] if jobs else [])], "build"),
             (["cmake", "--install", str(build_dir), "--prefix", str(prefix)], "install"),
         ]
         log.parent.mkdir(parents=True, exist_ok=True)

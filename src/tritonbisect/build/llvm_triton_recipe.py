@@ -22,7 +22,7 @@ from typing import Any
 from tritonbisect.bisect.outcome import Kind
 from tritonbisect.build.gitutil import GitFailure, checkout_worktree
 from tritonbisect.build.recipes import PrepareResult, StepContext, TestRun, register_recipe
-from tritonbisect.build.triton_recipe import TritonRecipe, run_test, step_runner
+from tritonbisect.build.triton_recipe import TritonRecipe, run_test
 
 RECIPE = "llvm-triton"
 
@@ -79,7 +79,7 @@ class LLVMTritonRecipe(TritonRecipe):
         tree = self.triton_worktree(ctx, triton_commit)
         tctx = dataclasses.replace(ctx, worktree=tree)
         return run_test(self.target_env(ctx), self.test_spec, triton_commit, tctx, record=record,
-                        runner=step_runner(ctx))
+                        runner=self.runner(ctx, tree))
 
 
 def _llvm_triton_factory(config: Mapping[str, Any]) -> LLVMTritonRecipe:

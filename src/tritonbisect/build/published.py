@@ -45,14 +45,17 @@ def install_published(entry: Mapping[str, Any], commit: str | None, ctx: StepCon
     except FetchError as exc:
         return result(Kind.INFRA, f"{name} {version}: {exc}")
     extra: dict[str, Any] = {}
+    began = time.monotonic()
     try:
         if install is None:
             env: TargetEnv = env_of()
+            extra["installer"] = env.installer()[0]
             ok, how = env.install_triton(got.path, commit, log=log, digest=got.sha256)
         else:
             ok, how, extra = install(got, log)
     except EnvError as exc:
         ok, how = False, str(exc)
+    extra["install_s"] = round(time.monotonic() - began, 2)
     (ctx.log_dir / STEP_FILE).write_text(json.dumps({
         "version": version, "filename": entry["filename"], "sha256": got.sha256,
         "downloaded": got.downloaded, "bytes": got.nbytes,

@@ -32,7 +32,7 @@ def install_pinned_triton(requirement: str, index_urls: Sequence[str], env: Targ
     """`name==version` (a nightly's pin) from the indexes, for this env's Python and platform."""
     name, _, version = requirement.partition("==")
     try:
-        files = [f for f in list_wheels(name, index_urls=index_urls, default_index=False)
+        files = [f for f in list_wheels(name, index_urls=index_urls)
                  if version_key(f.version) == version_key(version)]
         files = compatible(files, platform_of(str(env.python)))
     except (WheelIndexError, ValueError) as exc:

@@ -54,6 +54,8 @@ class StepContext:
     timeout: float | None = None  # per-test timeout in seconds
     workdir: Path | None = None  # the tool's workdir (caches, venvs, TRITON_HOME)
     cache_dir: str | None = None  # --cache-dir: the artifact cache (default <workdir>/cache)
+    workers: int = 1  # steps that may build at once on this machine (they share its CPUs)
+    sandbox: bool = False  # --sandbox: builds and tests run in build/sandbox.py's sandbox
 
 
 @dataclass
@@ -143,7 +145,7 @@ def _load_builtin_recipes() -> None:
     import importlib
 
     for module in ("command_recipe", "triton_recipe", "llvm_triton_recipe", "llvm_recipe", "torch_recipe",
-                   "wheel_recipe"):
+                   "wheel_recipe", "revert_recipe"):
         try:
             importlib.import_module(f"tritonbisect.build.{module}")
         except ModuleNotFoundError as exc:

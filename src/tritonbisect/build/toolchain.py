@@ -68,3 +68,24 @@ def build_requires(project: Path) -> list[str]:
     if not isinstance(reqs, list):
         return default
     return [str(r) for r in reqs]
+
+
+def ccache_dir(env: Mapping[str, str] | None = None) -> Path | None:
+    """The folder ccache keeps its cache in for `env` (CCACHE_DIR, else what `ccache` says);
+    None without ccache. A sandboxed build gets it bound in read-write, so it still hits."""
+    env = os.environ if env is None else env
+    if env.get("CCACHE_DIR"):
+        return Path(env["CCACHE_DIR"])
+    exe = which("ccache", env)
+    return _ccache_default(exe, env.get("HOME", "")) if exe else None
+
+
+@functools.lru_cache(maxsize=8)
+def _ccache_default(exe: str, home: str) -> Path | None:
+    try:
+        out = subprocess.run([exe, "--get-config", "cache_dir"], capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "HOME": home} if home else None)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = out.stdout.strip()
+    return Path(text) if out.returncode == 0 and text.startswith("/") else None

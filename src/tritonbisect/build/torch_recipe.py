@@ -4,7 +4,9 @@
     env: the user's USE_* flags (e.g. USE_CUDA=0), MAX_JOBS, DEBUG=1 with --debug
 
 The Triton commit a PyTorch commit needs is read from `.ci/docker/ci_commit_pins/triton.txt`
-at that commit; its wheel comes from the artifact cache, built once (in a Triton worktree
+at that commit (the device decides, as PyTorch's build_triton_wheel.py does: rocm reads
+triton-rocm.txt where that file exists, xpu reads triton-xpu.txt, which pins Intel's Triton:
+--triton-dir must then be that repository); its wheel comes from the artifact cache, built once (in a Triton worktree
 this worker owns, made from `triton_dir`) when missing. Without `triton_dir`, the Triton
 already in the target environment is left alone. With `llvm_dir`, that Triton is built
 against the LLVM it pins, built from llvm_dir (TritonRecipe.pinned_llvm, same cache keys as
@@ -17,6 +19,10 @@ python, venv, ...) plus
   llvm_dir     an llvm-project checkout to build each pinned Triton's pinned LLVM from
                (optional; with `llvm`: LLVMConfig fields)
   use          {"USE_CUDA": "0", ...}: build flags, part of the wheel's cache key
+  device       "cuda" (default), "rocm" or "xpu": which Triton pin file is read
+
+Before a build, the tree's submodules are checked out at the commits it records, from local
+mirrors under <workdir>/mirrors (submodules.py): each fetched over the network once.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from tritonbisect.build.cache import ArtifactCache
 from tritonbisect.build.env import EnvError
 from tritonbisect.build.llvm_recipe import cached_build
 from tritonbisect.build.recipes import PrepareResult, StepContext, register_recipe
+from tritonbisect.build.submodules import MIRRORS, SubmoduleError, update_submodules
 from tritonbisect.build.toolchain import compiler_id, which
 from tritonbisect.build.triton_recipe import (
     GitFailure,
@@ -39,24 +46,40 @@ from tritonbisect.build.triton_recipe import (
     _python_abi,
     base_build_env,
     checkout_worktree,
+    default_max_jobs,
     ensure_build_requirements,
     pip_wheel_to_cache,
     project_dir,
     resolve_commit,
-    step_runner,
 )
 
 RECIPE = "torch"
-TRITON_PIN = ".ci/docker/ci_commit_pins/triton.txt"
+PINS_DIR = ".ci/docker/ci_commit_pins"
+TRITON_PIN = f"{PINS_DIR}/triton.txt"
+# the pin files each device reads, first present wins (triton-rocm.txt was dropped later)
+DEVICE_PINS = {
+    "cuda": (TRITON_PIN,),
+    "rocm": (f"{PINS_DIR}/triton-rocm.txt", TRITON_PIN),
+    "xpu": (f"{PINS_DIR}/triton-xpu.txt",),
+}
 
 
-def read_triton_pin(worktree: Path) -> str | None:
-    path = Path(worktree) / TRITON_PIN
+def pin_files(device: str) -> tuple[str, ...]:
     try:
-        text = path.read_text(encoding="utf-8").strip()
-    except OSError:
-        return None
-    return text.split()[0] if text else None
+        return DEVICE_PINS[device]
+    except KeyError:
+        raise ValueError(f"unknown device {device!r}; choose {', '.join(DEVICE_PINS)}") from None
+
+
+def read_triton_pin(worktree: Path, device: str = "cuda") -> str | None:
+    """The Triton commit the PyTorch tree pins for `device`, or None."""
+    for rel in pin_files(device):
+        try:
+            text = (Path(worktree) / rel).read_text(encoding="utf-8").strip()
+        except OSError:
+            continue
+        return text.split()[0] if text else None
+    return None
 
 
 def build_torch_wheel(
@@ -120,19 +143,22 @@ class TorchRecipe(TritonRecipe):
         super().__init__(config)
         self.triton_dir = Path(config["triton_dir"]) if config.get("triton_dir") else None
         self.use: dict[str, str] = {k: str(v) for k, v in (config.get("use") or {}).items()}
+        self.device = str(config.get("device") or "cuda")
+        pin_files(self.device)  # an unknown device is refused before any step
 
     def prepare_triton(self, commit: str, ctx: StepContext) -> PrepareResult | None:
         """Install the Triton pinned at this PyTorch commit (from the cache; built once when
         missing, against the LLVM it pins when llvm_dir is set). None without triton_dir."""
         if self.triton_dir is None:
             return None
-        pin = read_triton_pin(ctx.worktree)
+        pin = read_triton_pin(ctx.worktree, self.device)
+        files = " or ".join(pin_files(self.device))
         if pin is None:
-            return PrepareResult(Kind.BUILD_FAILED, f"{TRITON_PIN} is missing at {commit[:12]}: "
-                                 "cannot tell which Triton this PyTorch needs")
+            return PrepareResult(Kind.BUILD_FAILED, f"{files} is missing at {commit[:12]}: "
+                                 f"cannot tell which Triton this PyTorch needs on {self.device}")
         try:
             triton_sha = resolve_commit(self.triton_dir, pin,
-                                        what=f"Triton commit {pin[:12]} (pinned in {TRITON_PIN})")
+                                        what=f"Triton commit {pin[:12]} (pinned in {files})")
             tree = checkout_worktree(
                 self.triton_dir,
                 self.workdir(ctx) / "worktrees" / f"triton-{self.repo_id(self.triton_dir)[:12]}"
@@ -171,6 +197,10 @@ class TorchRecipe(TritonRecipe):
                 res.cached = False
             return res
         triton_cached = triton is None or triton.cached
+        try:  # the submodules at this commit's, from local mirrors (a stale third_party breaks builds)
+            subs = update_submodules(ctx.worktree, self.workdir(ctx) / MIRRORS, env=base_build_env())
+        except SubmoduleError as exc:
+            return PrepareResult(Kind.INFRA, f"submodules: {exc}", seconds=time.monotonic() - start)
         ok, reason = ensure_build_requirements(env, ctx.worktree, ctx.log_dir / "install.log")
         if not ok:
             return PrepareResult(Kind.INFRA, f"build requirements: {reason}",
@@ -181,8 +211,9 @@ class TorchRecipe(TritonRecipe):
             ctx.worktree, commit, cache=self.cache(ctx), log=ctx.log_dir / "build.log",
             repo_id=self.repo_id(ctx.worktree), use=self.use, python=str(env.python),
             python_abi=env.python_abi(), debug=self.triton_config.debug,
-            max_jobs=self.triton_config.max_jobs, base_env=base, timeout=self.build_timeout,
-            runner=step_runner(ctx), pip=env.pip_command(),
+            max_jobs=self.triton_config.max_jobs or default_max_jobs(ctx.workers),
+            base_env=base, timeout=self.build_timeout,
+            runner=self.runner(ctx, ctx.worktree), pip=env.pip_command(),
         )
         cached = wb.cached and triton_cached
         if wb.kind is not Kind.PASS or wb.wheel is None:
@@ -195,7 +226,8 @@ class TorchRecipe(TritonRecipe):
         if not ok:
             return PrepareResult(Kind.INFRA, f"install: {reason}", cached=cached,
                                  seconds=time.monotonic() - start, log=ctx.log_dir / "install.log")
-        return PrepareResult(Kind.PASS, wb.reason, cached=cached, seconds=time.monotonic() - start,
+        said = "; ".join(p for p in (wb.reason, subs.describe()) if p)
+        return PrepareResult(Kind.PASS, said, cached=cached, seconds=time.monotonic() - start,
                              log=None if wb.cached else wb.log)
 
 

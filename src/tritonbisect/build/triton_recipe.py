@@ -2,8 +2,14 @@
 
     <python> -m pip wheel --no-build-isolation --no-deps -w <staging> <src>/python   (older
                                                   layouts; <src> when setup.py is at the root)
-    env: TRITON_BUILD_WITH_CCACHE=true, TRITON_HOME=<workdir>/triton-home (persistent: keeps
-         the downloaded LLVM and toolchains), MAX_JOBS, DEBUG=1 with --debug, LLVM_SYSPATH...
+    env: TRITON_BUILD_WITH_CCACHE=true and CCACHE_BASEDIR=<workdir> (hits across worktrees),
+         TRITON_HOME=<workdir>/triton-home/<worker> whose downloads are links into the shared
+         <workdir>/downloads (downloads.py: each download once, never deleted under a running
+         build), MAX_JOBS (default: the CPUs divided among the workers), DEBUG=1 with
+         --debug, TRITON_BUILD_WITH_CLANG_LLD=true with --clang-lld, REL_WITH_DEB_INFO=1 or
+         TRITON_REL_BUILD_WITH_ASSERTS=1 with --triton-build-type, LLVM_SYSPATH...
+    TRITON_OFFLINE_BUILD=1 (--env): no download; the stored prebuilt of the pin is given as
+         LLVM_SYSPATH (a step without one is INFRA, with the fix).
 
 The wheel is built by the target environment's own interpreter (the wheel's ABI must be the
 one the tests run with), after making sure the source's build requirements are installed
@@ -14,15 +20,18 @@ commit's wheel, install it, test). Built on it: "llvm-triton" (llvm_triton_recip
 Recipe config (JSON, saved in session.json; unknown keys are ignored):
   test          TestSpec.to_dict()                        (required)
   debug         bool: DEBUG=1 build with assertions
-  max_jobs      int: MAX_JOBS for the build
+  max_jobs      int: MAX_JOBS for the build (default: CPUs // workers building at once)
+  build_type    "" (setup.py's default), "RelWithDebInfo" or "TritonRelBuildWithAsserts"
+  clang_lld     bool: TRITON_BUILD_WITH_CLANG_LLD=true (faster links)
   ccache        bool (default true)
   python        interpreter to make the target venv with, or the user's own (--python)
   venv          the user's own venv (--venv); default: a venv per worker under
                 <workdir>/venvs, reused across sessions, Triton purged at every install
   build_timeout seconds for one build (default: none)
   cache_dir     artifact cache root (default: the session's --cache-dir, else <workdir>/cache)
-  llvm_dir      an llvm-project checkout: build the LLVM each Triton commit pins in
-                cmake/llvm-hash.txt from it (cached) and build Triton against it
+  llvm_dir      an llvm-project checkout: build the LLVM each Triton commit pins
+                (cmake/llvm-info.json or cmake/llvm-hash.txt) from it (cached) and build
+                Triton against it
                 (LLVM_SYSPATH); without it Triton's setup.py finds LLVM itself
   llvm          LLVMConfig fields (build_type, assertions, targets, compiler, ccache)
   wheels        {commit: {filename, url, sha256, version}}: commits with a published nightly
@@ -37,7 +46,7 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +54,13 @@ from typing import Any
 from tritonbisect.bisect.history import root_identity
 from tritonbisect.bisect.outcome import RESULT_ENV_VAR, Kind, read_result_json
 from tritonbisect.build.cache import ArtifactCache
+from tritonbisect.build.downloads import (
+    adopt_downloads,
+    find_prebuilt,
+    link_shared,
+    store_dir,
+    worker_home,
+)
 from tritonbisect.build.env import EnvError, TargetEnv
 from tritonbisect.build.failures import classify_build_log
 from tritonbisect.build.gitutil import (
@@ -55,6 +71,7 @@ from tritonbisect.build.gitutil import (
     checkout_worktree,
     resolve_commit,
 )
+from tritonbisect.build.install_check import WheelUnreadable, startup_hooks
 from tritonbisect.build.llvm_recipe import (
     LLVMBuild,
     LLVMConfig,
@@ -73,16 +90,22 @@ from tritonbisect.build.recipes import (
     test_files,
 )
 from tritonbisect.build.store import ArtifactStore, open_cache
-from tritonbisect.build.toolchain import compiler_id, which
+from tritonbisect.build.toolchain import ccache_dir, compiler_id, which
 from tritonbisect.build.venv_pool import EnvPool, ensure_build_requirements, project_dir
+from tritonbisect.llvmpin import PIN_FILES_TEXT, PinError, read_pin, tree_reader
 
 RECIPE = "triton"
 
 # --env variables that change what a build produces, so they are part of the wheel's key
 _BUILD_ENV = re.compile(
     r"^(TRITON_BUILD_\w+|TRITON_APPEND_CMAKE_ARGS|TRITON_CODEGEN_BACKENDS|TRITON_\w+_PATH|"
-    r"LLVM_\w+|CC|CXX|CFLAGS|CXXFLAGS|LDFLAGS|DEBUG|REL_WITH_DEB_INFO|TRITON_WHEEL_VERSION_SUFFIX)$"
+    r"LLVM_\w+|CC|CXX|CFLAGS|CXXFLAGS|LDFLAGS|DEBUG|REL_WITH_DEB_INFO|TRITON_WHEEL_VERSION_SUFFIX|"
+    r"TRITON_PLUGIN_DIRS|TRITON_WHEEL_NAME|TRITON_EXT_ENABLED|TRITON_STABLE_ABI|\w+_SYSPATH|"
+    r"TRITON_OFFLINE_BUILD|TRITON_REL_BUILD_WITH_ASSERTS|TRITON_BUILD_WITH_O1)$"
 )
+BUILD_TYPES = {"": {}, "RelWithDebInfo": {"REL_WITH_DEB_INFO": "1"},
+               "TritonRelBuildWithAsserts": {"TRITON_REL_BUILD_WITH_ASSERTS": "1"}}
+_TRUE = ("1", "true", "on", "yes")
 
 
 @dataclass(frozen=True)
@@ -90,9 +113,39 @@ class TritonConfig:
     debug: bool = False
     max_jobs: int | None = None
     ccache: bool = True
+    build_type: str = ""
+    clang_lld: bool = False
+
+    def __post_init__(self) -> None:
+        if self.build_type not in BUILD_TYPES:
+            raise ValueError(f"unknown Triton build type {self.build_type!r}; choose one of "
+                             f"{', '.join(repr(b) for b in BUILD_TYPES)}")
 
     def key_config(self) -> dict:
-        return {"debug": self.debug}  # MAX_JOBS and ccache do not change the artifact
+        # MAX_JOBS and ccache do not change the artifact; the build type and linker do
+        key: dict[str, Any] = {"debug": self.debug}
+        if self.build_type:
+            key["build_type"] = self.build_type
+        if self.clang_lld:
+            key["clang_lld"] = True
+        return key
+
+    def env(self, workers: int) -> dict[str, str]:
+        """The variables these settings give a build."""
+        out = dict(BUILD_TYPES[self.build_type])
+        out["MAX_JOBS"] = str(self.max_jobs or default_max_jobs(workers))
+        if self.debug:
+            out["DEBUG"] = "1"
+        if self.clang_lld:
+            out["TRITON_BUILD_WITH_CLANG_LLD"] = "true"
+        return out
+
+
+def default_max_jobs(workers: int, cpus: int | None = None) -> int:
+    """The machine's CPUs divided among the builds running at once (Triton's setup.py would
+    otherwise give each build twice the CPUs, times the number of workers)."""
+    cpus = cpus or os.cpu_count() or 1
+    return max(1, cpus // max(1, workers))
 
 
 @dataclass
@@ -127,10 +180,16 @@ def build_triton_wheel(
     runner: Callable | None = None,
     recipe: str = RECIPE,
     pip: list[str] | None = None,
+    downloads: Path | None = None,
+    workers: int = 1,
+    ccache_base: Path | None = None,
 ) -> WheelBuild:
     """Build the wheel of the Triton tree at `source` (a worktree at `commit`), or take it
     from the cache. Cache hit: nothing runs and no log is written (cached=True).
-    `pip` is the pip command to use (default: `<python> -m pip`)."""
+    `pip` is the pip command to use (default: `<python> -m pip`). `downloads`: the shared
+    download store (downloads.py) that triton_home links into; `workers`: how many builds
+    share the machine (MAX_JOBS); `ccache_base`: CCACHE_BASEDIR (a folder above every
+    worktree)."""
     import sys
 
     start = time.monotonic()
@@ -161,19 +220,53 @@ def build_triton_wheel(
     env["PATH"] = f"{Path(python).parent}{os.pathsep}{env.get('PATH', os.defpath)}"
     if config.ccache and which("ccache", env):
         env["TRITON_BUILD_WITH_CCACHE"] = "true"
+        env.setdefault("CCACHE_BASEDIR", str(ccache_base or Path(source).resolve().parent))
+        env.setdefault("CCACHE_NOHASHDIR", "true")
     triton_home = Path(triton_home)
     triton_home.mkdir(parents=True, exist_ok=True)
     env["TRITON_HOME"] = str(triton_home)
-    if config.max_jobs:
-        env["MAX_JOBS"] = str(config.max_jobs)
-    if config.debug:
-        env["DEBUG"] = "1"
+    for name, value in config.env(workers).items():
+        if name == "MAX_JOBS" and not config.max_jobs and env.get("MAX_JOBS"):
+            continue  # the user's own --env MAX_JOBS
+        env[name] = value
+    if downloads is not None:
+        link_shared(triton_home, downloads)
+        offline = _offline_llvm(Path(source), env, downloads)
+        if offline is not None:
+            log.write_text(offline + "\n", encoding="utf-8")
+            return WheelBuild(Kind.INFRA, offline, None, False, time.monotonic() - start, log)
 
     meta = {"commit": commit, "recipe": recipe, "repo": repo_id, "python_abi": abi,
             "config": config.key_config(), "extra": dict(extra_key)}
-    return pip_wheel_to_cache(proj, commit, cache=cache, key=key, meta=meta, log=log, env=env,
-                              pip=pip or [python, "-m", "pip"], runner=runner, timeout=timeout,
-                              start=start, name="Triton", stage_prefix="wheel")
+    built = pip_wheel_to_cache(proj, commit, cache=cache, key=key, meta=meta, log=log, env=env,
+                               pip=pip or [python, "-m", "pip"], runner=runner, timeout=timeout,
+                               start=start, name="Triton", stage_prefix="wheel")
+    if downloads is not None:
+        fetched = adopt_downloads(triton_home, downloads)
+        if fetched:
+            built.reason += f"; downloaded {', '.join(fetched)} (now shared)"
+    return built
+
+
+def _offline_llvm(source: Path, env: dict[str, str], downloads: Path) -> str | None:
+    """With TRITON_OFFLINE_BUILD on and no LLVM given, point LLVM_SYSPATH at the stored
+    prebuilt of the tree's pin; the reason it cannot (INFRA), or None."""
+    if env.get("TRITON_OFFLINE_BUILD", "").strip().lower() not in _TRUE or env.get("LLVM_SYSPATH"):
+        return None
+    try:
+        pin = read_pin(tree_reader(source))
+    except PinError as exc:
+        return f"offline build: {exc}"
+    if pin is None:
+        return None  # no pin: setup.py says what it needs
+    suffix = "" if pin.build_number is None else f"-{pin.build_number}"
+    found = find_prebuilt(downloads, f"llvm-{pin.hash[:8]}-", suffix)
+    if found is None:
+        return (f"offline build (TRITON_OFFLINE_BUILD): no prebuilt for {pin.describe()} in "
+                f"{downloads}/llvm; build one step of this pin online first, or pass "
+                "--env LLVM_SYSPATH=<an LLVM install>")
+    env.update(llvm_env(found))
+    return None
 
 
 def pip_wheel_to_cache(proj: Path, commit: str, *, cache: ArtifactCache, key: str,
@@ -222,13 +315,46 @@ def _default_runner() -> Callable:
     return run_logged
 
 
-def step_runner(ctx: StepContext) -> Callable:
-    """The engine's process runner bound to the step's cancel token, when the engine is there."""
+def step_runner(ctx: StepContext, *writable: Path, env: Mapping[str, str] | None = None) -> Callable:
+    """The engine's process runner bound to the step's cancel token, when the engine is there.
+
+    With ctx.sandbox, every command runs in the sandbox (build/sandbox.py), writing only
+    `writable` (the tree being built or tested, its build folder), the step's log folder,
+    the cache's staging area and the caches builds keep between steps: TRITON_HOME (the
+    LLVM download), <workdir>/triton-cache and ccache's folder (found for `env`)."""
+    run = _plain_runner(ctx)
+    if not ctx.sandbox:
+        return run
+    return sandboxed_runner(run, ctx, writable, env)
+
+
+def _plain_runner(ctx: StepContext) -> Callable:
     try:
         from tritonbisect.bisect.runner import cancel_token_for, run_logged
     except ImportError:  # pragma: no cover - the engine is part of the package
         return _default_runner()
     return functools.partial(run_logged, token=cancel_token_for(ctx))
+
+
+def sandboxed_runner(run: Callable, ctx: StepContext, writable: Sequence[Path],
+                     env: Mapping[str, str] | None = None, cache_dir: str | None = None) -> Callable:
+    """`run` in the sandbox, writing only `writable` and the step's folders and caches."""
+    from tritonbisect.build.proc import SandboxedRunner
+    from tritonbisect.build.sandbox import require
+
+    workdir = Path(ctx.workdir) if ctx.workdir else ctx.worktree.parent
+    cache = open_cache(cache_dir or ctx.cache_dir, workdir=workdir)
+    caches = [ctx.log_dir, workdir / "triton-home", workdir / "triton-cache"]
+    staging = getattr(cache, "tmp_dir", None)
+    if staging is not None:
+        caches.append(Path(staging))
+    extra_env: dict[str, str] = {}
+    ccache = ccache_dir({**base_build_env(), **(env or {}), **ctx.env})
+    if ccache is not None:
+        caches.append(ccache)
+        extra_env["CCACHE_DIR"] = str(ccache)
+    return SandboxedRunner(run, require(), writable=[*writable, *caches], keep_env=tuple(ctx.env),
+                           extra_env=extra_env)
 
 
 def run_test(env: TargetEnv, spec: TestSpec, commit: str, ctx: StepContext, *, record: bool,
@@ -262,7 +388,7 @@ def run_test(env: TargetEnv, spec: TestSpec, commit: str, ctx: StepContext, *, r
 class TritonRecipe:
     """Registered as "triton": the bisected repository is Triton.
 
-    With `llvm_dir` in the config, the LLVM each Triton commit pins (cmake/llvm-hash.txt) is
+    With `llvm_dir` in the config, the LLVM each Triton commit pins (llvmpin.read_pin) is
     built from that llvm-project checkout (cached by commit + config) and the wheel is built
     against it; without it, Triton's setup.py gets its LLVM as usual (download into
     TRITON_HOME, or LLVM_SYSPATH from --env)."""
@@ -276,6 +402,8 @@ class TritonRecipe:
             debug=bool(config.get("debug", False)),
             max_jobs=config.get("max_jobs"),
             ccache=bool(config.get("ccache", True)),
+            build_type=str(config.get("build_type") or ""),
+            clang_lld=bool(config.get("clang_lld", False)),
         )
         self.build_timeout = config.get("build_timeout")
         self.llvm_dir = Path(config["llvm_dir"]) if config.get("llvm_dir") else None
@@ -304,6 +432,13 @@ class TritonRecipe:
     def target_env(self, ctx: StepContext) -> TargetEnv:
         return self._envs.get(ctx)
 
+    def runner(self, ctx: StepContext, *writable: Path) -> Callable:
+        """The step's process runner; sandboxed with ctx.sandbox (or the config's "sandbox")."""
+        run = _plain_runner(ctx)
+        if not (ctx.sandbox or self._config.get("sandbox")):
+            return run
+        return sandboxed_runner(run, ctx, writable, cache_dir=self._config.get("cache_dir"))
+
     def repo_id(self, repo: Path) -> str:
         """The repository's identity for cache keys, as `History.repo_id` gives it."""
         key = str(repo)
@@ -319,10 +454,13 @@ class TritonRecipe:
         return build_triton_wheel(
             source, commit,
             cache=self.cache(ctx), config=self.triton_config, log=log,
-            repo_id=self.repo_id(source), triton_home=self.workdir(ctx) / "triton-home",
+            repo_id=self.repo_id(source),
+            triton_home=worker_home(self.workdir(ctx), self.worker_tag(ctx)),
             extra_env=extra_env, extra_key=extra_key, python=env.python,
             python_abi=env.python_abi(), base_env=base, timeout=self.build_timeout,
-            runner=step_runner(ctx), pip=env.pip_command(),
+            runner=self.runner(ctx, source), pip=env.pip_command(),
+            downloads=store_dir(self.workdir(ctx)), workers=ctx.workers,
+            ccache_base=self.workdir(ctx).resolve(),
         )
 
     def build_llvm_at(self, source: Path, llvm_commit: str, ctx: StepContext) -> LLVMBuild:
@@ -331,7 +469,9 @@ class TritonRecipe:
             source, llvm_commit, cache=self.cache(ctx), config=self.llvm_config,
             build_dir=self.workdir(ctx) / "llvm-build" / self.worker_tag(ctx),
             log=ctx.log_dir / "llvm-build.log", repo_id=self.repo_id(source),
-            env={**base_build_env(), **ctx.env}, timeout=self.build_timeout, runner=step_runner(ctx),
+            env={**base_build_env(), **ctx.env}, timeout=self.build_timeout,
+            runner=self.runner(ctx, source, self.workdir(ctx) / "llvm-build" / self.worker_tag(ctx)),
+            jobs=default_max_jobs(ctx.workers) if ctx.workers > 1 else None,
         )
 
     def resolve_pin(self, repo: Path, pin: str, *, what: str) -> str:
@@ -349,11 +489,14 @@ class TritonRecipe:
         A cached LLVM is taken without checking llvm-project out (a checkout is seconds)."""
         assert self.llvm_dir is not None
         try:
-            pin = (tree / HASH_FILE).read_text(encoding="utf-8").split()[0]
-        except (OSError, IndexError):
-            raise PinMissing(f"{HASH_FILE} is missing or empty: cannot tell which LLVM to build") from None
+            found = read_pin(tree_reader(tree))
+        except PinError as exc:
+            raise PinMissing(f"{exc}: cannot tell which LLVM to build") from None
+        if found is None:
+            raise PinMissing(f"no LLVM pin ({PIN_FILES_TEXT}): cannot tell which LLVM to build")
+        pin = found.hash
         sha = self.resolve_pin(self.llvm_dir, pin,
-                               what=f"LLVM commit {pin[:12]} (pinned in {HASH_FILE})")
+                               what=f"LLVM commit {pin[:12]} (pinned in {found.file})")
         wt = (self.workdir(ctx) / "worktrees" / f"llvm-{self.repo_id(self.llvm_dir)[:12]}"
               / f"for-{self.worker_tag(ctx)}")
         if (wt / ".git").exists():
@@ -369,6 +512,15 @@ class TritonRecipe:
     def install(self, env: TargetEnv, wheel: Path, commit: str, ctx: StepContext) -> tuple[bool, str]:
         """Install and verify; pip is skipped when the env already holds this very wheel
         (its digest comes from the cache entry, which the lookup just verified)."""
+        if ctx.sandbox or self._config.get("sandbox"):
+            # the install and its checks run the environment's python outside the sandbox
+            try:
+                hooks = startup_hooks(wheel)
+            except WheelUnreadable as exc:
+                return False, str(exc)
+            if hooks:
+                return False, (f"the wheel would run code at every python start-up ({', '.join(hooks[:3])}); "
+                               "a sandboxed build's wheel is not installed with one")
         try:
             return env.install_triton(wheel, commit, log=ctx.log_dir / "install.log",
                                       digest=self.cache(ctx).recorded_sha256(wheel))
@@ -404,7 +556,10 @@ class TritonRecipe:
             extra_env = llvm_env(llvm.prefix)
             extra_key = {"llvm": llvm_commit, "llvm_config": self.llvm_config.key_config()}
         install_log = ctx.log_dir / "install.log"
-        ok, reason = ensure_build_requirements(env, tree, install_log)
+        # sandboxed: the tree may be untrusted, so its build requirements come as wheels only
+        # (installing a wheel runs none of its code; building an sdist would, unsandboxed)
+        ok, reason = ensure_build_requirements(env, tree, install_log,
+                                               binary_only=bool(ctx.sandbox or self._config.get("sandbox")))
         if not ok:
             return result(Kind.INFRA, f"build requirements: {reason}", False, install_log)
         wb = self.build_wheel(tree, triton_commit, ctx, env, log=ctx.log_dir / log_name,
@@ -440,7 +595,7 @@ class TritonRecipe:
 
     def test(self, commit: str, ctx: StepContext, *, record: bool = False) -> TestRun:
         return run_test(self.target_env(ctx), self.test_spec, commit, ctx, record=record,
-                        runner=step_runner(ctx))
+                        runner=self.runner(ctx, ctx.worktree))
 
 
 def _triton_factory(config: Mapping[str, Any]) -> TritonRecipe:

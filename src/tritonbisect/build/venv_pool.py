@@ -107,29 +107,43 @@ class EnvPool:
 
 
 def project_dir(source: Path) -> Path | None:
-    """<src>/python on older layouts, <src> when setup.py/pyproject.toml is at the root."""
+    """The folder pip builds: where setup.py is (the repository root from mid-2025, python/
+    through Triton 3.3), else the folder whose pyproject.toml declares a build system. A stub
+    python/pyproject.toml (tool settings only) beside a root setup.py does not count."""
     source = Path(source)
-    if (source / "python" / "setup.py").is_file() or (source / "python" / "pyproject.toml").is_file():
-        return source / "python"
-    if (source / "setup.py").is_file() or (source / "pyproject.toml").is_file():
-        return source
+    for proj in (source, source / "python"):
+        if (proj / "setup.py").is_file():
+            return proj
+    for proj in (source / "python", source):
+        if _declares_build_system(proj / "pyproject.toml"):
+            return proj
     return None
 
 
-def ensure_build_requirements(env: TargetEnv, source: Path, log: Path) -> tuple[bool, str]:
+def _declares_build_system(pyproject: Path) -> bool:
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return any(line.strip().replace(" ", "") == "[build-system]" for line in text.splitlines())
+
+
+def ensure_build_requirements(env: TargetEnv, source: Path, log: Path, *,
+                              binary_only: bool = False) -> tuple[bool, str]:
     """Install into env what the source needs to build without isolation (once; no-op when
-    everything is there). Old setuptools (< 70.1) also needs `wheel` for bdist_wheel."""
+    everything is there). Old setuptools (< 70.1) also needs `wheel` for bdist_wheel.
+    `binary_only`: wheels only (pip --only-binary :all:), never an sdist's build code."""
     proj = project_dir(source)
     if proj is None:
         return True, ""
     reqs = build_requires(proj)
     try:
-        ok, reason = env.ensure_packages(reqs, log=log)
+        ok, reason = env.ensure_packages(reqs, log=log, binary_only=binary_only)
         if not ok:
             return False, reason
         st = env.installed_versions(["setuptools", "wheel"])
         if st.get("setuptools") and st.get("wheel") is None and _older(st["setuptools"], (70, 1)):
-            return env.ensure_packages(["wheel"], log=log)
+            return env.ensure_packages(["wheel"], log=log, binary_only=binary_only)
     except EnvError as exc:
         return False, str(exc)
     return True, ""

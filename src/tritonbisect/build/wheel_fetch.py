@@ -3,7 +3,8 @@
 <cache>/downloads/<sha256>/<filename>. The index's sha256 is the key and the check: a file
 whose digest differs (a corrupt or truncated download, a file changed on disk) is never
 installed; it is fetched again once, then the step is `infra`. A --find-links file has no
-digest from an index: its own digest is taken and it is copied in.
+digest from an index: its own digest is taken and it is copied in. Requests carry the
+user's cert, proxy and the credentials for the host (build/index_config.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tritonbisect.build.cache import file_sha256
+from tritonbisect.build.index_config import open_url, redact
 
 _TIMEOUT = 120.0
 
@@ -78,13 +80,12 @@ def _transfer(url: str, root: Path) -> Path:
                 with open(src, "rb") as f:
                     shutil.copyfileobj(f, out, 1 << 20)
             else:
-                req = urllib.request.Request(url, headers={"User-Agent": "tritonbisect"})
-                with urllib.request.urlopen(req, timeout=_TIMEOUT) as resp:
+                with open_url(url, timeout=_TIMEOUT) as resp:
                     shutil.copyfileobj(resp, out, 1 << 20)
     except urllib.error.HTTPError as exc:
         tmp.unlink(missing_ok=True)
-        raise FetchError(f"download of {url}: HTTP {exc.code} {exc.reason}") from None
+        raise FetchError(f"download of {redact(url)}: HTTP {exc.code} {exc.reason}") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         tmp.unlink(missing_ok=True)
-        raise FetchError(f"download of {url} failed: {getattr(exc, 'reason', exc)}") from None
+        raise FetchError(f"download of {redact(url)} failed: {getattr(exc, 'reason', exc)}") from None
     return tmp

@@ -1,15 +1,18 @@
-"""Published wheels: list a package's files on a PEP 503/691 index or in a --find-links dir.
+"""Published wheels: list a package's files on PEP 503/691 indexes and in find-links.
 
-Pure parts (version order, wheel names, tag compatibility) are apart from the one function
-that reads an index (`list_wheels`). No dependency on `packaging`: the tool's own
-environment has only what pyproject lists, so the few PEP 440 / PEP 425 rules needed here
-are written out.
+Versions, wheel file names and platform tags are `packaging`'s (the rules pip itself
+vendors). Which tags a wheel may carry is asked of the *target* interpreter (it runs
+`packaging.tags.sys_tags()` with the tool's copy of `packaging` on its path), so its glibc,
+ABI (abi3, free-threaded cp313t) and machine decide, not the tool's. Requests go through
+build/index_config.py: the user's cert, trusted hosts, proxy and credentials.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -18,16 +21,13 @@ from dataclasses import asdict, dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
-DEFAULT_INDEX = "https://pypi.org/simple"
+import packaging
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from tritonbisect.build.index_config import open_url, redact, strip_auth
+
 _TIMEOUT = 60.0
-_PRE = {"a": 0, "b": 1, "rc": 2, "c": 2, "alpha": 0, "beta": 1, "pre": 2, "preview": 2}
-_VERSION = re.compile(
-    r"^v?(?P<release>\d+(?:\.\d+)*)"
-    r"(?:[-_.]?(?P<pre>a|b|rc|c|alpha|beta|pre|preview)[-_.]?(?P<pren>\d*))?"
-    r"(?:(?:[-_.]?(?:post|rev|r)[-_.]?(?P<post>\d*))|-(?P<post2>\d+))?"
-    r"(?:[-_.]?dev[-_.]?(?P<dev>\d*))?"
-    r"(?:\+(?P<local>[a-z0-9.]+))?$"
-)
 
 
 class WheelIndexError(Exception):
@@ -38,150 +38,114 @@ class BadVersion(ValueError):
     """Not a PEP 440 version."""
 
 
-def version_key(version: str) -> tuple:
-    """A sort key for PEP 440 versions (release, pre, post, dev; local labels last, as text:
-    PEP 440 gives them no date order, so nightlies are ordered by commit ancestry instead)."""
-    m = _VERSION.match(version.strip().lower())
-    if not m:
-        raise BadVersion(f"{version!r} is not a PEP 440 version")
-    release = [int(x) for x in m["release"].split(".")]
-    while len(release) > 1 and release[-1] == 0:
-        release.pop()
-    dev = m["dev"]
-    if m["pre"]:
-        pre: tuple = (_PRE[m["pre"]], int(m["pren"] or 0))
-    elif dev is not None and m["post"] is None and m["post2"] is None:
-        pre = (-1, 0)  # 1.0.dev1 sorts before 1.0a1
-    else:
-        pre = (3, 0)
-    post_s = m["post"] if m["post"] is not None else m["post2"]
-    post = -1 if post_s is None else int(post_s or 0)
-    devk = (1, 0) if dev is None else (0, int(dev or 0))
-    local = tuple((0, int(p), "") if p.isdigit() else (-1, 0, p)
-                  for p in re.split(r"[._-]", m["local"] or "") if p)
-    return (tuple(release), pre, post, devk, local)
+def version_key(version: str) -> Version:
+    """The PEP 440 version (packaging's order; local labels such as +git<sha> compare as
+    text, so nightlies of one release are ordered by commit ancestry where a checkout is
+    given)."""
+    try:
+        return Version(version)
+    except InvalidVersion:
+        raise BadVersion(f"{version!r} is not a PEP 440 version") from None
 
 
 def is_prerelease(version: str) -> bool:
-    m = _VERSION.match(version.strip().lower())
-    return bool(m and (m["pre"] or m["dev"] is not None))
+    try:
+        return Version(version).is_prerelease
+    except InvalidVersion:
+        return False
+
+
+def normalize_name(name: str) -> str:
+    return canonicalize_name(name)
 
 
 @dataclass(frozen=True)
 class WheelFile:
-    """One file of the package on the index."""
+    """One file of the package on the index (its URL carries no credentials)."""
 
     filename: str
     url: str
     sha256: str | None  # from the index (#sha256= or PEP 691 hashes); None for --find-links
     version: str
-    tags: tuple[tuple[str, str, str], ...]  # (python, abi, platform) triples
+    tags: tuple[str, ...]  # "cp311-cp311-manylinux_2_27_x86_64", ...
     yanked: bool = False
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "tags": [list(t) for t in self.tags]}
+        return {**asdict(self), "tags": list(self.tags)}
 
     @classmethod
     def from_dict(cls, data: dict) -> WheelFile:
-        return cls(data["filename"], data["url"], data.get("sha256"), data["version"],
-                   tuple(tuple(t) for t in data.get("tags") or ()), bool(data.get("yanked")))
+        tags = tuple(t if isinstance(t, str) else "-".join(t) for t in data.get("tags") or ())
+        return cls(data["filename"], data["url"], data.get("sha256"), data["version"], tags,
+                   bool(data.get("yanked")))
 
 
-def parse_wheel_name(filename: str) -> tuple[str, str, tuple[tuple[str, str, str], ...]] | None:
-    """(normalized name, version, tag triples) of a PEP 427 file name; None if not a wheel."""
-    if not filename.endswith(".whl"):
+def parse_wheel_name(filename: str) -> tuple[str, str, tuple[str, ...]] | None:
+    """(normalized name, version, tags) of a wheel file name; None if it is not one."""
+    try:
+        name, version, _build, tags = parse_wheel_filename(filename)
+    except (InvalidWheelFilename, InvalidVersion):
         return None
-    parts = filename[:-4].split("-")
-    if len(parts) not in (5, 6):
-        return None
-    name, version = parts[0], parts[1]
-    py, abi, plat = parts[-3], parts[-2], parts[-1]
-    tags = tuple((p, a, pl) for p in py.split(".") for a in abi.split(".") for pl in plat.split("."))
-    return normalize_name(name), version.replace("_", "-"), tags
-
-
-def normalize_name(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return str(name), str(version), tuple(sorted(str(t) for t in tags))
 
 
 @dataclass(frozen=True)
 class Platform:
-    """What the target interpreter accepts: cp311, linux_x86_64, glibc (2, 35)."""
+    """The tags the target interpreter accepts, most preferred first (packaging's sys_tags)."""
 
-    impl: str  # "cp"
-    major: int
-    minor: int
-    machine: str  # x86_64
-    system: str  # linux, macosx, win
-    glibc: tuple[int, int] | None
+    tags: tuple[str, ...]
+    interpreter: str  # "cp311"
+    platform: str  # "manylinux_2_35_x86_64", the most specific platform tag
 
     @classmethod
     def from_facts(cls, facts: dict) -> Platform:
-        glibc = facts.get("glibc")
-        return cls(facts["impl"], int(facts["major"]), int(facts["minor"]), facts["machine"],
-                   facts["system"], tuple(glibc) if glibc else None)  # type: ignore[arg-type]
+        return cls(tuple(facts["tags"]), facts["interpreter"], facts["platform"])
 
     def describe(self) -> str:
-        return f"{self.impl}{self.major}{self.minor} on {self.system}_{self.machine}"
+        return f"{self.interpreter} on {self.platform}"
+
+    def rank(self, f: WheelFile) -> int | None:
+        """The place of the wheel's best tag in the preference order; None: not installable."""
+        ranks = self._ranks()
+        got = [ranks[t] for t in f.tags if t in ranks]
+        return min(got) if got else None
+
+    def _ranks(self) -> dict[str, int]:
+        cached = self.__dict__.get("_rank_cache")
+        if cached is None:
+            cached = {t: i for i, t in enumerate(self.tags)}
+            object.__setattr__(self, "_rank_cache", cached)
+        return cached
 
 
 PLATFORM_PROBE = (
-    "import json, platform, sys, sysconfig\n"
-    "libc, ver = platform.libc_ver()\n"
-    "g = [int(x) for x in ver.split('.')[:2]] if libc == 'glibc' and ver else None\n"
-    "impl = {'cpython': 'cp', 'pypy': 'pp'}.get(sys.implementation.name, sys.implementation.name)\n"
-    "p = sysconfig.get_platform()\n"
-    "print(json.dumps({'impl': impl, 'major': sys.version_info[0], 'minor': sys.version_info[1],\n"
-    "  'machine': platform.machine(), 'system': p.split('-')[0], 'glibc': g}))\n"
+    "import json, sys\n"
+    "sys.path.insert(0, sys.argv[1])\n"
+    "from packaging import tags\n"
+    "ts = [str(t) for t in tags.sys_tags()]\n"
+    "print(json.dumps({'tags': ts, 'interpreter': tags.interpreter_name() + tags.interpreter_version(),\n"
+    "  'platform': next(iter(tags.platform_tags()), 'any')}))\n"
 )
-
-_MANYLINUX_LEGACY = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
 
 
 def platform_of(python: str) -> Platform:
-    """The wheel tags `python` accepts (its interpreter, ABI, glibc, machine), asked of it in a
-    subprocess. WheelIndexError when it does not run."""
-    import subprocess
-
+    """The wheel tags `python` accepts, asked of it in a subprocess running this tool's copy
+    of `packaging` (the target may have none). WheelIndexError when it does not run."""
+    lib = str(Path(packaging.__file__).resolve().parent.parent)
     try:
-        proc = subprocess.run([python, "-c", PLATFORM_PROBE], capture_output=True, text=True, timeout=120)
+        proc = subprocess.run([python, "-I", "-c", PLATFORM_PROBE, lib], capture_output=True, text=True,
+                              timeout=120, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
         return Platform.from_facts(json.loads(proc.stdout))
-    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+    except (OSError, ValueError, KeyError, subprocess.SubprocessError) as exc:
         raise WheelIndexError(f"cannot ask {python!r} which wheels it takes: {exc}") from None
 
 
-def tag_supported(tag: tuple[str, str, str], plat: Platform) -> bool:
-    py, abi, pl = tag
-    cp = f"{plat.impl}{plat.major}{plat.minor}"
-    py_ok = py in (cp, f"py{plat.major}", f"py{plat.major}{plat.minor}") or (
-        py.startswith(f"{plat.impl}{plat.major}") and abi == "abi3"
-        and py[len(plat.impl):].isdigit() and int(py[len(plat.impl) + 1:] or 0) <= plat.minor)
-    abi_ok = abi in ("none", "abi3", cp) or (abi.startswith(cp) and len(abi) == len(cp) + 1)
-    return py_ok and abi_ok and _platform_ok(pl, plat)
-
-
-def _platform_ok(pl: str, plat: Platform) -> bool:
-    if pl == "any":
-        return True
-    if plat.system == "linux":
-        if pl == f"linux_{plat.machine}":
-            return True
-        m = re.fullmatch(r"(manylinux1|manylinux2010|manylinux2014)_(\w+)", pl)
-        if m:
-            need = _MANYLINUX_LEGACY[m[1]]
-            return m[2] == plat.machine and plat.glibc is not None and plat.glibc >= need
-        m = re.fullmatch(r"manylinux_(\d+)_(\d+)_(\w+)", pl)
-        if m:
-            return (m[3] == plat.machine and plat.glibc is not None
-                    and plat.glibc >= (int(m[1]), int(m[2])))
-        return False
-    if plat.system.startswith("macosx"):
-        return pl.startswith("macosx_") and (pl.endswith(plat.machine) or pl.endswith("universal2"))
-    return pl.startswith(plat.system)
+def tag_supported(tag: str, plat: Platform) -> bool:
+    return tag in plat._ranks()
 
 
 def compatible(files: Iterable[WheelFile], plat: Platform) -> list[WheelFile]:
-    return [f for f in files if not f.yanked and any(tag_supported(t, plat) for t in f.tags)]
+    return [f for f in files if not f.yanked and plat.rank(f) is not None]
 
 
 def by_version(files: Iterable[WheelFile]) -> dict[str, list[WheelFile]]:
@@ -192,26 +156,40 @@ def by_version(files: Iterable[WheelFile]) -> dict[str, list[WheelFile]]:
 
 
 def sorted_versions(versions: Iterable[str]) -> list[str]:
-    good = []
+    good = {}
     for v in set(versions):
         try:
-            version_key(v)
-        except BadVersion:
+            good[v] = Version(v)
+        except InvalidVersion:
             continue
-        good.append(v)
-    return sorted(good, key=version_key)
+    return sorted(good, key=good.__getitem__)
 
 
 def nearest(version: str, versions: Sequence[str], n: int = 3) -> list[str]:
     """Up to 2n versions around `version` (the ones just below and just above it)."""
     ordered = sorted_versions(versions)
     try:
-        key = version_key(version)
-    except BadVersion:
+        key = Version(version)
+    except InvalidVersion:
         return ordered[-n:]
-    below = [v for v in ordered if version_key(v) < key][-n:]
-    above = [v for v in ordered if version_key(v) > key][:n]
+    below = [v for v in ordered if Version(v) < key][-n:]
+    above = [v for v in ordered if Version(v) > key][:n]
     return below + above
+
+
+def unordered_locals(versions: Iterable[str]) -> list[str]:
+    """The public versions that several of `versions` share, differing only in their local
+    label (`3.7.0+gitaaaa`, `3.7.0+gitbbbb`): their PEP 440 order is the labels' text, not
+    their dates."""
+    publics: dict[str, set[str]] = {}
+    for v in versions:
+        try:
+            pv = Version(v)
+        except InvalidVersion:
+            continue
+        if pv.local:
+            publics.setdefault(pv.public, set()).add(v)
+    return sorted((p for p, vs in publics.items() if len(vs) > 1), key=Version)
 
 
 # --- reading an index ------------------------------------------------------------------------
@@ -242,29 +220,38 @@ class _Links(HTMLParser):
             self._href = None
 
 
+_ACCEPT = ("application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
+           "text/html;q=0.1")
+
+
 def _fetch(url: str) -> tuple[bytes, str, str]:
-    req = urllib.request.Request(url, headers={
-        "Accept": "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
-                  "text/html;q=0.1",
-        "User-Agent": "tritonbisect",
-    })
+    """(body, content type, final URL without credentials); content type "404" when the
+    package is not there. A file: index is a directory of index.html pages, as for pip."""
+    bare = strip_auth(url)
+    if bare.startswith("file:"):
+        path = Path(urllib.request.url2pathname(urllib.parse.urlsplit(bare).path))
+        page = path / "index.html" if path.is_dir() else path
+        if not page.is_file():
+            return b"", "404", bare
+        return page.read_bytes(), "text/html", page.as_uri()
     try:
-        with urllib.request.urlopen(req, timeout=_TIMEOUT) as resp:
-            return resp.read(), resp.headers.get("Content-Type", ""), resp.geturl()
+        with open_url(url, headers={"Accept": _ACCEPT}, timeout=_TIMEOUT) as resp:
+            return resp.read(), resp.headers.get("Content-Type", ""), strip_auth(resp.geturl())
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
-            return b"", "404", url
-        raise WheelIndexError(f"index {url}: HTTP {exc.code} {exc.reason}") from None
+            return b"", "404", bare
+        hint = "; give credentials in pip's configuration, ~/.netrc or keyring" if exc.code in (401, 403) else ""
+        raise WheelIndexError(f"index {redact(url)}: HTTP {exc.code} {exc.reason}{hint}") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise WheelIndexError(f"index {url} is unreachable: {reason}") from None
+        raise WheelIndexError(f"index {redact(url)} is unreachable: {reason}") from None
 
 
 def _entry(filename: str, url: str, sha256: str | None, package: str, yanked: bool) -> WheelFile | None:
     parsed = parse_wheel_name(filename)
     if parsed is None or parsed[0] != package:
         return None
-    return WheelFile(filename, url, sha256, parsed[1], parsed[2], yanked)
+    return WheelFile(filename, strip_auth(url), sha256, parsed[1], parsed[2], yanked)
 
 
 def parse_project_page(body: bytes, content_type: str, base_url: str, package: str) -> list[WheelFile]:
@@ -298,25 +285,35 @@ def parse_project_page(body: bytes, content_type: str, base_url: str, package: s
     return out
 
 
-def list_wheels(package: str, *, index_urls: Sequence[str] = (), find_links: Path | None = None,
-                default_index: bool = True) -> list[WheelFile]:
+def list_wheels(package: str, *, index_urls: Sequence[str] = (),
+                find_links: Sequence[str | Path] = ()) -> list[WheelFile]:
     """Every wheel of `package` on the indexes (PEP 691 JSON or PEP 503 HTML) and in the
-    find-links directory. WheelIndexError when an index cannot be read."""
+    find-links (directories, or pages of links). WheelIndexError when one cannot be read."""
     package = normalize_name(package)
-    urls = list(index_urls) or ([DEFAULT_INDEX] if default_index and find_links is None else [])
     files: list[WheelFile] = []
-    for base in urls:
+    for base in index_urls:
         page = base.rstrip("/") + f"/{package}/"
         body, ctype, final = _fetch(page)
         if ctype == "404":
             continue  # the package is not on this index
         files += parse_project_page(body, ctype, final, package)
-    if find_links is not None:
-        d = Path(find_links)
-        if not d.is_dir():
-            raise WheelIndexError(f"--find-links {d} is not a directory")
-        for p in sorted(d.glob("*.whl")):
-            e = _entry(p.name, p.resolve().as_uri(), None, package, False)
-            if e:
-                files.append(e)
+    for link in find_links:
+        files += _find_links(str(link), package)
     return files
+
+
+def _find_links(link: str, package: str) -> list[WheelFile]:
+    if "://" not in link or link.startswith("file:"):
+        d = Path(urllib.request.url2pathname(urllib.parse.urlsplit(link).path)) if link.startswith("file:") else Path(link)
+        if not d.exists():
+            raise WheelIndexError(f"find-links {d} does not exist")
+        if d.is_dir():
+            out = []
+            for p in sorted(d.glob("*.whl")):
+                e = _entry(p.name, p.resolve().as_uri(), None, package, False)
+                if e:
+                    out.append(e)
+            return out
+        return parse_project_page(d.read_bytes(), "text/html", d.resolve().as_uri(), package)
+    body, ctype, final = _fetch(link)
+    return [] if ctype == "404" else parse_project_page(body, ctype, final, package)

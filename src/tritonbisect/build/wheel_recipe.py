@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from tritonbisect.bisect.outcome import Kind
+from tritonbisect.build.index_config import active
 from tritonbisect.build.published import STEP_FILE as STEP_FILE
 from tritonbisect.build.published import install_published
 from tritonbisect.build.recipes import (
@@ -55,6 +57,12 @@ class WheelRecipe:
         return Path(getattr(store, "root", workdir / "cache"))
 
     def prepare(self, commit: str, ctx: StepContext) -> PrepareResult:
+        # a step process of its own (a worker) reads the index settings again, for the
+        # target's pip, and installs with the installer the session chose
+        active(self._config.get("python") or (str(Path(self._config["venv"]) / "bin" / "python")
+                                              if self._config.get("venv") else None))
+        if self._config.get("installer"):
+            os.environ.setdefault("TRITONBISECT_INSTALLER", str(self._config["installer"]))
         try:
             entry = json.loads((ctx.worktree / LADDER_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -70,7 +78,7 @@ class WheelRecipe:
         here = dataclasses.replace(ctx, worktree=self.cwd,
                                    env={**ctx.env, "TRITONBISECT_WHEEL_VERSION": str(version)})
         return run_test(self._envs.get(ctx), self.test_spec, commit, here, record=record,
-                        runner=step_runner(ctx))
+                        runner=step_runner(ctx, self.cwd))
 
 
 def _factory(config: Mapping[str, Any]) -> WheelRecipe:

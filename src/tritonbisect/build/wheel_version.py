@@ -15,7 +15,9 @@ from pathlib import Path
 
 _GIT_VERSION = re.compile(r"""^git_version\s*=\s*['"]([0-9a-f]{7,40})['"]""", re.MULTILINE)
 _DEV_DATE = re.compile(r"\.dev(\d{4})(\d{2})(\d{2})")
-_TRITON_PIN = re.compile(r"^Requires-Dist:\s*((?:pytorch-triton(?:-rocm|-xpu)?|triton)\s*==\s*[^\s;,]+)",
+# pytorch-triton, pytorch-triton-rocm, pytorch-triton-xpu (nightlies); triton, triton-rocm,
+# triton-xpu (releases)
+_TRITON_PIN = re.compile(r"^Requires-Dist:\s*((?:pytorch-)?triton(?:-rocm|-xpu)?\s*==\s*[^\s;,]+)",
                          re.MULTILINE | re.IGNORECASE)
 
 

@@ -190,6 +190,9 @@ def replay_cmd(logfile: Path, repo: Path, build_cmd: str | None, **kwargs: Any) 
         log, phase="main", good=good, bad=bad, resolve=resolve, in_range=in_set.__contains__,
         source=logfile.name, stamp=now_iso(),
     )
+    from tritonbisect.bisect.phase_hint import check_hint
+
+    check_hint(settings, [phase])
     session = Session.create(settings.workdir, settings, [phase], argv=list(sys.argv[1:]))
     for rec in records:
         session.journal.append(rec)

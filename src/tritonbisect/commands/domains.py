@@ -31,7 +31,13 @@ def _build_options(f):
             click.option("--python", metavar="PY", help="Interpreter for the target venv, or the user's own env's python."),
             click.option("--venv", type=_dir, help="Use this existing virtual environment as the target (default: one per worker under the workdir)."),
             click.option("--debug", is_flag=True, help="DEBUG=1 Triton builds (assertions on)."),
-            click.option("--max-jobs", type=click.IntRange(min=1), metavar="N", help="MAX_JOBS for builds."),
+            click.option("--max-jobs", type=click.IntRange(min=1), metavar="N",
+                         help="MAX_JOBS for builds (default: the CPUs divided among the workers)."),
+            click.option("--triton-build-type", type=click.Choice(["default", "RelWithDebInfo", "TritonRelBuildWithAsserts"]),
+                         default="default", show_default=True,
+                         help="Triton's CMake build type (REL_WITH_DEB_INFO=1 or TRITON_REL_BUILD_WITH_ASSERTS=1); "
+                         "--debug gives Debug."),
+            click.option("--clang-lld", is_flag=True, help="TRITON_BUILD_WITH_CLANG_LLD=true: build Triton with clang and link with lld (faster links)."),
         ]
     ):
         f = option(f)
@@ -42,8 +48,14 @@ def _llvm_options(f):
     """How LLVM is built where a recipe builds it (descent, llvm, pairs, --llvm-dir)."""
     for option in reversed(
         [
-            click.option("--llvm-assertions", is_flag=True, help="Build LLVM with -DLLVM_ENABLE_ASSERTIONS=ON."),
+            click.option("--llvm-assertions/--no-llvm-assertions", default=True, show_default=True,
+                         help="-DLLVM_ENABLE_ASSERTIONS (on, as Triton's own LLVM builds)."),
             click.option("--llvm-build-type", default="Release", show_default=True, help="CMAKE_BUILD_TYPE of LLVM builds."),
+            click.option("--llvm-targets", metavar="T1;T2", default=None,
+                         help="LLVM_TARGETS_TO_BUILD (default host;NVPTX;AMDGPU: what real Triton links)."),
+            click.option("--backends", metavar="B1,B2", default=None,
+                         help="Triton backends to build LLVM for instead of --llvm-targets (nvidia, amd): "
+                         "nvidia,amd gives host;NVPTX;AMDGPU."),
             click.option("--compiler", type=click.Choice(["gcc", "clang"]), default="gcc", show_default=True, help="Compiler for LLVM builds (gcc works where conda's clang++ does not)."),
         ]
     ):
@@ -62,15 +74,31 @@ def _build(kwargs: dict[str, Any]):
     return TritonBuildOptions(
         debug=bool(kwargs.get("debug")),
         max_jobs=kwargs.get("max_jobs"),
+        build_type="" if kwargs.get("triton_build_type") in (None, "default") else kwargs["triton_build_type"],
+        clang_lld=bool(kwargs.get("clang_lld")),
         python=kwargs.get("python"),
         venv=str(Path(venv).resolve()) if venv else None,
     )
 
 
 def _llvm_config(kwargs: dict[str, Any]) -> dict[str, Any]:
+    from tritonbisect.build.llvm_recipe import DEFAULT_TARGETS, targets_for_backends
+
+    if kwargs.get("llvm_targets") and kwargs.get("backends"):
+        raise InputError("--llvm-targets and --backends both choose LLVM's targets; give one")
+    if kwargs.get("backends"):
+        names = [b.strip() for b in str(kwargs["backends"]).split(",") if b.strip()]
+        targets = list(targets_for_backends(names))
+    elif kwargs.get("llvm_targets"):
+        targets = [t.strip() for t in str(kwargs["llvm_targets"]).replace(",", ";").split(";") if t.strip()]
+        if not targets:
+            raise InputError("--llvm-targets is empty: give e.g. 'host;NVPTX;AMDGPU'")
+    else:
+        targets = list(DEFAULT_TARGETS)
     return {
         "build_type": kwargs.get("llvm_build_type") or "Release",
-        "assertions": bool(kwargs.get("llvm_assertions")),
+        "assertions": kwargs.get("llvm_assertions", True) is not False,
+        "targets": targets,
         "compiler": kwargs.get("compiler") or "gcc",
     }
 
@@ -94,9 +122,11 @@ def _test(settings, history, commit: str) -> dict:
 
 
 def _start(settings, phases, *, workflow: str | None = None, before_run=None):
+    from tritonbisect.bisect.phase_hint import check_hint
     from tritonbisect.bisect.session import Session
     from tritonbisect.commands.engine import execute
 
+    check_hint(settings, [getattr(p, "spec", p) for p in phases])
     session = Session.create(
         settings.workdir, settings, phases, workflow=workflow, argv=list(sys.argv[1:])
     )
@@ -108,6 +138,10 @@ def _start(settings, phases, *, workflow: str | None = None, before_run=None):
 # --- triton ------------------------------------------------------------------------------
 
 
+# build/wheel_feeds.FEEDS' nightly feeds, named here without importing it (--help stays light)
+NIGHTLY_FEEDS = ("triton-nightly", "pytorch-nightly")
+
+
 @click.command("triton")
 @click.option("--triton-dir", type=_dir, default=".", show_default=True, help="The Triton checkout (never modified).")
 @click.option("--good", required=True, metavar="REV", help="A Triton commit where the test passes.")
@@ -117,17 +151,22 @@ def _start(settings, phases, *, workflow: str | None = None, before_run=None):
 @click.option("--compat-map", type=_file, help="commits.csv: which Triton commit builds against each LLVM commit (for the descent).")
 @click.option("--wheel-index", "wheel_index", multiple=True, metavar="URL", help="A PEP 503/691 index with nightly wheels (+git<sha> versions): those commits are installed, not built (repeatable).")
 @click.option("--wheels", "wheels_mode", type=click.Choice(["auto", "only", "off"]), default="auto", show_default=True, help="With --wheel-index: auto = nightlies first, then build inside their bracket; only = stop at the bracket; off = build everything.")
-@click.option("--wheel-package", default="triton", show_default=True, help="The nightlies' distribution on --wheel-index (triton, triton-nightly, pytorch-triton...).")
+@click.option("--wheel-package", default="triton", show_default=True, help="The nightlies' distribution on --wheel-index (triton, triton-rocm, triton-xpu, pytorch-triton, triton-nightly...).")
+@click.option("--wheel-feed", type=click.Choice(NIGHTLY_FEEDS), help="A named nightly feed, as another --wheel-index: triton-nightly (Triton's nightly index) or pytorch-nightly (PyTorch's).")
 @_build_options
 @_llvm_options
 @common_bisect_options
 def triton_cmd(triton_dir: Path, good: str, bad: str, no_descend_llvm: bool, llvm_dir: Path | None,
                compat_map: Path | None, wheel_index: tuple[str, ...], wheels_mode: str,
-               wheel_package: str, **kwargs: Any) -> None:
+               wheel_package: str, wheel_feed: str | None, **kwargs: Any) -> None:
     """Bisect Triton; a culprit that bumps LLVM is followed into llvm-project."""
     from tritonbisect.bisect.triton import TritonBisector
     from tritonbisect.bisect.workflow import WORKFLOW, DescentPlan, preflight
 
+    if wheel_feed:
+        from tritonbisect.build.wheel_feeds import feed_named
+
+        wheel_index = (*wheel_index, feed_named(wheel_feed).index_url)
     settings = bisect_settings(**kwargs)
     if wheels_mode == "only" and not wheel_index:
         raise InputError("--wheels only needs --wheel-index URL (an index with nightly wheels)")
@@ -238,11 +277,14 @@ def pairs_cmd(compat_map: Path, triton_dir: Path, llvm_dir: Path, good_llvm: str
 @click.option("--wheel-index", "wheel_index", multiple=True, metavar="URL", help="A PEP 503/691 index with PyTorch nightlies (the commit in their torch/version.py, or +git<sha>): those commits are installed, not built (repeatable).")
 @click.option("--wheels", "wheels_mode", type=click.Choice(["auto", "only", "off"]), default="auto", show_default=True, help="With --wheel-index: auto = nightlies first, then build inside their bracket; only = stop at the bracket; off = build everything.")
 @click.option("--wheel-package", default="torch", show_default=True, help="The nightlies' distribution on --wheel-index.")
+@click.option("--device", type=click.Choice(["cuda", "rocm", "xpu"]), default="cuda", show_default=True,
+              help="Which Triton pin PyTorch uses: triton.txt (cuda), triton-rocm.txt where it exists (rocm), "
+              "triton-xpu.txt (xpu: --triton-dir is then Intel's Triton).")
 @_build_options
 @common_bisect_options
 def torch_cmd(torch_dir: Path, good: str, bad: str, triton_dir: Path | None, use: tuple[str, ...],
               llvm_dir: Path | None, wheel_index: tuple[str, ...], wheels_mode: str, wheel_package: str,
-              **kwargs: Any) -> None:
+              device: str, **kwargs: Any) -> None:
     """Bisect PyTorch, with the Triton each commit pins."""
     from tritonbisect.bisect.torch import TorchBisector, parse_use_flags
 
@@ -252,6 +294,7 @@ def torch_cmd(torch_dir: Path, good: str, bad: str, triton_dir: Path | None, use
     bisector = TorchBisector(
         torch_dir, good, bad, test={}, build=_build(kwargs), triton_dir=triton_dir,
         use=parse_use_flags(use), first_parent=settings.first_parent, llvm_dir=llvm_dir,
+        device=device,
     )
     bisector.history.candidates(bisector.good, bisector.bad, first_parent=settings.first_parent)
     bisector.test = _test(settings, bisector.history, bisector.bad)

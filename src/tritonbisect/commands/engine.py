@@ -1,7 +1,7 @@
 """Engine commands: `run`, `resume`, `status`, `report`, `demo` (`step` is commands/step.py).
 
 Exit codes (README): 0 found, 1 inconclusive, 2 usage/input, 3 endpoints invalid,
-4 aborted, 130 interrupted. `step` speaks only git bisect's protocol: 0/1/125/128.
+4 aborted, 6 found with low confidence, 130 interrupted. `step` speaks only git bisect's protocol: 0/1/125/128.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
     out = {
         "culprit": result.culprit,
         "status": result.status,
+        # what the exit code says: "found-low-confidence" (exit 6) apart from "found" (exit 0)
+        "outcome": result.outcome,
+        "exit_code": result.exit_code,
         "candidates": result.candidates,
         "confidence": result.confidence,
         "tests": counters["tests"],
@@ -54,6 +57,12 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
         ],
         "reason": result.reason,
     }
+    if session.extra.get("revert"):  # --verify-revert: the revert's verdict, and the culprits
+        from tritonbisect.bisect.revert_check import revert_json
+
+        out.update(revert_json(session))
+    if session.extra.get("hint"):  # --prefer-pass / --prefer-files: what it weighed, what came of it
+        out["hint"] = session.extra["hint"]
     if session.extra.get("wheels_mode") is not None:  # triton --wheel-index: installs vs builds
         from tritonbisect.bisect.nightlies import wheels_summary
 
@@ -73,6 +82,10 @@ def execute(session: Any, *, json_out: bool = False, ui: Any = None) -> NoReturn
     from tritonbisect.bisect.display import make_ui
     from tritonbisect.bisect.session import drive
 
+    if getattr(session.settings, "sandbox", False):
+        from tritonbisect.build.sandbox import announce
+
+        click.echo(f"tritonbisect: {announce()}", err=True)
     ui = ui or make_ui()
     try:
         result = drive(session, ui)
@@ -121,18 +134,33 @@ def summary(session: Any, result: Any) -> str:
                 subject = ""
         # --wheels only ends at the nightlies' bracket: its culprit is the first bad nightly
         label = "first bad nightly" if result.phase == "nightlies" else "culprit"
+        if getattr(session.settings, "regress", None) == "fixed":
+            label = "first fixed nightly" if result.phase == "nightlies" else "fixed by"
         lines.append(f"{label}: {result.culprit}{subject}")
         post = session.extra.get("posterior", {}).get(result.phase) or {}
         prob = f" (P = {post['probability']:.3f})" if post.get("probability") is not None else ""
         lines.append(f"confidence: {result.confidence}{prob}")
+        if result.confidence == "low":
+            lines.append(f"low confidence (exit {result.exit_code}): {result.reason}")
     elif result.status == "inconclusive":
+        from tritonbisect.bisect.evidence import candidate_states, candidates_summary
+
+        records = [r for r in session.records() if r.get("phase") == result.phase]
+        states = candidate_states(records, result.candidates)
         lines.append(
-            f"inconclusive: the culprit is one of {len(result.candidates)} commits that could "
-            "not be tested:"
+            f"inconclusive: the culprit is one of {len(result.candidates)} commits "
+            f"({candidates_summary(states)}):"
         )
-        lines.extend(f"  {c}" for c in result.candidates)
+        lines.extend(f"  {c}  {states[c]}" for c in result.candidates)
     else:
         lines.append(f"{result.status}: {result.reason}")
+    for name, hint in (session.extra.get("hint") or {}).items():
+        lines.append(f"hint ({hint.get('described')}), phase {name}: "
+                     + (hint.get("verdict") or f"weighed {hint.get('commits')} commits"))
+    if session.extra.get("revert"):  # --verify-revert
+        from tritonbisect.bisect.revert_check import summary_lines
+
+        lines.extend(summary_lines(session))
     c = session.counters()
     if session.extra.get("wheels_mode") is not None:
         from tritonbisect.bisect.nightlies import summary_line
@@ -186,6 +214,9 @@ def run_cmd(repo: Path, good: str, bad: str, build_cmd: str | None, artifact: st
         recipe_config=recipe.config(),
         first_parent=settings.first_parent,
     )
+    from tritonbisect.bisect.phase_hint import check_hint
+
+    check_hint(settings, [phase])
     session = Session.create(settings.workdir, settings, [phase], argv=list(sys.argv[1:]))
     execute(session, json_out=settings.json)
 
@@ -254,6 +285,7 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
                     "phases": [p.to_dict() for p in session.phases()],
                     "last_steps": records[-10:],
                     "posterior": session.extra.get("posterior", {}),
+                    **_outcome_of(session),
                 }
             )
         )
@@ -278,11 +310,13 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
         f"  {counters['steps']} steps, {counters['tests']} test runs, {counters['builds']} builds "
         f"({counters['cached_builds']} cached), {format_eta(total)} of step time"
     )
-    for rec in records[-8:]:
-        click.echo(
-            f"    #{rec.get('seq')} [{rec.get('phase')}/{rec.get('role')}] "
-            f"{str(rec.get('commit'))[:12]} {rec.get('verdict')} ({rec.get('kind')})"
-        )
+    shown = records[-_STATUS_STEPS:]
+    if shown:
+        more = f" of {len(records)}" if len(records) > len(shown) else ""
+        click.echo(f"  last {len(shown)}{more} journal records (every step: tritonbisect report {session.id}"
+                   f"{_workdir_flag(session)}):")
+    for rec in shown:
+        click.echo(f"    {_status_line(rec)}")
     if not running and any(p.status in ("pending", "running", "aborted") for p in session.phases()):
         click.echo(f"  resume with: {session.resume_command()}")
     from tritonbisect.bisect.cleanup import describe
@@ -291,6 +325,31 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
     if kept:
         click.echo("\n".join(kept))
         click.echo(f"  remove them with: tritonbisect clean {session.id}{_workdir_flag(session)}")
+
+
+_STATUS_STEPS = 8  # journal records `status` shows
+
+
+def _status_line(rec: dict[str, Any]) -> str:
+    """One journal record for `status`: a step's verdict, or a person's correction."""
+    head = f"#{rec.get('seq')} [{rec.get('phase')}/{rec.get('role')}] {str(rec.get('commit') or '')[:12]}"
+    if rec.get("role") == "undo":
+        why = f" ({rec['reason']})" if rec.get("reason") else ""
+        return f"{head} takes back #{rec.get('undoes')}{why}"
+    if rec.get("role") == "mark":
+        why = f" ({rec['reason']})" if rec.get("reason") else ""
+        return f"{head} marked {rec.get('verdict')}{why}"
+    return f"{head} {rec.get('verdict')} ({rec.get('kind')})"
+
+
+def _outcome_of(session: Any) -> dict[str, Any]:
+    """The outcome and exit code of a finished session (nothing while it is not finished)."""
+    from tritonbisect.bisect.phases import RESUMABLE
+
+    if not session.phases() or any(p.status in RESUMABLE for p in session.phases()):
+        return {}
+    result = session.result()
+    return {"outcome": result.outcome, "exit_code": result.exit_code}
 
 
 @click.command("report")
@@ -307,7 +366,10 @@ def report_cmd(session_id: str | None, workdir: Path | None, fmt: str, output: P
     session = Session.open(resolve_workdir(workdir), session_id)
     text = render_markdown(session) if fmt == "md" else json.dumps(render_json(session), indent=2) + "\n"
     if output:
-        output.write_text(text, encoding="utf-8")
+        from tritonbisect.oserrors import at_path
+
+        with at_path(output):
+            output.write_text(text, encoding="utf-8")
         click.echo(f"report written to {output}", err=True)
     else:
         click.echo(text, nl=False)

@@ -47,8 +47,8 @@ class TargetFactory:
     create: Callable[[dict[str, Any], BisectSettings], Any]  # -> HuntTarget (test set later)
 
 
-_BUILD = frozenset({"python", "venv", "debug", "max_jobs"})
-_LLVM = frozenset({"llvm_assertions", "llvm_build_type", "compiler"})
+_BUILD = frozenset({"python", "venv", "debug", "max_jobs", "triton_build_type", "clang_lld"})
+_LLVM = frozenset({"llvm_assertions", "llvm_build_type", "llvm_targets", "backends", "compiler"})
 
 
 def _command_target(kw: dict[str, Any], settings: BisectSettings):
@@ -123,6 +123,8 @@ def given_args(ctx: click.Context) -> list[tuple[str, list[str]]]:
         if param.is_flag:
             if value:
                 out.append((param.name, [flag]))
+            elif param.secondary_opts:  # an on/off pair given as off (--no-...)
+                out.append((param.name, [max(param.secondary_opts, key=len)]))
         elif param.multiple:
             for item in value:
                 out.append((param.name, [flag, str(item)]))
@@ -190,6 +192,8 @@ def hunt_cmd(ctx: click.Context, state_path: Path, bad: str | None, good: str | 
     if kwargs.get("manual") or not (kwargs.get("test") or kwargs.get("repro")):
         # a nightly job has nobody to judge by hand: refuse before the options turn manual on
         raise InputError("hunt needs a test: --test CMD (or --repro TRACE --kernel K); it cannot be judged by hand")
+    if kwargs.get("verify_revert") is None:  # a culprit filed as an issue is proven by its revert
+        kwargs["verify_revert"] = (kwargs.get("regress") or "fail") != "fixed"
     settings = bisect_settings(**kwargs)
     if settings.regress == "fixed":
         raise InputError("hunt looks for regressions; --regress fixed is not for a hunt (use `run --regress fixed`)")

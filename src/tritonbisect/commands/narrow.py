@@ -31,6 +31,12 @@ def echo_narrowing(result: dict[str, Any]) -> None:
     for stat in result.get("codegen") or []:
         where = stat["pass"] or "no dumped pass"
         click.echo(f"  {stat['text']}: first differs after {where} ({stat['note']})")
+    hint = result.get("prefer_pass")
+    if hint:
+        weighs = (f" (weighs {hint['commits']} commits touching {len(hint['files'])} files)"
+                  if hint.get("commits") is not None else "")
+        click.echo(f"  next, with the pass as a hint{weighs}: {hint['command']}"
+                   + (f"\n  ({hint['note']})" if hint.get("note") else ""))
     if first and first.get("output_diff"):
         click.echo(first["output_diff"])
 

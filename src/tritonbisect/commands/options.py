@@ -141,7 +141,10 @@ def common_bisect_options(f: F | None = None, *, test: bool = True) -> Any:
             click.option("--first-parent", is_flag=True, help="Follow only the first parent of merges."),
             click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Where sessions, worktrees and caches live (default: $TRITONBISECT_HOME or the user cache dir)."),
             click.option("--json", "json_out", is_flag=True, help="Print one JSON object with the result at the end."),
+            click.option("--verify-revert/--no-verify-revert", "verify_revert", default=None, help="Once the culprit is found, build the bad commit with the culprit reverted and test it (1 build per culprit): fixes, still-fails or conflict; when it still fails, bisect again with the culprit reverted for the next culprit (default: on for hunt, off elsewhere)."),
+            click.option("--sandbox", is_flag=True, help="Build and test every commit in a sandbox: no network, read-only filesystem except its build folders, private $HOME, allow-listed environment (for untrusted code)."),
             *PERF_OPTIONS,
+            click.option("--log-limit", metavar="SIZE", help="Keep at most SIZE of each build's and test's output in its log: the first and the last half, with a line saying how much was cut (default 16M; 0 keeps everything; also $TRITONBISECT_LOG_LIMIT)."),
         ]
         options += verdict_options(test=test)
         return executor_options(_add_options(func, options))
@@ -164,7 +167,25 @@ def verdict_options(*, test: bool = True) -> list[Callable[[F], F]]:
     ]
     if test:
         options.append(click.option("--manual", is_flag=True, help="Judge each commit by hand (the default without --test): it is built and installed, then you answer good/bad/skip."))
-    return options
+    return options + hint_options()
+
+
+def hint_options() -> list[Callable[[F], F]]:
+    """--prefer-pass, --prefer-files: a prior on the commits that touch those sources."""
+    return [
+        click.option("--prefer-pass", "prefer_pass", multiple=True, metavar="NAME", help="The compiler pass that changed (as `narrow` names it, e.g. TritonGPUCoalesce or tritongpu-coalesce): commits touching its Passes.td declaration and implementation are tried first; a wrong hint costs at most ~2 builds (repeatable)."),
+        click.option("--prefer-files", "prefer_files", multiple=True, metavar="GLOB", help="Files suspected of the regression, from the repository's root (e.g. 'lib/Dialect/TritonGPU/Transforms/Coalesce*'): commits touching them are tried first (repeatable)."),
+    ]
+
+
+def _hint_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    names = [str(n).strip() for n in kwargs.get("prefer_pass") or ()]
+    globs = [str(g).strip() for g in kwargs.get("prefer_files") or ()]
+    for flag, values in (("--prefer-pass", names), ("--prefer-files", globs)):
+        if any(not v for v in values):
+            raise InputError(f"{flag} needs a value, e.g. {flag} TritonGPUCoalesce" if flag == "--prefer-pass"
+                             else f"{flag} needs a glob, e.g. {flag} 'lib/Dialect/TritonGPU/**'")
+    return {"prefer_pass": names, "prefer_files": globs}
 
 
 def _verdict_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -227,11 +248,15 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
     if jobs < 1 or repeat < 1:
         raise InputError("--jobs and --repeat must be at least 1")
     perf = perf_option_values(kwargs, regress=regress, repeat=repeat)
+    if kwargs.get("sandbox"):
+        from tritonbisect.build.sandbox import require
+
+        require()  # refuse before a session exists
     return BisectSettings(
         jobs=jobs,
         repeat=repeat,
         timeout=timeout,
-        env=parse_env(kwargs.get("env")),
+        env=_with_log_limit(parse_env(kwargs.get("env")), kwargs.get("log_limit")),
         on_build_failure=kwargs.get("on_build_failure") or "skip",
         regress=regress,
         first_parent=bool(kwargs.get("first_parent")),
@@ -244,8 +269,36 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
         **compile_oracle,
         **executor_values(kwargs),
         **_verdict_settings(kwargs),
+        **_hint_settings(kwargs),
         **perf,
+        verify_revert=_verify_revert(kwargs),
+        sandbox=bool(kwargs.get("sandbox")),
     )
+
+
+def _verify_revert(kwargs: Mapping[str, Any]) -> bool:
+    if not kwargs.get("verify_revert"):
+        return False
+    if kwargs.get("manual") or ("test" in kwargs and not (kwargs.get("test") or kwargs.get("repro"))):
+        raise InputError("--verify-revert runs the test on the reverted bad commit: give --test CMD or --repro TRACE")
+    if (kwargs.get("regress") or "fail") == "fixed":
+        raise InputError("--verify-revert checks a regression's culprit; it does not go with --regress fixed")
+    return True
+
+
+def _with_log_limit(env: dict[str, str], given: str | None) -> dict[str, str]:
+    """--log-limit travels with the step environment (to every worker, and into session.json
+    for `resume`), where the process runner reads it."""
+    from tritonbisect.bisect.loglimit import LOG_LIMIT_ENV, parse_size
+
+    value = given if given is not None else env.get(LOG_LIMIT_ENV)
+    if value is None:
+        return env
+    try:
+        env[LOG_LIMIT_ENV] = str(parse_size(value))
+    except ValueError as exc:
+        raise InputError(f"--log-limit: {exc}") from None
+    return env
 
 
 # --- compile oracle (issue 8) ------------------------------------------------------------

@@ -14,6 +14,7 @@ that cannot be reproduced) are one line on stderr and exit 2.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import click
@@ -134,9 +135,12 @@ def trace(out_dir: Path, kernels: tuple[str, ...], max_blob_launches: int, outpu
     """Run a program with tracing in tritonparse's format, recording each launch's tensors
     before and (after a device sync) after the kernel ran: `tritonbisect trace --out DIR -- python app.py`.
     Exits with the program's exit status."""
-    from tritonbisect.tritonparse.trace_cmd import run_traced
+    from tritonbisect.tritonparse.trace_cmd import env_changes, run_traced
     from tritonbisect.tritonparse.trace_summary import summary_lines
 
+    if command:
+        for change in env_changes(os.environ):
+            click.echo(f"tritonbisect trace: for the traced program, {change.line()}", err=True)
     run = run_traced(list(command), out_dir, kernels=kernels, max_blob_launches=max_blob_launches,
                      outputs_after=outputs_after)
     for line, to_stderr in summary_lines(run):

@@ -20,6 +20,8 @@ def echo_replay_oracle(trace: Trace, launches: str, out_dir: Path, *, kernel: st
         raise InputError("--launches goes with --mode runtime")
     oracle = generate_replay(trace, launches, out_dir, timeout=timeout)
     click.echo(oracle.summary())
+    for left in oracle.not_replayed:
+        click.echo(f"  {left.line()}")
     for warning in oracle.warnings:
         click.echo(f"  note: {warning}")
     record, compare = replay_commands(out_dir)

@@ -35,6 +35,12 @@ def guarded(run: Callable[[], int]) -> int:
     except TritonBisectError as exc:
         _say(f"{exc.message} (exit 128: abort)")
         return 128
+    except OSError as exc:
+        from tritonbisect.oserrors import place_error
+
+        err = place_error(exc)
+        _say(f"{err.message if err else f'{type(exc).__name__}: {exc}'} (exit 128: abort)")
+        return 128
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - git must see an abort
         _say(f"{type(exc).__name__}: {exc} (exit 128: abort)")
         return 128
@@ -50,8 +56,10 @@ def run_step(
     regress: str = "fail",
     on_build_failure: str = "skip",
     workdir: Path | None = None,
+    sandbox: bool = False,
 ) -> int:
-    """Build and test the checkout in the current directory once; the git bisect exit code."""
+    """Build and test the checkout in the current directory once; the git bisect exit code.
+    `sandbox`: the build and the test run in build/sandbox.py's sandbox."""
     import dataclasses
     import time
 
@@ -78,7 +86,12 @@ def run_step(
         log_dir = root / f"{time.strftime('%Y%m%d-%H%M%S')}-{commit[:12]}-{n}"
     recipe = CommandRecipe(build_cmd, TestSpec(command))
     policy = Policy(regress=regress, on_build_failure=on_build_failure)
-    ctx = StepContext(worktree=cwd, log_dir=log_dir, worker=0, env=parse_env(env), timeout=timeout)
+    if sandbox:
+        from tritonbisect.build.sandbox import announce
+
+        _say(announce())
+    ctx = StepContext(worktree=cwd, log_dir=log_dir, worker=0, env=parse_env(env), timeout=timeout,
+                      sandbox=sandbox)
 
     def attempt(d: Path):
         return execute_step(recipe, commit, dataclasses.replace(ctx, log_dir=d), policy, repeat=repeat)
@@ -111,6 +124,10 @@ def parse_plain(args: list[str]) -> dict[str, Any] | None:
     i = 0
     while i < len(args):
         word = args[i]
+        if word == "--sandbox":
+            values["sandbox"] = True
+            i += 1
+            continue
         name, eq, value = word.partition("=")
         if name not in _VALUE_OPTIONS:
             return None

@@ -39,6 +39,7 @@ class ProtocolCommand(click.Command):
 @click.option("--on-build-failure", type=click.Choice(BUILD_FAILURE_CHOICES), default="skip", show_default=True,
               help="What a checkout that does not build is: skip (125), abort (128) or bad (1).")
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Where step logs go.")
+@click.option("--sandbox", is_flag=True, help="Build and test in a sandbox: no network, read-only filesystem except the checkout and the step's folders, private $HOME, allow-listed environment.")
 def step_cmd(**kwargs: Any) -> None:
     """Build and test the current checkout once, for `git bisect run`.
 

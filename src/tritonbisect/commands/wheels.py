@@ -8,6 +8,7 @@ Thin: list the versions (build/wheel_index.py), make the version ladder and its 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -18,6 +19,7 @@ from tritonbisect.commands.options import bisect_settings, common_bisect_options
 from tritonbisect.errors import InputError
 
 _dir = click.Path(file_okay=False, path_type=Path)
+FEED_NAMES = ("pypi", "triton-nightly", "pytorch-nightly")  # build/wheel_feeds.FEEDS, without importing it
 
 
 def _target_python(python: str | None, venv: Path | None) -> str:
@@ -42,42 +44,115 @@ def _platform(python: str):
 @click.command("wheels")
 @click.option("--good", required=True, metavar="VERSION", help="A published version where the test passes (e.g. 3.4.0).")
 @click.option("--bad", required=True, metavar="VERSION", help="A later published version where it fails.")
-@click.option("--package", default="triton", show_default=True, help="The distribution: triton, pytorch-triton, pytorch-triton-rocm, triton-nightly, ...")
-@click.option("--index-url", "index_urls", multiple=True, metavar="URL", help="A PEP 503/691 simple index (repeatable; default https://pypi.org/simple).")
-@click.option("--find-links", type=_dir, help="A directory of wheels to use (alone, or with --index-url).")
+@click.option("--package", default=None, help="The distribution (default triton; with --feed, the first of the feed's that holds both versions): triton, pytorch-triton, triton-rocm, triton-nightly, ...")
+@click.option("--feed", type=click.Choice(sorted(FEED_NAMES)), help="A named feed: pypi, triton-nightly (Triton's nightly index) or pytorch-nightly (PyTorch's); lists what it holds.")
+@click.option("--index-url", "index_urls", multiple=True, metavar="URL", help="A PEP 503/691 simple index (repeatable); replaces the indexes of pip's (or uv's) configuration.")
+@click.option("--find-links", "find_links", multiple=True, metavar="DIR|URL", help="Wheels in a directory or a page of links (repeatable); replaces the configured find-links.")
+@click.option("--installer", type=click.Choice(["auto", "uv", "pip"]), default="auto", show_default=True, help="How wheels are installed: auto = uv when on PATH or in the env, else pip.")
 @click.option("--pre", is_flag=True, help="Include pre-releases and dev versions between the endpoints.")
 @click.option("--python", metavar="PY", help="Interpreter for the target venv, or the user's own env's python.")
 @click.option("--venv", type=_dir, help="Install into this existing virtual environment (it keeps its torch).")
-@click.option("--triton-dir", type=_dir, help="A Triton checkout: also print the commit range the two versions come from.")
+@click.option("--triton-dir", type=_dir, help="A Triton checkout: order +git nightlies by its history and print the commit range the two versions come from.")
 @common_bisect_options
-def wheels_cmd(good: str, bad: str, package: str, index_urls: tuple[str, ...], find_links: Path | None,
-               pre: bool, python: str | None, venv: Path | None, triton_dir: Path | None,
-               **kwargs: Any) -> None:
+def wheels_cmd(good: str, bad: str, package: str | None, feed: str | None, index_urls: tuple[str, ...],
+               find_links: tuple[str, ...], installer: str, pre: bool, python: str | None, venv: Path | None,
+               triton_dir: Path | None, **kwargs: Any) -> None:
     """Bisect published versions (releases, nightlies): installs only, no builds."""
-    from tritonbisect.bisect.wheels import WheelsBisector, choose_rungs, list_or_abort, make_ladder
-    from tritonbisect.build.wheel_index import list_wheels, normalize_name
+    from tritonbisect.bisect.wheels import (
+        WheelsBisector,
+        ancestry_order,
+        choose_rungs,
+        list_or_abort,
+        make_ladder,
+    )
+    from tritonbisect.build.wheel_index import list_wheels, normalize_name, unordered_locals
 
     settings = bisect_settings(**kwargs)
     if not settings.wants_test:
         raise InputError("give the test to run: --test CMD (or --repro TRACE --kernel K)")
-    package = normalize_name(package)
+    if settings.prefer_pass or settings.prefer_files:
+        raise InputError("--prefer-pass/--prefer-files weigh commits; wheels bisects versions: give them to the "
+                         "commit bisect it prints (with --triton-dir and --narrow, filled in)")
     target = _target_python(python, venv)
+    _choose_installer(installer, target)
     plat = _platform(target)
-    files = list_or_abort(list_wheels, package, index_urls=index_urls, find_links=find_links)
+    config = _index_config(target, feed, index_urls, find_links)
+    if not config.index_urls and not config.find_links:
+        raise InputError("no index and no find-links to read (pip's configuration says no-index); "
+                         "give --index-url URL or --find-links DIR")
+
+    def lister(name: str) -> list:
+        return list_or_abort(list_wheels, normalize_name(name), index_urls=config.index_urls,
+                             find_links=config.find_links)
+
+    package, files = _package_files(feed, package, lister, good, bad)
     if not files:
-        where = ", ".join(index_urls) or (str(find_links) if find_links else "https://pypi.org/simple")
+        from tritonbisect.build.index_config import redact
+
+        where = ", ".join(redact(u) for u in (*config.index_urls, *config.find_links))
         raise InputError(f"{package}: no wheels on {where}; check --package and --index-url")
-    rungs = choose_rungs(files, plat, good, bad, package=package, pre=pre)
+    versions = sorted({f.version for f in files})
+    order, note = ancestry_order(versions, triton_dir) if triton_dir else (None, "")
+    if order is None:
+        mixed = unordered_locals(versions)
+        if mixed:
+            note = note or (f"{package} {', '.join(mixed[:3])} have several nightlies (+git<sha>) that PEP 440 "
+                            "orders by the label's text, not by date; ordered by version: give --triton-dir "
+                            "CHECKOUT to order them by its history")
+    if note:
+        click.echo(f"tritonbisect wheels: {note}", err=True)
+    rungs = choose_rungs(files, plat, good, bad, package=package, pre=pre, order=order)
     ladder, shas = make_ladder(settings.workdir, package, rungs)
     spec = settings.test_spec(cwd=Path.cwd())
-    config = {
+    recipe_config = {
         "test": spec.to_dict(), "python": python, "venv": str(venv.resolve()) if venv else None,
-        "cwd": str(Path.cwd().resolve()), "package": package,
+        "cwd": str(Path.cwd().resolve()), "package": package, "installer": installer,
     }
-    bisector = WheelsBisector(package, rungs, ladder, shas, config)
-    click.echo(f"tritonbisect wheels: {len(rungs)} {package} versions from {good} to {bad} "
-               f"for {plat.describe()}", err=True)
+    bisector = WheelsBisector(package, rungs, ladder, shas, recipe_config)
+    for line in config.describe():  # once the inputs are known good: an error stays one line
+        click.echo(f"tritonbisect wheels: {line}", err=True)
+    click.echo(f"tritonbisect wheels: {len(rungs)} {package} versions from {rungs[0].version} to "
+               f"{rungs[-1].version} for {plat.describe()}", err=True)
     _run(settings, bisector, triton_dir)
+
+
+def _choose_installer(installer: str, target: str) -> None:
+    """The installer for this process and the step processes it starts (they inherit it)."""
+    from tritonbisect.build.index_config import uv_binary
+
+    if installer == "uv" and uv_binary(target) is None:
+        raise InputError("--installer uv: uv is not on PATH nor in the target environment (pip install uv)")
+    os.environ["TRITONBISECT_INSTALLER"] = installer
+
+
+def _index_config(target: str, feed: str | None, index_urls: tuple[str, ...], find_links: tuple[str, ...]):
+    from tritonbisect.build.index_config import activate, read_config
+    from tritonbisect.build.wheel_feeds import feed_named
+
+    if feed and index_urls:
+        raise InputError("--feed and --index-url both name the index; give one")
+    urls = (feed_named(feed).index_url,) if feed else index_urls
+    return activate(read_config(target, index_urls=urls, find_links=find_links))
+
+
+def _package_files(feed: str | None, package: str | None, lister: Any, good: str,
+                   bad: str) -> tuple[str, list]:
+    from tritonbisect.build.wheel_feeds import feed_named, pick, survey
+    from tritonbisect.build.wheel_index import normalize_name
+
+    if not feed:
+        name = normalize_name(package or "triton")
+        return name, lister(name)
+    found = survey(feed_named(feed), lister, [package] if package else None)
+    chosen = pick(found, good, bad)
+    held = f"feed {feed} holds " + "; ".join(f.summary() for f in found)
+    if chosen is None:
+        raise InputError(f"{held}: no wheels there; check --feed and --package")
+    names = {w.version for w in chosen.files}
+    if good not in names or bad not in names:
+        raise InputError(f"{held}: none holds both {good} and {bad}; give --package and versions it lists")
+    click.echo(f"tritonbisect wheels: {held}; using {chosen.package}", err=True)
+    return normalize_name(chosen.package), chosen.files
 
 
 def _run(settings: Any, bisector: Any, triton_dir: Path | None) -> NoReturn:
@@ -87,6 +162,10 @@ def _run(settings: Any, bisector: Any, triton_dir: Path | None) -> NoReturn:
 
     session = Session.create(settings.workdir, settings, [bisector.phase()],
                              argv=list(sys.argv[1:]))
+    # the ladder's commits are an internal device: every message names the versions
+    phase = session.phases()[0]
+    session.extra.setdefault("labels", {})[phase.spec.name] = dict(bisector.versions())
+    session.save()
     ui = make_ui()
     try:
         result = drive(session, ui)
@@ -97,11 +176,21 @@ def _run(settings: Any, bisector: Any, triton_dir: Path | None) -> NoReturn:
     narrowed = narrow_after(session, result, quiet=settings.json)
     out = wheels_result(result, session.journal.records(), bisector.versions(), bisector.shas,
                         session.dir)
-    out.update(session=session.id, session_dir=str(session.dir), exit_code=result.exit_code)
+    out.update(session=session.id, session_dir=str(session.dir), exit_code=result.exit_code,
+               outcome=result.outcome)
     if narrowed is not None:
         out["narrow"] = narrowed
     if triton_dir is not None:
         out["commit_range"] = commit_range(triton_dir, out["last_good"], out["first_bad"])
+    cr = out.get("commit_range") or {}
+    if narrowed is not None and cr.get("command"):  # the next command: the commits, the pass as a hint
+        from tritonbisect.narrow.next_hint import next_hint
+
+        hint = next_hint(narrowed, triton_dir, cr.get("good"), cr.get("bad"), cr["command"])
+        if hint is not None:
+            narrowed["prefer_pass"] = hint
+            cr["command"] = hint["command"]
+            out["prefer_pass"] = hint
     if settings.json:
         click.echo(json.dumps(out))
     else:
@@ -118,11 +207,22 @@ def _summary(out: dict[str, Any], session: Any) -> str:
         lines = [f"{out['status']}: {out['reason']}"]
     for t in out["tested"]:
         lines.append(f"  {t['version']:<16} {t['outcome']:<14} {t['verdict']}")
+    from tritonbisect.bisect.phases import RESUMABLE
+    from tritonbisect.commands.engine import _workdir_flag
+
+    if any(p.status in RESUMABLE for p in session.phases()):
+        then = session.resume_command()
+    else:  # finished: resuming would change nothing
+        then = f"tritonbisect report {session.id}{_workdir_flag(session)}"
     lines.append(f"{out['installs']} installs, {out['downloads']} downloads "
-                 f"({out['download_mb']} MB); session {session.id}: {session.resume_command()}")
+                 f"({out['download_mb']} MB); session {session.id}: {then}")
     cr = out.get("commit_range")
     if cr and cr.get("command"):
         lines.append(f"commits: {cr['command']} --test ...")
+    hint = out.get("prefer_pass")
+    if hint and hint.get("commits") is not None:
+        lines.append(f"  --prefer-pass {' '.join(hint['passes'])} weighs {hint['commits']} of those commits "
+                     f"(they touch {', '.join(hint['files'][:4])}{', ...' if len(hint['files']) > 4 else ''})")
     return "\n".join(lines)
 
 
@@ -136,11 +236,12 @@ def nightly_phases(bisector: Any, source_phase: Any, settings: Any, index_urls: 
     from tritonbisect.bisect.nightlies import nightly_commits, nightly_phase
     from tritonbisect.bisect.phase_run import candidates_of
     from tritonbisect.bisect.wheels import list_or_abort
+    from tritonbisect.build.index_config import activate, read_config, strip_auth
     from tritonbisect.build.wheel_index import compatible, list_wheels, normalize_name
 
     target = _target_python(bisector.build.python, Path(bisector.build.venv) if bisector.build.venv else None)
-    files = list_or_abort(list_wheels, normalize_name(package), index_urls=index_urls,
-                          default_index=False)
+    activate(read_config(target, index_urls=index_urls))
+    files = list_or_abort(list_wheels, normalize_name(package), index_urls=index_urls)
     files = compatible(files, _platform(target))
     order = list(candidates_of(bisector.history, bisector.good, bisector.bad,
                                first_parent=settings.first_parent).order)
@@ -152,7 +253,7 @@ def nightly_phases(bisector: Any, source_phase: Any, settings: Any, index_urls: 
         wheels = nightly_commits(files, order, bisector.good)
     for entry in wheels.values():
         entry["package"] = package
-    config = {**source_phase.recipe_config, "wheels": wheels, "wheel_index": list(index_urls)}
+    config = {**source_phase.recipe_config, "wheels": wheels, "wheel_index": [strip_auth(u) for u in index_urls]}
     phase = nightly_phase(source_phase.repo, bisector.good, bisector.bad, order, wheels, config,
                           first_parent=settings.first_parent, history=bisector.history,
                           recipe_name=recipe)

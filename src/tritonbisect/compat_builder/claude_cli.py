@@ -4,6 +4,11 @@ The CLI gets the same material as the API agent (both stages in one prompt), may
 file tools only (no shell: Bash is not allowed), and runs in its own process group, killed
 whole on timeout. Whatever it leaves in the worktree (edits, or commits of its own) is
 squashed by the builder into the one `compat fix:` commit.
+
+Given a sandbox, the CLI runs in it like the builds: it writes only the worktree (and a
+private $HOME for its own settings), its environment is the allow-list plus what it needs
+to reach its API (the key, ANTHROPIC_BASE_URL), and its only network is the API's host and
+port, through api_gate.ApiGate.
 """
 
 from __future__ import annotations
@@ -13,19 +18,24 @@ import os
 import shutil
 from pathlib import Path
 
-from tritonbisect.build.proc import run_logged
+from tritonbisect.build.proc import SandboxedRunner, run_logged
+from tritonbisect.build.sandbox import Sandbox
 from tritonbisect.compat_builder.agent import AgentError, AgentResult
+from tritonbisect.compat_builder.api_gate import ApiGate
 from tritonbisect.compat_builder.prompts import FixPrompt
 from tritonbisect.errors import InputError
 
 ALLOWED_TOOLS = "Read,Edit,Write,Grep,Glob,LS"
+# what the CLI needs from our environment to reach its API (beside the sandbox's allow-list);
+# no proxy variables: inside, the API's host is reached directly through the gate
+API_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE")
 
 
 class ClaudeCliAgent:
     name = "claude-cli"
 
     def __init__(self, *, model: str | None = None, timeout: float = 1800.0, executable: str = "claude",
-                 api_key: str | None = None) -> None:
+                 api_key: str | None = None, sandbox: Sandbox | None = None) -> None:
         found = shutil.which(executable)
         if found is None:
             raise InputError(f"--ai claude-cli: the `{executable}` CLI is not installed (not on PATH)")
@@ -33,6 +43,7 @@ class ClaudeCliAgent:
         self.model = model
         self.timeout = timeout
         self._api_key = api_key
+        self.sandbox = sandbox
 
     def run(self, worktree: Path, prompt: FixPrompt, transcript: Path | None = None) -> AgentResult:
         text = f"{prompt.analysis}\n\n{prompt.execution}\n\nWhen you are done, reply with a one-line summary only."
@@ -45,7 +56,14 @@ class ClaudeCliAgent:
         if self._api_key:
             env["ANTHROPIC_API_KEY"] = self._api_key
         log = transcript.with_suffix(".log") if transcript else worktree.parent / "claude-cli.log"
-        res = run_logged(cmd, cwd=worktree, env=env, log=log, timeout=self.timeout, header=False)
+        if self.sandbox is None:
+            res = run_logged(cmd, cwd=worktree, env=env, log=log, timeout=self.timeout, header=False)
+        else:
+            with ApiGate(env.get("ANTHROPIC_BASE_URL")) as gate:
+                run = SandboxedRunner(run_logged, self.sandbox, writable=[worktree, gate.folder],
+                                      keep_env=API_ENV, files=[(gate.hosts_file, Path("/etc/hosts"))])
+                res = run(gate.command(cmd), cwd=worktree, env=env, log=log, timeout=self.timeout,
+                          header=False)
         output = log.read_text(encoding="utf-8", errors="replace")
         if res.timed_out:
             raise AgentError(f"the claude CLI did not finish within {self.timeout:g} s (killed)")

@@ -14,6 +14,7 @@ import click
 
 from tritonbisect import __version__
 from tritonbisect.bisect.history import History
+from tritonbisect.build.sandbox import Sandbox, detect, why_unavailable
 from tritonbisect.cli_help import sectioned
 from tritonbisect.cli_main import run_cli
 from tritonbisect.commands.options import executor_options, executor_values, resolve_workdir
@@ -25,7 +26,7 @@ from tritonbisect.compat_builder.agent import (
     require_anthropic,
 )
 from tritonbisect.compat_builder.fixer import Fixer
-from tritonbisect.compat_builder.mapper import Mapper, llvm_range, read_llvm_hash
+from tritonbisect.compat_builder.mapper import Mapper, llvm_range, read_llvm_pin
 from tritonbisect.compat_builder.probe import COMPATIBLE, DEFAULT_SMOKE, SKIP, Prober
 from tritonbisect.compat_builder.state import (
     DONE,
@@ -123,6 +124,9 @@ def _probe_options(f):
         click.option("--build-timeout", type=float, default=None, help="Seconds for one LLVM or Triton build."),
         click.option("--venv", type=click.Path(file_okay=False, path_type=Path), default=None,
                      help="Probe in this virtual environment (Triton is replaced there; default: one per session)."),
+        click.option("--unsandboxed-builds", is_flag=True, default=False,
+                     help="Where no sandbox (bubblewrap, unshare) works: build and run AI-written code anyway, "
+                     "with your own rights (network, your $HOME, your environment's secrets)."),
     ]
     for option in reversed(options):
         f = option(f)
@@ -130,6 +134,31 @@ def _probe_options(f):
 
 
 # --- wiring ---------------------------------------------------------------------------------
+def _sandbox(unsandboxed_builds: bool, *, model_code: bool) -> Sandbox | None:
+    """The sandbox probes (and the claude CLI) run in, announced in one line; None where none
+    works and that is allowed: no model-written code to build, or --unsandboxed-builds."""
+    found = detect()
+    if found is not None:
+        _echo(f"sandbox: {found.describe()}")
+        return found
+    why = why_unavailable()
+    if unsandboxed_builds:
+        _echo(f"sandbox: NONE ({why}); --unsandboxed-builds: the model's edits are built and run with your "
+              "own rights (network, your $HOME, every variable of your environment)")
+        return None
+    if model_code:
+        raise InputError(
+            f"no sandbox works on this machine ({why}), and AI-written code is only built in one: install "
+            "bubblewrap (apt-get install bubblewrap), or pass --unsandboxed-builds to build it with your own "
+            "rights (network, your $HOME, your environment's secrets)")
+    _echo(f"sandbox: none ({why}); builds run with your rights (no AI-written code in this session)")
+    return None
+
+
+def _has_model_code(state: MapState) -> bool:
+    return state.ai != "none" or any(f.get("model") for f in state.fixes)
+
+
 def _llvm_repo(triton_repo: Path, llvm_dir: Path | None) -> Path:
     if llvm_dir is None:
         guess = triton_repo / "llvm-project"
@@ -145,13 +174,15 @@ def _require_ai(ai: str | None) -> None:
         require_anthropic()
 
 
-def _agent(state: MapState, api_key: str | None, timeout: float | None, backoff: float | None):
+def _agent(state: MapState, api_key: str | None, timeout: float | None, backoff: float | None,
+           sandbox: Sandbox | None = None):
     if state.ai == "none":
         return None
     if state.ai == "claude-cli":
         from tritonbisect.compat_builder.claude_cli import ClaudeCliAgent
 
-        return ClaudeCliAgent(model=state.ai_model or None, timeout=timeout or 1800.0, api_key=api_key)
+        return ClaudeCliAgent(model=state.ai_model or None, timeout=timeout or 1800.0, api_key=api_key,
+                              sandbox=sandbox)
     settings = AgentSettings(model=state.ai_model or DEFAULT_MODEL)
     if timeout:
         settings.timeout = timeout
@@ -162,14 +193,15 @@ def _agent(state: MapState, api_key: str | None, timeout: float | None, backoff:
 
 
 def _mapper(state: MapState, workdir: Path, *, api_key: str | None, ai_timeout=None, ai_backoff=None,
-            build_timeout=None, venv=None) -> Mapper:
+            build_timeout=None, venv=None, sandbox: Sandbox | None = None) -> Mapper:
     prober = _new_prober(
         triton_repo=Path(state.triton_repo), llvm_repo=Path(state.llvm_repo), workdir=workdir,
         llvm_source=state.dir / "llvm-src", smoke=state.smoke, timeout=build_timeout,
-        venv=str(venv) if venv else None,
+        venv=str(venv) if venv else None, sandbox=sandbox is not None,
     )
     hint = f" --workdir {workdir}"
-    fixer = Fixer(state, prober, _agent(state, api_key, ai_timeout, ai_backoff), log=_echo, workdir_hint=hint)
+    agent = _agent(state, api_key, ai_timeout, ai_backoff, sandbox)
+    fixer = Fixer(state, prober, agent, log=_echo, workdir_hint=hint)
     return Mapper(state, prober, fixer, log=_echo)
 
 
@@ -196,7 +228,7 @@ def root() -> None:
 
 
 @root.command("map")
-@click.option("--bump", required=True, help="The Triton commit that changed cmake/llvm-hash.txt.")
+@click.option("--bump", required=True, help="The Triton commit that changed the pinned LLVM (cmake/llvm-info.json or cmake/llvm-hash.txt).")
 @click.option("--triton-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               show_default="current folder", help="The Triton repository (its checkout is never touched).")
 @click.option("--llvm-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -210,19 +242,24 @@ def root() -> None:
 @_probe_options
 @_workdir_option
 def map_command(bump, triton_dir, llvm_dir, out, strategy, ai, ai_model, max_attempts, ai_timeout, ai_backoff,
-                smoke, build_timeout, venv, workdir) -> None:
+                smoke, build_timeout, venv, unsandboxed_builds, workdir) -> None:
     """Map a bump: for every LLVM commit between the old and new hash, a Triton commit that builds."""
     _require_ai(ai)
     workdir = resolve_workdir(workdir)
+    sandbox = _sandbox(unsandboxed_builds, model_code=(ai or "anthropic") != "none")
     triton = History(triton_dir)
     triton_repo = triton.root
     llvm_repo = _llvm_repo(triton_repo, llvm_dir)
     llvm = History(llvm_repo)
     bump = triton.resolve(bump)
     parent = triton.resolve(f"{bump}~1")
-    old_hash, new_hash = read_llvm_hash(triton, parent), read_llvm_hash(triton, bump)
+    old_pin, new_pin = read_llvm_pin(triton, parent), read_llvm_pin(triton, bump)
+    old_hash, new_hash = old_pin.hash, new_pin.hash
     if old_hash == new_hash:
-        raise InputError(f"{bump[:12]} does not change cmake/llvm-hash.txt: it is not an LLVM bump")
+        why = ("it changes only the prebuilt LLVM's build number"
+               if old_pin.build_number != new_pin.build_number else "the pinned LLVM commit is the same")
+        raise InputError(f"{bump[:12]} is not an LLVM bump: {why} ({old_hash[:12]}); "
+                         "pass the commit that changes the llvm-project hash")
     try:
         old_llvm, new_llvm = llvm.resolve(old_hash), llvm.resolve(new_hash)
     except InputError as exc:
@@ -248,7 +285,7 @@ def map_command(bump, triton_dir, llvm_dir, out, strategy, ai, ai_model, max_att
     with SessionLock(sdir), _api_key_kept_apart() as key:
         gitops.add_worktree(triton_repo, Path(state.worktree), parent, branch=branch)
         mapper = _mapper(state, workdir, api_key=key, ai_timeout=ai_timeout, ai_backoff=ai_backoff,
-                         build_timeout=build_timeout, venv=venv)
+                         build_timeout=build_timeout, venv=venv, sandbox=sandbox)
         _run(state, mapper)
 
 
@@ -265,10 +302,11 @@ def map_command(bump, triton_dir, llvm_dir, out, strategy, ai, ai_model, max_att
 @_probe_options
 @_workdir_option
 def fix_command(llvm_commit, triton_commit, branch, triton_dir, llvm_dir, ai, ai_model, max_attempts,
-                ai_timeout, ai_backoff, smoke, build_timeout, venv, workdir) -> None:
+                ai_timeout, ai_backoff, smoke, build_timeout, venv, unsandboxed_builds, workdir) -> None:
     """Make one Triton commit build against one LLVM commit; prints the fix commit."""
     _require_ai(ai)
     workdir = resolve_workdir(workdir)
+    sandbox = _sandbox(unsandboxed_builds, model_code=(ai or "anthropic") != "none")
     triton = History(triton_dir)
     triton_repo = triton.root
     llvm_repo = _llvm_repo(triton_repo, llvm_dir)
@@ -293,7 +331,7 @@ def fix_command(llvm_commit, triton_commit, branch, triton_dir, llvm_dir, ai, ai
             gitops.add_worktree(triton_repo, Path(state.worktree), base, branch=branch)
         _echo(f"session {sid}: Triton {base[:12]} against LLVM {llvm[:12]} on {branch}")
         _run(state, _mapper(state, workdir, api_key=key, ai_timeout=ai_timeout, ai_backoff=ai_backoff,
-                            build_timeout=build_timeout, venv=venv))
+                            build_timeout=build_timeout, venv=venv, sandbox=sandbox))
 
 
 @root.command("resume")
@@ -303,7 +341,7 @@ def fix_command(llvm_commit, triton_commit, branch, triton_dir, llvm_dir, ai, ai
 @_probe_options
 @_workdir_option
 def resume_command(session, fix_commit, ai, ai_model, max_attempts, ai_timeout, ai_backoff, smoke,
-                   build_timeout, venv, workdir) -> None:
+                   build_timeout, venv, unsandboxed_builds, workdir) -> None:
     """Continue a session (the newest by default): after an interruption, or with your fix."""
     workdir = resolve_workdir(workdir)
     sdir = session_dir(workdir, session)
@@ -316,8 +354,9 @@ def resume_command(session, fix_commit, ai, ai_model, max_attempts, ai_timeout, 
         _apply_ai_overrides(state, ai, ai_model, max_attempts)
         if smoke:
             state.smoke = smoke
+        sandbox = _sandbox(unsandboxed_builds, model_code=_has_model_code(state))
         mapper = _mapper(state, workdir, api_key=key, ai_timeout=ai_timeout, ai_backoff=ai_backoff,
-                         build_timeout=build_timeout, venv=venv)
+                         build_timeout=build_timeout, venv=venv, sandbox=sandbox)
         if fix_commit:
             commit = mapper.accept_manual_fix(fix_commit)
             _echo(f"fix {commit[:12]} builds against LLVM {state.fixes[-1]['llvm'][:12]}; accepted")
@@ -357,6 +396,10 @@ def status_command(session, as_json, workdir) -> None:
         lines.append(f"fixing    LLVM {state.incompatible[:12]}: {len(state.attempts)} attempt(s)")
         for a in state.attempts:
             lines.append(f"          attempt {a['n']}: {a['status']} {a.get('reason') or a.get('summary') or ''}")
+    from tritonbisect.compat_builder.provenance import report
+
+    if state.fixes:
+        lines += ["fixes", *(f"  {line}" for line in report(state.fixes).splitlines())]
     if state.result:
         lines.append(f"result    {state.result}")
     click.echo("\n".join(lines))
@@ -372,7 +415,8 @@ def status_command(session, as_json, workdir) -> None:
 @click.option("--build", is_flag=True, help="Probe-build every row at both ends of its LLVM range.")
 @_probe_options
 @_workdir_option
-def verify_command(csv_path, llvm_dir, triton_dir, build, smoke, build_timeout, venv, workdir) -> None:
+def verify_command(csv_path, llvm_dir, triton_dir, build, smoke, build_timeout, venv, unsandboxed_builds,
+                   workdir) -> None:
     """Check a commits.csv: format, SHAs, metadata, LLVM order, Triton commits present; --build re-probes."""
     cmap = read_map(csv_path)
     problems: list[str] = []
@@ -401,8 +445,14 @@ def verify_command(csv_path, llvm_dir, triton_dir, build, smoke, build_timeout, 
     else:
         _echo("LLVM order not checked (pass --llvm-dir)")
     if build and not problems:
+        # a map's commits may hold a model's fixes: built in the sandbox like the map's own probes
+        sandbox = _sandbox(unsandboxed_builds, model_code=True)
         problems += _verify_builds(cmap, csv_path, order, triton_repo, llvm_repo, resolve_workdir(workdir),
-                                   smoke or DEFAULT_SMOKE, build_timeout, venv)
+                                   smoke or DEFAULT_SMOKE, build_timeout, venv, sandbox is not None)
+    from tritonbisect.compat_builder.provenance import parse_needs_review
+
+    for commit, scripts in parse_needs_review(cmap.metadata.get("needs_review", "")).items():
+        _echo(f"review: Triton {commit[:12]} (a model's fix) changes build scripts: {', '.join(scripts)}")
     for problem in problems:
         click.echo(problem)
     if problems:
@@ -410,7 +460,8 @@ def verify_command(csv_path, llvm_dir, triton_dir, build, smoke, build_timeout, 
     click.echo(f"{csv_path}: OK ({len(cmap.rows)} rows{', every row builds at both ends' if build else ''})")
 
 
-def _verify_builds(cmap, csv_path, order, triton_repo, llvm_repo, workdir, smoke, timeout, venv) -> list[str]:
+def _verify_builds(cmap, csv_path, order, triton_repo, llvm_repo, workdir, smoke, timeout, venv,
+                   sandbox: bool) -> list[str]:
     """Probe each row's Triton commit at the first and last LLVM commit of its range."""
     import tempfile
 
@@ -418,7 +469,7 @@ def _verify_builds(cmap, csv_path, order, triton_repo, llvm_repo, workdir, smoke
     scratch = Path(tempfile.mkdtemp(prefix="verify-", dir=sessions_root(workdir)))
     prober = _new_prober(triton_repo=triton_repo, llvm_repo=llvm_repo, workdir=workdir,
                          llvm_source=scratch / "llvm-src", smoke=smoke, timeout=timeout,
-                         venv=str(venv) if venv else None)
+                         venv=str(venv) if venv else None, sandbox=sandbox)
     problems = []
     previous: int | None = None
     with _api_key_kept_apart():

@@ -16,11 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tritonbisect.bisect.history import History
-from tritonbisect.compat_builder import gitops, prompts
-from tritonbisect.compat_builder.agent import AgentError
+from tritonbisect.compat_builder import gitops, prompts, provenance
+from tritonbisect.compat_builder.agent import DEFAULT_MODEL, AgentError
 from tritonbisect.compat_builder.probe import COMPATIBLE, SKIP, Prober
 from tritonbisect.compat_builder.state import MANUAL, MapState, now_iso
 from tritonbisect.errors import EXIT_MANUAL_FIX_NEEDED, AbortError, TritonBisectError
+from tritonbisect.llvmpin import write_pin
 
 
 class ManualFixNeeded(TritonBisectError):
@@ -126,16 +127,27 @@ class Fixer:
         record["usage"] = result.usage
         record["summary"] = result.summary
         summary = result.summary or f"adapt to LLVM {st.incompatible[:12]}"
-        commit = gitops.commit_all(self.worktree, base, f"compat fix: {summary}")
+        files = gitops.changed_files(self.worktree, base)
+        model = provenance.model_name(st.ai, st.ai_model, DEFAULT_MODEL if st.ai == "anthropic" else "default")
+        message = provenance.commit_message(summary, model=model, llvm=st.incompatible or "", files=files)
+        commit = gitops.commit_all(self.worktree, base, message)
         if commit is None or gitops.tree_of(self.worktree, commit) == gitops.tree_of(self.worktree, start_head):
             gitops.reset_hard(self.worktree, start_head)
             record.update(status="stale", reason="the attempt changed nothing", finished=now_iso())
             st.save("attempt-failed", attempt=n, why="stale: no change")
             self.log(f"attempt {n}: stale (no change)")
             return None
+        if write_pin(self.worktree, st.incompatible) is not None:
+            # the fix builds against this LLVM: its pin says so, in the era's own file, so
+            # that a `tritonbisect triton --llvm-dir` over the fixes builds the right LLVM
+            commit = gitops.commit_all(self.worktree, base, f"compat fix: {summary}") or commit
         diff_path = session / f"attempt-{n}.diff"
         diff_path.write_text(gitops.diff(self.worktree, base, commit), encoding="utf-8")
-        record.update(commit=commit, diff=str(diff_path))
+        record.update(commit=commit, diff=str(diff_path), model=model, files=files,
+                      build_scripts=provenance.build_scripts(files))
+        if record["build_scripts"]:
+            self.log(f"attempt {n} changes build scripts ({', '.join(record['build_scripts'])}): "
+                     "flagged for review; built in the sandbox")
         st.save("attempt-committed", attempt=n, commit=commit)
 
         probe = self.prober.probe(commit, st.incompatible, session / "probes" / f"attempt-{n}", clean=True)

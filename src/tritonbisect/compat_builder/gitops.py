@@ -94,5 +94,16 @@ def commit_all(worktree: Path, base: str, message: str) -> str | None:
     return sha
 
 
+def changed_files(worktree: Path, base: str, commit: str | None = None) -> list[str]:
+    """Paths that differ between `base` and `commit` (default: the worktree's whole state,
+    new files included)."""
+    if commit is None:
+        git(worktree, "add", "-A")
+        out = git(worktree, "diff", "--cached", "--name-only", "--no-renames", base)
+    else:
+        out = git(worktree, "diff", "--name-only", "--no-renames", base, commit)
+    return [line for line in out.splitlines() if line]
+
+
 def tree_of(repo: Path, commit: str) -> str:
     return git(repo, "rev-parse", f"{commit}^{{tree}}").strip()

@@ -1,6 +1,6 @@
 """The `map` walk over one LLVM bump, and the one-off `fix`.
 
-From the bump's old LLVM hash (T~1:cmake/llvm-hash.txt) to its new one:
+From the bump's old LLVM hash (the pin of T~1, `tritonbisect.llvmpin`) to its new one:
 
     current = T~1, good = old_llvm
     loop:
@@ -33,14 +33,13 @@ from tritonbisect.bisect.search import (
     TestNext,
     next_step,
 )
-from tritonbisect.compat_builder import gitops
+from tritonbisect.compat_builder import gitops, provenance
 from tritonbisect.compat_builder.fixer import Fixer, ManualFixNeeded, manual_instructions
 from tritonbisect.compat_builder.probe import COMPATIBLE, INCOMPATIBLE, SEARCH_VERDICT, Prober
 from tritonbisect.compat_builder.state import DONE, FIXING, MANUAL, SEARCHING, MapState, now_iso
 from tritonbisect.compatmap import CompatMap, CompatRow, write_map
 from tritonbisect.errors import AbortError, InputError
-
-LLVM_HASH_FILE = "cmake/llvm-hash.txt"
+from tritonbisect.llvmpin import PIN_FILES_TEXT, LLVMPin, PinError, read_pin
 
 
 class Mapper:
@@ -80,8 +79,12 @@ class Mapper:
     def accept_fix(self, commit: str) -> None:
         st = self.state
         gitops.reset_hard(Path(st.worktree), commit)
+        made = next((a for a in st.attempts if a.get("commit") == commit and a.get("model")), None)
+        files = gitops.changed_files(Path(st.worktree), st.current_triton, commit)
+        scripts = provenance.build_scripts(files)
         st.fixes.append({"llvm": st.incompatible, "commit": commit, "attempts": st.attempts,
-                         "accepted": now_iso()})
+                         "accepted": now_iso(), "model": made["model"] if made else None,
+                         "files": files, "build_scripts": scripts})
         st.current_triton = commit
         st.current_good = st.incompatible or st.current_good
         st.incompatible = None
@@ -93,7 +96,11 @@ class Mapper:
             st.phase = DONE
             st.result = commit
         st.save("fix-accepted", commit=commit)
-        self.log(f"fix accepted: {commit[:12]}")
+        self.log(f"fix accepted: {commit[:12]}" + (f" (by {made['model']})" if made else " (by hand)")
+                 + f"; files: {', '.join(files)}")
+        if scripts:
+            self.log(f"REVIEW: fix {commit[:12]} changes build scripts ({', '.join(scripts)})")
+        (st.dir / "fixes-report.txt").write_text(provenance.report(st.fixes) + "\n", encoding="utf-8")
 
     # --- the search -------------------------------------------------------------------
     def _order(self, good: str, bad: str) -> list[str]:
@@ -237,11 +244,14 @@ class Mapper:
                 "final_bad_llvm": st.new_llvm,
                 "generated_at": now_iso(),
                 "tool_version": __version__,
+                **({"needs_review": review} if (review := provenance.needs_review_value(st.fixes)) else {}),
             },
             rows=[CompatRow(t, llvm) for t, llvm in st.pairs],
         )
         out = Path(st.out_csv or st.dir / "commits.csv")
         write_map(out, cmap)
+        for line in provenance.report(st.fixes).splitlines():
+            self.log(line)
         st.phase = DONE
         st.result = str(out)
         st.save("done", result=st.result)
@@ -284,10 +294,15 @@ def llvm_range(llvm: History, good: str, bad: str) -> list[str]:
 
 
 def read_llvm_hash(triton: History, commit: str) -> str:
-    text = triton.file_at(commit, LLVM_HASH_FILE)
-    if text is None:
-        raise InputError(f"{commit[:12]} has no {LLVM_HASH_FILE}: is this a Triton repository?")
-    value = text.strip().split()[0] if text.strip() else ""
-    if len(value) < 7:
-        raise InputError(f"{LLVM_HASH_FILE} at {commit[:12]} holds no LLVM commit hash")
-    return value
+    """The llvm-project commit `commit` pins (either pin file); InputError when none."""
+    return read_llvm_pin(triton, commit).hash
+
+
+def read_llvm_pin(triton: History, commit: str) -> LLVMPin:
+    try:
+        pin = read_pin(lambda path: triton.file_at(commit, path))
+    except PinError as exc:
+        raise InputError(f"{exc} (at {commit[:12]})") from None
+    if pin is None:
+        raise InputError(f"{commit[:12]} has no LLVM pin ({PIN_FILES_TEXT}): is this a Triton repository?")
+    return pin

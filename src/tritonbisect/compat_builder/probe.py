@@ -5,6 +5,9 @@
    tree -- through the build layer's "llvm-triton" recipe, so every artifact lands in the
    same cache the `tritonbisect llvm` bisect reads (keys: Triton commit + {"llvm": L}).
 
+With `sandbox`, Triton's build and smoke test run in build/sandbox.py's sandbox (the tree
+may hold a model's edits); LLVM, upstream code, is built as usual.
+
 Verdicts: COMPATIBLE; INCOMPATIBLE (Triton fails to build, install-import or smoke against
 L); SKIP (LLVM's own build failed: never incompatible, never sent to the AI). A machine
 problem (missing tool, disk full, ...) raises AbortError: it says nothing about L or T.
@@ -75,6 +78,7 @@ class Prober:
         venv: str | None = None,
         python: str | None = None,
         cache_dir: str | None = None,
+        sandbox: bool = False,
     ) -> None:
         self.llvm_repo = Path(llvm_repo)
         self.workdir = Path(workdir)
@@ -94,6 +98,7 @@ class Prober:
         self._triton_commit = ""
         self.recipe.with_assigner(lambda _llvm: self._triton_commit)
         self.timeout = timeout
+        self.sandbox = sandbox  # Triton's build, install check and smoke test in the sandbox
 
     # --- facts the search uses --------------------------------------------------------
     def llvm_cached(self, commits: list[str]) -> set[str]:
@@ -115,7 +120,7 @@ class Prober:
             gitops.add_worktree(self.llvm_repo, self.llvm_source, llvm_commit)
         checkout_worktree(self.llvm_repo, self.llvm_source, llvm_commit)
         ctx = StepContext(worktree=self.llvm_source, log_dir=log_dir, worker=0,
-                          timeout=self.timeout, workdir=self.workdir)
+                          timeout=self.timeout, workdir=self.workdir, sandbox=self.sandbox)
         workdir = self.recipe.workdir(ctx)
         llvm = build_llvm(
             self.llvm_source, llvm_commit, cache=self.cache, config=self.llvm_config,

@@ -33,7 +33,8 @@ relative to the Triton worktree root. There is no shell: you cannot build or run
 After you finish, the builder commits your changes and builds Triton against that LLVM commit;
 if the build fails you get its errors in the next attempt.
 Rules: make the smallest change that fixes the errors; keep Triton's behaviour; do not touch
-cmake/llvm-hash.txt, tests, or anything outside what the errors require; do not add
+the LLVM pin (cmake/llvm-hash.txt, cmake/llvm-info.json: the builder writes it), tests, or
+anything outside what the errors require; do not add
 compatibility shims for older LLVM versions."""
 
 ANALYSIS_TASK = """\

@@ -109,7 +109,8 @@ def issue_body(
 
 def _first_phase(session: Any, culprit: str) -> bool:
     """Whether the culprit is a commit of the session's first phase (not of a descent)."""
-    phases = session.phases()
+    # the phases that look for the culprits a revert leaves behind (--verify-revert) are not descents
+    phases = [p for p in session.phases() if p.spec.recipe_name != "revert"]
     return bool(phases) and phases[0].culprit == culprit and len(
         [p for p in phases if p.culprit]
     ) == 1

@@ -148,6 +148,12 @@ def narrow_session(session: Session, *, timeout: float = 600.0, keep: Path | Non
         seconds=round(time.monotonic() - t0, 3),
         dumps=str(scratch) if keep is not None else None,
     )
+    if phase.spec.recipe_name != "wheel":  # a version ladder has no sources: `wheels` fills it in
+        from tritonbisect.narrow.next_hint import next_hint, rerun_command
+
+        hint = next_hint(result, phase.spec.repo, phase.spec.good, phase.spec.bad, rerun_command(session.argv))
+        if hint is not None:
+            result["prefer_pass"] = hint
     session.extra["narrow"] = result
     session.save()
     return result

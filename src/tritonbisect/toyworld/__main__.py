@@ -22,6 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--with-torch", action="store_true")
     parser.add_argument("--torch-commits", type=int, default=12)
     parser.add_argument("--regression-after-breaks", type=int, default=0)
+    parser.add_argument("--eras", action="store_true",
+                        help="Triton's later eras: root setup.py, cmake/llvm-info.json, build numbers")
     args = parser.parse_args(argv)
     try:
         world = make_world(
@@ -33,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
             with_torch=args.with_torch,
             torch_commits=args.torch_commits,
             regression_after_breaks=args.regression_after_breaks,
+            eras=args.eras,
         )
     except (ValueError, FileExistsError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 Tree = Mapping[str, str]
@@ -23,6 +23,7 @@ class CommitSpec:
     body: str = ""
     author: tuple[str, str] = ("Toy Developer", "dev@toy.example")
     timestamp: int = 1735689600  # seconds since the epoch, UTC
+    links: Mapping[str, str] = field(default_factory=dict)  # submodule path -> commit (gitlinks)
 
 
 def git_env() -> dict[str, str]:
@@ -79,6 +80,7 @@ def write_history(repo: Path, commits: Sequence[CommitSpec], *, branch: str = "m
 
     chunks: list[bytes] = []
     previous: Mapping[str, str] = {}
+    previous_links: Mapping[str, str] = {}
     for index, spec in enumerate(commits, start=1):
         name, email = spec.author
         ident = f"{name} <{email}> {spec.timestamp} +0000".encode()
@@ -94,8 +96,15 @@ def write_history(repo: Path, commits: Sequence[CommitSpec], *, branch: str = "m
             if previous.get(path) != text:
                 chunks.append(f"M 100644 inline {path}\n".encode())
                 chunks.append(_data(text.encode()))
+        for path in sorted(previous_links):
+            if path not in spec.links:
+                chunks.append(f"D {path}\n".encode())
+        for path, sha in sorted(spec.links.items()):
+            if previous_links.get(path) != sha:
+                chunks.append(f"M 160000 {sha} {path}\n".encode())
         chunks.append(b"\n")
         previous = spec.tree
+        previous_links = spec.links
 
     marks = repo / ".git" / "toyworld-marks"
     _git(repo, "fast-import", "--quiet", f"--export-marks={marks}", input=b"".join(chunks))

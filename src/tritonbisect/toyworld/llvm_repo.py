@@ -3,7 +3,8 @@
 `render(state)` gives the full tree of one commit. The history (in world.py) is a list of
 states; what differs between two states is what a commit changes.
 
-Layout: llvm/CMakeLists.txt (honours LLVM_ENABLE_PROJECTS, LLVM_TARGETS_TO_BUILD,
+Layout: llvm/CMakeLists.txt (honours LLVM_ENABLE_PROJECTS (llvm, mlir, lld),
+LLVM_TARGETS_TO_BUILD (named targets, "host"/"Native" for the machine's, or "all"),
 CMAKE_BUILD_TYPE, LLVM_ENABLE_ASSERTIONS, CMAKE_INSTALL_PREFIX), llvm/include/llvm/...,
 llvm/lib/..., mlir/include/mlir/..., mlir/lib/..., llvm/tools/llvm-toy. `ninja install` puts
 the headers in PREFIX/include, libToyLLVM.a (position independent) in PREFIX/lib and the
@@ -168,6 +169,9 @@ _PLAIN = (
     "mlir/CMakeLists.txt",
     "mlir/lib/IR/OperationImpl.h",
     "mlir/lib/Transforms/Canonicalize.c",
+    "lld/CMakeLists.txt",
+    "lld/include/lld/Common/Driver.h",
+    "lld/Common/Driver.c",
 )
 
 

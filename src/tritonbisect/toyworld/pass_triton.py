@@ -18,6 +18,11 @@ History (commits oldest first; `truth` names them):
                 narrowing must not count as a difference.
     c+1 .. n-1  fillers
 
+Like the real tree, the passes are also declared in include/triton/Dialect/TritonGPU/Transforms/
+Passes.td and "implemented" in lib/Dialect/TritonGPU/Transforms/<Pass>.cpp (GEN_PASS_DEF_...,
+impl::...Base): the culprit and the fillers listed in `touch_pass` change Coalesce.cpp, so a
+hint about the pass (--prefer-pass) has sources and commits to weigh.
+
 Build: `mkdir -p build && cp -r python/triton build/` (artifact `build`, env PYTHONPATH=build).
 """
 
@@ -185,11 +190,31 @@ TTIR = '''module {
 '''
 
 
-def _files(*, culprit: bool, planted: str, note: int) -> dict[str, str]:
+_PASSES_TD = "".join(
+    f'def {name} : Pass<"{arg}", "mlir::ModuleOp"> {{\n  let summary = "{arg}";\n}}\n\n'
+    for name, arg in (("TritonGPUCoalesce", "tritongpu-coalesce"),
+                      ("TritonGPURemoveLayoutConversions", "tritongpu-remove-layout-conversions"),
+                      ("TritonGPUOptimizeThreadLocality", "tritongpu-optimize-thread-locality"))
+)
+
+
+def _pass_cpp(name: str, struct: str, body: str) -> str:
+    return (f"#define GEN_PASS_DEF_{name.upper()}\n#include \"triton/Dialect/TritonGPU/Transforms/Passes.h.inc\"\n\n"
+            f"struct {struct} : public impl::{name}Base<{struct}> {{\n  void runOnOperation() override {{\n"
+            f"{body}  }}\n}};\n")
+
+
+def _files(*, culprit: bool, planted: str, note: int, touched: list[int] | None = None) -> dict[str, str]:
     compiler = _COMPILER.replace("@@CANON@@", _CANON_NOISE if culprit else "")
     compiler = compiler.replace("@@COALESCE@@", _COALESCE_BUG if culprit else "")
     compiler = compiler.replace("@@FAIL@@", _FAIL[planted])
+    coalesce = "    unsigned perThread = " + ("1" if culprit else "4") + ";\n"
+    coalesce += "".join(f"    // tuned in change {i}\n" for i in touched or [])
     return {
+        "include/triton/Dialect/TritonGPU/Transforms/Passes.td": _PASSES_TD,
+        "lib/Dialect/TritonGPU/Transforms/Coalesce.cpp": _pass_cpp("TritonGPUCoalesce", "CoalescePass", coalesce),
+        "lib/Dialect/TritonGPU/Transforms/RemoveLayoutConversions.cpp": _pass_cpp(
+            "TritonGPURemoveLayoutConversions", "RemoveLayoutConversionsPass", "    // fold conversions\n"),
         "NOTES": f"change {note}\n",
         ".gitignore": "build/\n__pycache__/\n",
         "python/triton/__init__.py": INIT,
@@ -208,7 +233,8 @@ def _git(repo: Path, *args: str, when: int = 0) -> str:
     return subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True).stdout.strip()
 
 
-def make_pass_triton(path: Path, *, commits: int = 8, culprit: int = 5, planted: str = "error") -> dict[str, Any]:
+def make_pass_triton(path: Path, *, commits: int = 8, culprit: int = 5, planted: str = "error",
+                     touch_pass: tuple[int, ...] = ()) -> dict[str, Any]:
     """Write the toy repository at `path`; return its truth (order, culprit, parent, ttir, ...)."""
     if planted not in _FAIL:
         raise ValueError(f"planted must be one of {sorted(_FAIL)}")
@@ -218,7 +244,8 @@ def make_pass_triton(path: Path, *, commits: int = 8, culprit: int = 5, planted:
     _git(path, "init", "-q", "-b", "main")
     order = []
     for i in range(commits):
-        for rel, text in _files(culprit=i >= culprit, planted=planted, note=i).items():
+        touched = [t for t in touch_pass if t <= i and t != culprit]
+        for rel, text in _files(culprit=i >= culprit, planted=planted, note=i, touched=touched).items():
             dest = path / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_text(text, encoding="utf-8")
@@ -236,4 +263,5 @@ def make_pass_triton(path: Path, *, commits: int = 8, culprit: int = 5, planted:
         "ttir": str(path.parent / "add_kernel.ttir"),
         "build": BUILD_COMMAND,
         "artifact": ARTIFACT,
+        "pass_commits": [order[t] for t in sorted({*touch_pass, culprit}) if 0 < t < commits],
     }

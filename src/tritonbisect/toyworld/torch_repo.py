@@ -26,6 +26,11 @@ class TorchState:
     drops_odd: bool = False  # ... and loses the odd element (the regression)
     notes: tuple[str, ...] = ()
     ops: tuple[int, ...] = ()
+    # the submodule third_party/toykernels (make_world(torch_submodule=True)): the version its
+    # sources need (0: no submodule), the commit recorded for it, the URL in .gitmodules
+    kernels: int = 0
+    kernels_sha: str = ""
+    kernels_url: str = ""
 
     def with_(self, **changes) -> TorchState:
         return replace(self, **changes)
@@ -69,6 +74,27 @@ def get_version(sha):
 SHA = get_sha()
 VERSION = get_version(SHA)
 REQUIRES = [r.strip() for r in os.environ.get("PYTORCH_EXTRA_INSTALL_REQUIREMENTS", "").split("|") if r.strip()]
+
+
+def check_submodules():
+    # as PyTorch's setup.py: a build needs its third_party checked out; this one also needs
+    # the version the commit records (a stale submodule breaks the build)
+    if not os.path.isfile(os.path.join(HERE, ".gitmodules")):
+        return
+    with open(os.path.join(HERE, "third_party", "required-toykernels.txt")) as f:
+        need = f.read().strip()
+    version = os.path.join(HERE, "third_party", "toykernels", "VERSION")
+    if not os.path.isfile(version):
+        raise SystemExit("error: third_party/toykernels is empty: the submodules are not checked out "
+                         "(git submodule update --init --recursive)")
+    with open(version) as f:
+        have = f.read().strip()
+    if have != need:
+        raise SystemExit("error: third_party/toykernels is at version " + have + ", this commit needs "
+                         + need + ": update the submodules (git submodule update --init --recursive)")
+
+
+check_submodules()
 
 
 class build_py_with_version(build_py):
@@ -213,7 +239,31 @@ def render(state: TorchState) -> dict[str, str]:
         PIN_FILE: state.triton_pin + "\n",
         "toytorch/__init__.py": _t(INIT_PY, VERSION=VERSION, SUM=body, OPS=ops),
         "test/test_toytorch.py": _t(TEST_PY),
+        **_submodule_files(state),
     }
+
+
+def _submodule_files(state: TorchState) -> dict[str, str]:
+    if not state.kernels:
+        return {}
+    return {
+        ".gitmodules": (f'[submodule "{KERNELS_PATH}"]\n\tpath = {KERNELS_PATH}\n'
+                        f"\turl = {state.kernels_url}\n"),
+        "third_party/required-toykernels.txt": f"{state.kernels}\n",
+    }
+
+
+def links(state: TorchState) -> dict[str, str]:
+    """The gitlinks of the tree (submodule path -> recorded commit)."""
+    return {KERNELS_PATH: state.kernels_sha} if state.kernels else {}
+
+
+KERNELS_PATH = "third_party/toykernels"
+
+
+def kernels_history(versions: int) -> list[dict[str, str]]:
+    """The trees of the toykernels repository (the submodule), one per version."""
+    return [{"VERSION": f"{v}\n", "kernels.py": f"VERSION = {v}\n"} for v in range(1, versions + 1)]
 
 
 class FillerCycle:

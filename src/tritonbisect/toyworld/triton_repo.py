@@ -4,10 +4,19 @@ Layout like Triton's: cmake/llvm-hash.txt (the pinned llvm-project commit), pyth
 python/triton/__init__.py, the extension `triton._C.libtriton` from python/src/*.c, and the
 test test/test_toy.py (exit 0 when the kernels compute the right values). The source text
 lives in templates/triton/ (see template.py).
+
+The later eras of real Triton, each a state field: `pin_format="info-json"` (the pin in
+cmake/llvm-info.json with a build_number; `next_build_repo` adds cmake/llvm-build-info.json
+naming the next LLVM and the fork it comes from), `layout="root"` (setup.py at the top with
+python/build_helpers.py, building into build/ or TRITON_BUILD_DIR, and a stub
+python/pyproject.toml without a build system), `needs_lld` (the AMD backend's
+find_package(LLD): the LLVM must be built with lld). Every era needs the NVPTX and AMDGPU
+targets in LLVM, as real Triton links their code generators.
 """
 
 from __future__ import annotations
 
+import json
 import textwrap
 from dataclasses import dataclass, replace
 
@@ -39,6 +48,12 @@ class TritonState:
     # (a .git directory at the top, the rule of some real Triton releases: false in a
     # `git worktree`, so worktree builds get no +git<sha> suffix)
     version_rule: str = "rev-parse"
+    pin_format: str = "hash-txt"  # or "info-json" (cmake/llvm-info.json)
+    build_number: int = 1  # of the prebuilt, in the info-json era
+    next_build_repo: str = ""  # cmake/llvm-build-info.json's repository, when set
+    next_build_hash: str = ""  # ... and the LLVM it prepares (not the pin)
+    layout: str = "python"  # or "root" (setup.py at the top)
+    needs_lld: bool = False
 
     def with_(self, **changes) -> TritonState:
         return replace(self, **changes)
@@ -97,9 +112,8 @@ def render(state: TritonState) -> dict[str, str]:
     files = {
         "README.md": _f("README.md") + "".join(f"\n{note}\n" for note in state.notes),
         ".gitignore": _t(GITIGNORE),
-        "cmake/llvm-hash.txt": state.llvm_hash + "\n",
-        "python/setup.py": _setup_py(state.version_rule),
-        "python/pyproject.toml": _f("python/pyproject.toml"),
+        **_pin_files(state),
+        **_build_files(state),
         "python/triton/__init__.py": _f(
             "python/triton/__init__.py.tmpl", BASE_VERSION=BASE_VERSION
         ),
@@ -113,13 +127,48 @@ def render(state: TritonState) -> dict[str, str]:
 
 _GIT_DIR_RULE = """def get_version():
     # a checkout is a tree whose top has a .git directory (a git worktree's .git is a file)
-    if not os.path.isdir(os.path.join(os.path.dirname(HERE), ".git")):
+    if not os.path.isdir(os.path.join(REPO, ".git")):
         return BASE_VERSION + os.environ.get("TRITON_WHEEL_VERSION_SUFFIX", "")
 """
 
 
-def _setup_py(version_rule: str) -> str:
-    text = _f("python/setup.py.tmpl", BASE_VERSION=BASE_VERSION)
+REQUIRED_TARGETS = ("NVPTX", "AMDGPU")
+PREBUILT_BUILD_NUMBER = 1
+
+
+def _pin_files(state: TritonState) -> dict[str, str]:
+    if state.pin_format == "hash-txt":
+        files = {"cmake/llvm-hash.txt": state.llvm_hash + "\n"}
+    elif state.pin_format == "info-json":
+        info = {"llvm_hash": state.llvm_hash, "build_number": state.build_number,
+                "sha256sum": {"toy-x86_64": "0" * 64}}
+        files = {"cmake/llvm-info.json": json.dumps(info, indent=2) + "\n"}
+    else:
+        raise ValueError(f"unknown pin_format {state.pin_format!r} (hash-txt or info-json)")
+    if state.next_build_repo:
+        nxt = {"llvm_hash": state.next_build_hash or state.llvm_hash, "repository": state.next_build_repo,
+               "build_number": state.build_number + 1}
+        files["cmake/llvm-build-info.json"] = json.dumps(nxt, indent=2) + "\n"
+    return files
+
+
+def _build_files(state: TritonState) -> dict[str, str]:
+    if state.layout == "python":
+        return {"python/setup.py": _setup_py(state, to_repo="..", pydir=""),
+                "python/pyproject.toml": _f("python/pyproject.toml")}
+    if state.layout == "root":
+        return {"setup.py": _setup_py(state, to_repo=".", pydir="python"),
+                "pyproject.toml": _f("python/pyproject.toml"),
+                "python/build_helpers.py": _f("python/build_helpers.py.tmpl"),
+                "python/pyproject.toml": _f("python/pyproject.stub.toml")}
+    raise ValueError(f"unknown layout {state.layout!r} (python or root)")
+
+
+def _setup_py(state: TritonState, *, to_repo: str, pydir: str) -> str:
+    version_rule = state.version_rule
+    text = _f("python/setup.py.tmpl", BASE_VERSION=BASE_VERSION, TO_REPO=to_repo, PYDIR=pydir,
+              REQUIRED_TARGETS="".join(f'"{t}", ' for t in REQUIRED_TARGETS).strip(),
+              NEEDS_LLD=state.needs_lld)
     if version_rule == "git-dir":
         return text.replace("def get_version():\n", _GIT_DIR_RULE, 1)
     if version_rule != "rev-parse":

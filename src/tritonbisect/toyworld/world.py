@@ -33,10 +33,18 @@ Truth keys (all shas full 40-hex):
     good_triton              = triton_regression_fix: passes, pinned at old_llvm
     bad_triton_llvm          the last triton commit: fails only through the LLVM regression
     llvm_bump_range          [good_triton, bad_triton_llvm]: its only culprit is the bump
-    triton_llvm_pins         {triton sha: llvm sha in its cmake/llvm-hash.txt}
+    triton_llvm_pins         {triton sha: llvm sha it pins}
+  eras (make_world(eras=True)):
+    era_root_layout          setup.py moves to the top (stub python/pyproject.toml), needs lld
+    era_info_json            the pin moves to cmake/llvm-info.json (same LLVM, build 1)
+    era_next_build           cmake/llvm-build-info.json appears: new_llvm from a fork, before
+                             the bump (the next LLVM being prepared, never the pin)
+    era_prebuilt_rebuild     build_number only: another prebuilt of the same LLVM
+    triton_pin_files         {triton sha: the file holding its pin}
+    triton_build_numbers     {triton sha: build number, None before llvm-info.json}
     triton_test              "python test/test_toy.py" (run in the triton worktree)
     triton_version_prefix    "3.6.0+git" (wheel version: prefix + sha[:8])
-  with_torch:
+  with_torch (+ torch_submodule: torch_submodule = {path, url, commits, bump}):
     torch_order, torch_regression, torch_good, torch_bad, torch_triton_pins
     ({torch sha: pinned triton sha}), torch_test ("python test/test_toytorch.py"),
     torch_pin_file (".ci/docker/ci_commit_pins/triton.txt")
@@ -45,7 +53,7 @@ Truth keys (all shas full 40-hex):
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tritonbisect.toyworld import llvm_repo, torch_repo, triton_repo
@@ -71,12 +79,15 @@ TORCH_AUTHORS = (
     ("Ivan Eager", "ivan@pytorch.example"),
 )
 
-# The contract's LLVM configuration, in argv form (no shell quoting around "mlir;llvm").
+# The contract's LLVM configuration, in argv form (no shell quoting around "mlir;lld"): what real
+# Triton links against (host, NVPTX and AMDGPU code generators; lld for the AMD backend).
 LLVM_CMAKE_ARGS = (
-    "-DLLVM_ENABLE_PROJECTS=mlir;llvm",
-    "-DLLVM_TARGETS_TO_BUILD=X86",
+    "-DLLVM_ENABLE_PROJECTS=mlir;lld",
+    "-DLLVM_TARGETS_TO_BUILD=host;NVPTX;AMDGPU",
     "-DCMAKE_BUILD_TYPE=Release",
 )
+
+FORK = "triton-lang/llvm-project"  # where the next LLVM build comes from (llvm-build-info.json)
 
 
 @dataclass
@@ -173,9 +184,22 @@ def _llvm_history(api_breaks: int, llvm_commits: int, extra_sources: int, regres
     return commits, [kind for *_, kind in plan], old_idx, new_idx
 
 
-def _triton_history(triton_commits: int, old_llvm: str, new_llvm: str, api_breaks: int, t0: int,
-                    version_rule: str = "rev-parse"):
+def _era_positions(triton_commits: int) -> dict[int, str]:
+    """Where the later eras start (eras=True): the root setup.py layout with lld, then the
+    pin in llvm-info.json (same LLVM), then llvm-build-info.json naming a fork, all before
+    the bump; a build-number-only change after it."""
     tr, tb, tf, bump = _spread(4, 1, triton_commits - 2, "the Triton history")
+    at = {tb + 2: "era-root-layout", tf + 1: "era-info-json", tf + 2: "era-next-build",
+          bump + 2: "era-prebuilt-rebuild"}
+    if not (tb + 2 < tf and tf + 2 < bump and bump + 2 <= triton_commits - 1):
+        raise ValueError("too few commits for the Triton eras: give at least 36 Triton commits")
+    return at
+
+
+def _triton_history(triton_commits: int, old_llvm: str, new_llvm: str, api_breaks: int, t0: int,
+                    version_rule: str = "rev-parse", eras: bool = False):
+    tr, tb, tf, bump = _spread(4, 1, triton_commits - 2, "the Triton history")
+    era_at = _era_positions(triton_commits) if eras else {}
     state = triton_repo.TritonState(llvm_hash=old_llvm, version_rule=version_rule)
     fillers = triton_repo.FillerCycle()
     plan = [(state, "Initial commit of the toy Triton", "", "initial")]
@@ -184,7 +208,21 @@ def _triton_history(triton_commits: int, old_llvm: str, new_llvm: str, api_break
         for k in range(api_breaks)
     )
     for i in range(1, triton_commits):
-        if i == tr:
+        era = era_at.get(i)
+        if era == "era-root-layout":
+            state = state.with_(layout="root", needs_lld=True)
+            item = (state, "[BUILD] Move setup.py to the repository root; the AMD backend links lld",
+                    "", era)
+        elif era == "era-info-json":
+            state = state.with_(pin_format="info-json")
+            item = (state, "[BUILD] Pin LLVM in cmake/llvm-info.json with its build number", "", era)
+        elif era == "era-next-build":
+            state = state.with_(next_build_repo=FORK, next_build_hash=new_llvm)
+            item = (state, f"[BUILD] Prepare the next LLVM build from {FORK}", "", era)
+        elif era == "era-prebuilt-rebuild":
+            state = state.with_(build_number=state.build_number + 1)
+            item = (state, "[BUILD] Use the rebuilt LLVM prebuilt (build number only)", "", era)
+        elif i == tr:
             state = state.with_(vectorized=True, tail_bug=True)
             item = (state, "[BACKEND] Vectorize the elementwise loop by 4", "", "regression")
         elif i == tb:
@@ -220,16 +258,23 @@ def _triton_history(triton_commits: int, old_llvm: str, new_llvm: str, api_break
         plan.append(item)
     commits = _commits(plan, triton_repo.render, TRITON_AUTHORS, start=t0, hours_apart=2)
     pins = [s.llvm_hash for s, *_ in plan]
-    return commits, [kind for *_, kind in plan], pins
+    return commits, [kind for *_, kind in plan], pins, [s for s, *_ in plan]
 
 
-def _torch_history(torch_commits: int, pins: list[str], t0: int):
+def _torch_history(torch_commits: int, pins: list[str], t0: int, kernels: list[str] | None = None,
+                   kernels_url: str = ""):
     move1, regression, move2 = _spread(3, 1, torch_commits - 1, "the PyTorch history", 2)
     state = torch_repo.TorchState(triton_pin=pins[0])
+    if kernels:
+        state = state.with_(kernels=1, kernels_sha=kernels[0], kernels_url=kernels_url)
+    bump_kernels = next((i for i in range(move1 + 1, torch_commits) if i not in (regression, move2)), None)
     fillers = torch_repo.FillerCycle()
     plan = [(state, "Initial commit of the toy PyTorch", "", "initial")]
     for i in range(1, torch_commits):
-        if i == move1:
+        if kernels and i == bump_kernels:
+            state = state.with_(kernels=2, kernels_sha=kernels[1])
+            item = (state, "Update the toykernels submodule", "", "submodule")
+        elif i == move1:
             state = state.with_(triton_pin=pins[1])
             item = (state, "[CI] Update the triton pin", "", "pin")
         elif i == regression:
@@ -248,6 +293,7 @@ def _torch_history(torch_commits: int, pins: list[str], t0: int):
             item = (state, subject, body, "filler")
         plan.append(item)
     commits = _commits(plan, torch_repo.render, TORCH_AUTHORS, start=t0, hours_apart=5)
+    commits = [replace(spec, links=torch_repo.links(st)) for spec, (st, *_r) in zip(commits, plan, strict=True)]
     return commits, [kind for *_, kind in plan], [s.triton_pin for s, *_ in plan]
 
 
@@ -262,6 +308,8 @@ def make_world(
     torch_commits: int = 12,
     regression_after_breaks: int = 0,
     triton_version_rule: str = "rev-parse",
+    eras: bool = False,
+    torch_submodule: bool = False,
 ) -> ToyWorld:
     """Write the toy world under `root` (llvm-project/, triton/, pytorch/) and return it.
 
@@ -271,6 +319,11 @@ def make_world(
     triton_version_rule: "rev-parse" (setup.py asks git for the sha), or "git-dir" (only a
     .git directory counts, as in some real Triton releases: worktree builds then come out
     as plain BASE_VERSION, with no +git<sha> suffix).
+    eras: the Triton history also goes through real Triton's later eras (see _era_positions;
+    needs at least 36 Triton commits).
+    torch_submodule: the toy PyTorch has a submodule, third_party/toykernels (a repository
+    toykernels/ beside it, its URL a file:// URL), moved to a newer commit after the first
+    pin update; the toy setup.py refuses a missing or stale submodule.
     """
     if not 0 <= api_breaks <= MAX_API_BREAKS:
         raise ValueError(f"api_breaks must be between 0 and {MAX_API_BREAKS}")
@@ -291,14 +344,16 @@ def make_world(
     t0 = BASE_TIME + llvm_commits * 3 * HOUR
     # Fail on too-small Triton/PyTorch histories before writing anything.
     _spread(4, 1, triton_commits - 2, "the Triton history")
+    if eras:
+        _era_positions(triton_commits)
     if with_torch:
         _spread(3, 1, torch_commits - 1, "the PyTorch history", 2)
 
     llvm = write_history(llvm_dir, llvm_specs)
     old_llvm, new_llvm = llvm[old_idx], llvm[new_idx]
 
-    triton_specs, triton_kinds, llvm_pins = _triton_history(
-        triton_commits, old_llvm, new_llvm, api_breaks, t0, triton_version_rule
+    triton_specs, triton_kinds, llvm_pins, triton_states = _triton_history(
+        triton_commits, old_llvm, new_llvm, api_breaks, t0, triton_version_rule, eras
     )
     triton = write_history(triton_dir, triton_specs)
 
@@ -339,6 +394,7 @@ def make_world(
             "torch_commits": torch_commits if with_torch else 0,
             "regression_after_breaks": regression_after_breaks,
             "triton_version_rule": triton_version_rule,
+            "eras": eras,
         },
         # llvm-project
         "llvm_order": llvm,
@@ -366,11 +422,31 @@ def make_world(
         "triton_test": triton_repo.TEST_COMMAND,
         "triton_version_prefix": triton_repo.BASE_VERSION + "+git",
     }
+    if eras:
+        truth.update({kind.replace("-", "_"): triton[i] for i, kind in enumerate(triton_kinds)
+                      if kind.startswith("era-")})
+        truth["triton_pin_files"] = {
+            sha: "cmake/llvm-info.json" if st.pin_format == "info-json" else "cmake/llvm-hash.txt"
+            for sha, st in zip(triton, triton_states, strict=True)
+        }
+        truth["triton_build_numbers"] = {
+            sha: st.build_number if st.pin_format == "info-json" else None
+            for sha, st in zip(triton, triton_states, strict=True)
+        }
 
     if with_torch:
         pins = [triton[1], triton[tri("regression") - 1], good_triton]
+        kernels, kernels_url = None, ""
+        if torch_submodule:
+            kernels_dir = root / "toykernels"
+            kernels = write_history(kernels_dir, [
+                CommitSpec(tree=tree, subject=f"toykernels {v}", author=TORCH_AUTHORS[0],
+                           timestamp=t0 + v * HOUR)
+                for v, tree in enumerate(torch_repo.kernels_history(2), start=1)
+            ])
+            kernels_url = kernels_dir.as_uri()
         torch_specs, torch_kinds, torch_pins = _torch_history(
-            torch_commits, pins, t0 + triton_commits * 2 * HOUR
+            torch_commits, pins, t0 + triton_commits * 2 * HOUR, kernels, kernels_url
         )
         torch = write_history(torch_dir, torch_specs)
         truth.update(
@@ -384,4 +460,9 @@ def make_world(
                 "torch_pin_file": torch_repo.PIN_FILE,
             }
         )
+        if torch_submodule:
+            truth["torch_submodule"] = {
+                "path": torch_repo.KERNELS_PATH, "url": kernels_url, "commits": kernels,
+                "bump": torch[torch_kinds.index("submodule")],
+            }
     return ToyWorld(root=root, llvm=llvm_dir, triton=triton_dir, torch=torch_dir, truth=truth)

@@ -98,14 +98,29 @@ def _extent(shape: list[int], stride: list[int]) -> int:
     return 1 + sum((s - 1) * abs(st) for s, st in zip(shape, stride, strict=True))
 
 
+def stand_in_words(moved: list[str]) -> str:
+    """How an eager warm-up launch matches a captured one (see Trace.warmup_for)."""
+    if not moved:
+        return "the same arguments on the same buffers"
+    return f"the same arguments ({', '.join(moved)} at another address)"
+
+
+def capture_reason(launch: Launch) -> str:
+    """Why a launch made during CUDA-graph capture carries no data, as its tracer left it."""
+    if launch.by_tritonbisect:
+        return ("was recorded during CUDA-graph capture, where tensors cannot be read (only where they are "
+                "and their shapes were recorded)")
+    return "was recorded during CUDA-graph capture: tritonparse skipped its arguments"
+
+
 def refuse_reason(trace: Trace, launch: Launch) -> str | None:
     """Why this launch cannot be reproduced, or None."""
     who = f"launch {launch.index} of kernel '{launch.name}' ({launch.where()})"
     if launch.graph_capture:
-        return (
-            f"{who} was recorded during CUDA-graph capture: tritonparse skipped its arguments, "
-            "so it cannot be rebuilt; pick a launch made outside graph capture"
-        )
+        warmup = trace.warmup_for(launch)
+        hint = (f"its eager warm-up launch {warmup[0].index} ran the same kernel with {stand_in_words(warmup[1])}: "
+                f"use --launch-id {warmup[0].index}") if warmup else "pick a launch made outside graph capture"
+        return f"{who} {capture_reason(launch)}, so it cannot be rebuilt; {hint}"
     if trace.compilation_of(launch) is None:
         h = (launch.hash or "unknown")[:16]
         return (
@@ -115,6 +130,25 @@ def refuse_reason(trace: Trace, launch: Launch) -> str | None:
     if not launch.args:
         return f"{who} has no recorded arguments (capture with enable_trace_launch=True)"
     return None
+
+
+def no_outputs_note(trace: Trace, launch: Launch, args: list[dict[str, Any]]) -> str | None:
+    """Why this oracle has no recorded outputs to compare with, when it has none."""
+    if any(a.get("after") for a in args if a.get("kind") == "tensor"):
+        return None
+    golden = "record a golden at a good Triton first (the record command below), then compare against it"
+    if launch.autotune_benchmark:
+        real = [other.index for other in trace.launches_of(launch.name)
+                if not other.autotune_benchmark and trace.reproducible(other)]
+        where = (f"pick a real launch (--launch-id {real[0]}) or " if real
+                 else "the kernel ran only there, e.g. a template that lost to another choice; ")
+        return (f"launch {launch.index} of '{launch.name}' was made while an autotuner benchmarked configs: no "
+                f"outputs were recorded after it, so this oracle has nothing from the program to compare with; "
+                f"{where}{golden}")
+    if launch.after:
+        return (f"the outputs recorded after launch {launch.index} of '{launch.name}' have no data here (saved "
+                f"without blobs, or their blob files are missing): {golden}")
+    return f"no outputs were recorded after launch {launch.index} of '{launch.name}': {golden}"
 
 
 def _plan_storages(tensors: list[dict[str, Any]], warnings: list[str]) -> list[dict[str, Any]]:
@@ -369,6 +403,9 @@ def generate_oracle(
 
     args = launch_arg_specs(launch, ks.params, tensor)
     storages = _plan_storages([a for a in args if a["kind"] == "tensor"], warnings)
+    no_outputs = no_outputs_note(tr, launch, args)
+    if no_outputs:
+        warnings.append(no_outputs)
 
     meta = dict(comp.metadata)
     meta.update({k: v for k, v in launch.compilation_metadata.items() if k in COMPILE_KEYS})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tritonbisect.tritonparse.generate import refuse_reason
-from tritonbisect.tritonparse.reader import Compilation, Launch, Trace
+from tritonbisect.tritonparse.reader import GRAPH_CAPTURE_NOTE, Compilation, Launch, Trace
 
 _SHORT_DTYPES = {
     "float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64",
@@ -63,7 +63,9 @@ def _flags(trace: Trace, launch: Launch) -> str:
     reason = refuse_reason(trace, launch)
     if reason:
         if launch.graph_capture:
-            flags.append("CUDA-graph capture: cannot reproduce")
+            warmup = trace.warmup_for(launch)
+            flags.append("CUDA-graph capture: cannot reproduce" + (
+                f"; its eager warm-up is launch {warmup[0].index}" if warmup else ""))
         elif trace.compilation_of(launch) is None:
             flags.append("no compilation: cannot reproduce")
         else:
@@ -114,7 +116,8 @@ def render_info(trace: Trace, kernel: str | None = None, max_launches: int = 50)
             if launch.index != previous + 1:
                 lines.append(f"    … {launch.index - previous - 1} more …")
             previous = launch.index
-            args = ", ".join(arg_summary(k, v) for k, v in launch.args.items()) or "(none recorded)"
+            args = ", ".join(arg_summary(k, v) for k, v in launch.args.items()
+                             if k != GRAPH_CAPTURE_NOTE) or "(none recorded)"
             h = (launch.hash or "?")[:12]
             where = f"{launch.file.name}:{launch.line}" if len(trace.files) > 1 else f"line {launch.line}"
             lines.append(f"    {launch.index:>4}  {where}  grid {tuple(launch.grid)}  {h}  "

@@ -418,6 +418,18 @@ def error_kind(exc):
     return "runtime_error"
 
 
+def load_failure(exc):
+    """(status, reason) of a kernel source that does not load: a module it imports that this
+    environment lacks (not triton's own, which is the Triton under test) is the set-up's fault,
+    with the fix; anything else is the Triton at hand lacking what the kernel uses."""
+    missing = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
+    if missing and missing.split(".")[0] != "triton":
+        return "env_unusable", ("the kernel source imports %s, which the Python the oracle runs with (%s) lacks: "
+                                "install it there (e.g. `%s -m pip install %s`), then run again"
+                                % (missing, sys.executable, sys.executable, missing.split(".")[0]))
+    return "compile_error", "the embedded kernel source does not load: " + short_error(exc)
+
+
 def short_error(exc):
     lines = [line for line in traceback.format_exception_only(type(exc), exc) if line.strip()]
     text = " ".join(line.strip() for line in lines)
@@ -719,7 +731,7 @@ def run(args, result):
         kernel = load_kernel()
     except Exception as exc:
         traceback.print_exc()
-        raise Outcome("compile_error", "the embedded kernel source does not load: " + short_error(exc)) from None
+        raise Outcome(*load_failure(exc)) from None
     if ctx.get("ir"):  # once: the JIT compiles the recorded IR for every launch that follows
         use_recorded_ir(triton, kernel, ctx["ir"])
 

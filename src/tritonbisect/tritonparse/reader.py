@@ -97,6 +97,31 @@ class Launch:
         return isinstance(note, str) and "graph" in note.lower()
 
     @property
+    def by_tritonbisect(self) -> bool:
+        """Recorded by `tritonbisect trace` (which numbers its launches), not by tritonparse."""
+        return self.seq is not None
+
+    def layout(self) -> dict[str, Any] | None:
+        """Each argument's memory and value, comparable across launches: tensors by pointer,
+        dtype, shape and stride; other arguments by value. None when the trace does not say
+        (tritonparse records nothing of a launch made during CUDA-graph capture)."""
+        if not isinstance(self.args, dict):
+            return None
+        named = {k: v for k, v in self.args.items() if k != GRAPH_CAPTURE_NOTE}
+        if not named:
+            return None
+        result: dict[str, Any] = {}
+        for name, rec in named.items():
+            if not isinstance(rec, dict):
+                result[name] = rec
+            elif rec.get("type") == "tensor":
+                result[name] = ("tensor", rec.get("data_ptr"), rec.get("dtype"), tuple(rec.get("shape") or ()),
+                                tuple(rec.get("stride") or ()))
+            else:
+                result[name] = (rec.get("type"), json.dumps(rec.get("value", rec.get("repr")), sort_keys=True))
+        return result
+
+    @property
     def autotune_benchmark(self) -> bool:
         """A launch made by the autotuner while benchmarking configs (not the real call)."""
         if self.benchmark:
@@ -186,6 +211,46 @@ class Trace:
         usable = [launch for launch in launches if self.reproducible(launch)]
         real = [launch for launch in usable if not launch.autotune_benchmark]
         return (real or usable or launches)[0]
+
+    def warmup_for(self, captured: Launch) -> tuple[Launch, list[str]] | None:
+        """The eager launch that stands for a launch made during CUDA-graph capture, and the
+        tensor arguments it had elsewhere in memory. CUDA graph trees run each graph once eagerly
+        before capturing it: the same compiled kernel, in the same process, outside capture and
+        benchmarking, with the same argument values, dtypes, shapes and strides; parameters stay
+        where they were, while intermediates the graph allocates from its own memory pool may
+        move. The last launch with every buffer in place wins, else the last with some moved.
+        None when the trace cannot tell (no layout recorded) or there is none."""
+        wanted = captured.layout()
+        if wanted is None:
+            return None
+        exact: Launch | None = None
+        moved: tuple[Launch, list[str]] | None = None
+        for launch in self.launches_of(captured.name):
+            if launch.order >= captured.order:
+                break
+            if not (launch.hash == captured.hash and launch.file == captured.file and not launch.autotune_benchmark
+                    and self.reproducible(launch)):
+                continue
+            have = launch.layout()
+            if have is None or set(have) != set(wanted):
+                continue
+            if have == wanted:
+                exact = launch
+                continue
+            elsewhere = []
+            for name, rec in wanted.items():
+                other = have[name]
+                if rec == other:
+                    continue
+                if rec[0] == "tensor" and other[0] == "tensor" and rec[2:] == other[2:]:
+                    elsewhere.append(name)
+                else:
+                    break
+            else:
+                moved = (launch, elsewhere)
+        if exact is not None:
+            return exact, []
+        return moved
 
     def reproducible(self, launch: Launch) -> bool:
         """Recorded arguments, outside CUDA-graph capture, with its compilation in the trace."""

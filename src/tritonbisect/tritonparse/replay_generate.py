@@ -12,15 +12,17 @@ its recorded "before" blob (else statistics, else seeded random data). A later a
 the memory in between: the recorded "before" hash differs from the previous launch's recorded
 "after" hash of the same range. Then the recorded blob is loaded again ("host write").
 
-Autotuner benchmark launches are left out (they carry no data); a launch that cannot be rebuilt
-is refused in one line (InputError).
+Autotuner benchmark launches are left out (they carry no data), and so are launches made during
+CUDA-graph capture (no data can be read there): each is reported, with the eager warm-up launch
+of the same kernel on the same buffers that is replayed in its place where the trace has one.
+Any other launch that cannot be rebuilt is refused in one line (InputError).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +35,11 @@ from tritonbisect.tritonparse.generate import (
     DTYPE_SIZES,
     _extent,
     _tensor_spec,
+    capture_reason,
     launch_arg_specs,
     refuse_reason,
     render_script,
+    stand_in_words,
 )
 from tritonbisect.tritonparse.reader import Launch, Trace, load_trace
 from tritonbisect.tritonparse.source import extract_kernel_source
@@ -52,6 +56,7 @@ class ReplayOracle:
     script: Path
     context: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    not_replayed: list[NotReplayed] = field(default_factory=list)
 
     def summary(self) -> str:
         launches = self.context["launches"]
@@ -63,6 +68,58 @@ class ReplayOracle:
             f"({', '.join(kernels)}), {len(self.context['buffers'])} buffers; "
             f"{flows} inputs flow from earlier launches, {hosts} reloaded from their blobs (host writes, reused memory)"
         )
+
+
+@dataclass
+class NotReplayed:
+    """Launches of one kernel the replay leaves out, and why."""
+
+    kernel: str
+    launches: list[int]  # indices among the kernel's launches
+    reason: str
+    # eager launches replayed in their place: (index, tensor arguments that were elsewhere in memory)
+    stand_ins: list[tuple[int, list[str]]] = field(default_factory=list)
+    layout_known: bool = False  # the trace says where a captured launch's tensors were (ours does)
+
+    def line(self) -> str:
+        ids = ", ".join(str(i) for i in self.launches[:8]) + (", …" if len(self.launches) > 8 else "")
+        what = f"{len(self.launches)} launch{'es' if len(self.launches) != 1 else ''} of '{self.kernel}' ({ids})"
+        text = f"not replayed: {what}: {self.reason}"
+        for index, moved in self.stand_ins:
+            text += f"; replayed in its place: its eager warm-up launch {index}, {stand_in_words(moved)}"
+        if self.layout_known and len(self.stand_ins) < len(self.launches):
+            text += ("; no eager launch of the same kernel with the same arguments was recorded before "
+                     f"{'the others' if self.stand_ins else 'it' if len(self.launches) == 1 else 'them'}")
+        return text
+
+
+def plan_capture(trace: Trace, chosen: list[Launch]) -> tuple[list[Launch], list[NotReplayed]]:
+    """Leave out the launches made during CUDA-graph capture (no data recorded) and the kernels
+    that ran only in an autotuner's benchmark; say which, and which eager launch stands for each."""
+    kept: list[Launch] = []
+    left: dict[tuple[str, str], NotReplayed] = {}
+    for launch in chosen:
+        if not launch.graph_capture:
+            kept.append(launch)
+            continue
+        reason = capture_reason(launch).removeprefix("was ")
+        entry = left.setdefault((launch.name, reason), NotReplayed(launch.name, [], reason))
+        entry.launches.append(launch.index)
+        entry.layout_known = entry.layout_known or launch.layout() is not None
+        warmup = trace.warmup_for(launch)
+        if warmup is not None and warmup[0].index not in [i for i, _ in entry.stand_ins]:
+            entry.stand_ins.append((warmup[0].index, warmup[1]))
+    return kept, list(left.values())
+
+
+def benchmark_only(trace: Trace, names: list[str] | None) -> list[NotReplayed]:
+    result = []
+    for name in names if names is not None else trace.kernels():
+        launches = trace.launches_of(name)
+        if launches and all(launch.autotune_benchmark for launch in launches):
+            result.append(NotReplayed(name, [launch.index for launch in launches],
+                                      "it ran only while an autotuner benchmarked it (no outputs recorded)"))
+    return result
 
 
 def select_launches(trace: Trace, launches: str) -> list[Launch]:
@@ -197,7 +254,11 @@ def generate_replay(
 ) -> ReplayOracle:
     """Write the replay oracle folder for the selected launches; InputError when it cannot."""
     tr = trace if isinstance(trace, Trace) else load_trace(Path(trace))
-    chosen = select_launches(tr, launches)
+    chosen, not_replayed = plan_capture(tr, select_launches(tr, launches))
+    names = None if launches.strip() == "all" else [n.strip() for n in launches.split(",") if n.strip()]
+    not_replayed += benchmark_only(tr, names)
+    if not chosen:
+        raise InputError(f"trace {tr.root} has no launch to replay: " + "; ".join(n.line() for n in not_replayed))
     kernels: dict[str, dict[str, Any]] = {}
     keys: list[str] = []
     for launch in chosen:  # every refusal before anything is written
@@ -259,9 +320,11 @@ def generate_replay(
         "timeout": float(timeout) if timeout else DEFAULT_TIMEOUT,
         "tolerances": {},
         "warnings": warnings,
+        "not_replayed": [asdict(n) for n in not_replayed],
     }
     _write_folder(out, context, chosen)
-    return ReplayOracle(out_dir=out, script=out / REPLAY_SCRIPT, context=context, warnings=warnings)
+    return ReplayOracle(out_dir=out, script=out / REPLAY_SCRIPT, context=context, warnings=warnings,
+                        not_replayed=not_replayed)
 
 
 def _write_folder(out: Path, context: dict[str, Any], chosen: list[Launch]) -> None:

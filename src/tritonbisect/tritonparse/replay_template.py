@@ -152,7 +152,7 @@ def execute(torch, triton, kernels, launch, buffers, device, interpret, compile_
         kernel = kernels.get(launch["kernel"])
     except Exception as exc:
         traceback.print_exc()
-        return "compile_error", "the embedded kernel source does not load: " + lib.short_error(exc)
+        return lib.load_failure(exc)
     values = launch_values(torch, buffers, launch)
     lib.install_allocator(torch, triton, device, kernels.ctx["kernels"][launch["kernel"]]["source"])
     grid = tuple(launch["grid"])

@@ -16,12 +16,14 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tritonbisect.errors import InputError
 from tritonbisect.tritonparse.tracer import config as tracer_config
+from tritonbisect.tritonparse.tracer import notes as tracer_notes
 
 TRACER_PACKAGE = "_tritonbisect_tracer"
 TRACER_SOURCE = Path(__file__).resolve().parent / "tracer"
@@ -63,10 +65,45 @@ def write_bootstrap(folder: Path) -> Path:
     return folder
 
 
+@dataclass(frozen=True)
+class EnvChange:
+    """A variable `trace` sets in the program's environment, beyond its own TRITONBISECT_*."""
+
+    name: str
+    value: str
+    before: str | None  # the program's own value, None when unset
+    why: str
+
+    def line(self) -> str:
+        was = "unset" if self.before is None else f"was {self.before!r}"
+        return f"{self.name}={self.value} ({was}): {self.why}"
+
+
+# Inductor (PyTorch >= 2.8) launches the kernels it compiled, or loaded from its FX graph cache,
+# through its own static CUDA launcher, which never calls Triton's launch hooks: a program whose
+# caches an untraced run filled would show the tracer no Inductor launch at all. Its documented
+# switch sends every launch through Triton's launcher, which runs the same cubin with the same
+# arguments; PyTorch versions without the static launcher ignore it.
+PROGRAM_ENV = (
+    ("TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER", "0",
+     "Inductor launches its kernels through Triton's launcher, where the tracer sees them, instead "
+     "of its static CUDA launcher (same compiled kernels, same results)"),
+)
+
+
+def env_changes(base: Mapping[str, str]) -> list[EnvChange]:
+    """What `trace` changes in the program's environment (printed before the program runs)."""
+    return [EnvChange(name, value, base.get(name), why) for name, value, why in PROGRAM_ENV
+            if base.get(name) != value]
+
+
 def trace_env(base: Mapping[str, str], bootstrap: Path, out: Path, *, kernels: Sequence[str] = (),
               max_blob_launches: int = tracer_config.DEFAULT_MAX_BLOB_LAUNCHES,
-              outputs_after: bool = True) -> dict[str, str]:
+              outputs_after: bool = True, run_token: str = "") -> dict[str, str]:
     env = dict(base)
+    env[tracer_config.ENV_RUN] = run_token
+    for change in env_changes(base):
+        env[change.name] = change.value
     path = env.get("PYTHONPATH", "")
     env["PYTHONPATH"] = str(bootstrap) + (os.pathsep + path if path else "")
     env[tracer_config.ENV_DIR] = str(out.resolve())
@@ -96,6 +133,7 @@ class TraceRun:
     out: Path
     files: list[Path]
     losses: list[TracerLoss] = field(default_factory=list)
+    processes: list[dict] = field(default_factory=list)  # tracer_processes.log: one line per process end
 
     @property
     def records_lost(self) -> int:
@@ -144,19 +182,35 @@ def read_losses(out: Path) -> list[TracerLoss]:
     return result
 
 
+def read_processes(out: Path, run_token: str) -> list[dict]:
+    """The lines of `tracer_processes.log` this run wrote (what each traced process knew at its end)."""
+    log = out / tracer_notes.PROCESSES_LOG
+    if not log.is_file():
+        return []
+    result = []
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        with contextlib.suppress(ValueError):
+            rec = json.loads(line)
+            if isinstance(rec, dict) and rec.get("run") == run_token:
+                result.append(rec)
+    return result
+
+
 def run_traced(command: Sequence[str], out: Path, *, kernels: Sequence[str] = (),
                max_blob_launches: int = tracer_config.DEFAULT_MAX_BLOB_LAUNCHES, outputs_after: bool = True,
                env: Mapping[str, str] | None = None, cwd: Path | None = None) -> TraceRun:
     if not command:
         raise InputError("give the program to trace after --, e.g. tritonbisect trace --out t -- python app.py")
     out.mkdir(parents=True, exist_ok=True)
+    token = uuid.uuid4().hex
     with tempfile.TemporaryDirectory(prefix="tritonbisect-trace-") as tmp:
         bootstrap = write_bootstrap(Path(tmp))
         full_env = trace_env(env if env is not None else os.environ, bootstrap, out, kernels=kernels,
-                             max_blob_launches=max_blob_launches, outputs_after=outputs_after)
+                             max_blob_launches=max_blob_launches, outputs_after=outputs_after, run_token=token)
         returncode = _run_to_the_end(list(command), full_env, cwd)
     files = sorted(p for p in out.iterdir() if p.is_file() and p.name.endswith(".ndjson"))
-    return TraceRun(returncode=exit_status(returncode), out=out, files=files, losses=read_losses(out))
+    return TraceRun(returncode=exit_status(returncode), out=out, files=files, losses=read_losses(out),
+                    processes=read_processes(out, token))
 
 
 def _run_to_the_end(command: list[str], env: dict[str, str], cwd: Path | None) -> int:

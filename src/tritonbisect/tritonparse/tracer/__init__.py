@@ -20,6 +20,7 @@ The first rule: tracing changes nothing in the traced program.
 
 Modules: `config` (environment), `sink` (per-process NDJSON files, the error log),
 `records` (argument records: tensors, TensorDescriptors, tuples, scalars; blobs),
-`hooks` (compilation listener, launch hooks), `interp` (the interpreter), `install`.
+`hooks` (compilation listener, launch hooks), `interp` (the interpreter), `notes` (what each
+process knew at its end: Inductor's static launcher, its caches, CUDA graphs), `install`.
 This `__init__` imports nothing, so the tool can read `config` without side effects.
 """

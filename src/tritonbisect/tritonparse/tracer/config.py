@@ -8,6 +8,7 @@ ENV_DIR = "TRITONBISECT_TRACE_DIR"
 ENV_KERNELS = "TRITONBISECT_TRACE_KERNELS"  # comma-separated fnmatch patterns
 ENV_MAX_BLOB_LAUNCHES = "TRITONBISECT_TRACE_MAX_BLOB_LAUNCHES"  # per kernel and process; 0 = no blobs
 ENV_AFTER = "TRITONBISECT_TRACE_AFTER"  # "0": no outputs after the launch (no device sync)
+ENV_RUN = "TRITONBISECT_TRACE_RUN"  # this run's token, so a folder traced into twice tells the runs apart
 
 ERRORS_LOG = "tracer_errors.log"
 DEFAULT_MAX_BLOB_LAUNCHES = 16
@@ -31,3 +32,7 @@ def max_blob_launches():
 
 def outputs_after():
     return os.environ.get(ENV_AFTER, "1") != "0"
+
+
+def run_token():
+    return os.environ.get(ENV_RUN, "")

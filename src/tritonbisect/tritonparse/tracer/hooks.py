@@ -30,7 +30,7 @@ import sys
 import threading
 import traceback
 
-from . import config, records, sink
+from . import config, notes, records, sink
 
 GRAPH_NOTE = "argument extraction skipped during CUDA graph capture"
 TEXT_IR = (".ttir", ".ttgir", ".llir", ".ptx", ".amdgcn", ".json", ".source")
@@ -167,6 +167,7 @@ def on_compile(previous, *, src, metadata, metadata_group, times, cache_hit, **k
         if getattr(src, "fn", None) is not None and config.kernel_wanted(name):  # IR sources have no fn
             event = compilation_event(src, metadata or {}, metadata_group, times, cache_hit)
             sink.write(event)
+            notes.count("compilations")
             if metadata.get("hash"):
                 _state["compiled"].add(metadata["hash"])
     except Exception as exc:
@@ -229,6 +230,7 @@ def launch_enter(metadata):
             _state["compiled"].add(kernel.hash)
             try:
                 sink.write(_compilation_from_kernel(kernel))
+                notes.count("compilations")
             except Exception as exc:
                 sink.fail("compilation", exc, name)
         data = getattr(metadata, "data", None) or {}
@@ -268,7 +270,11 @@ def record_launch(name, grid, kmeta, args, stream, function):
     benchmark = in_benchmark()
     blobs = False
     if records.capturing():
+        # what a capture allows: where each tensor is and how it is laid out (no copy, no
+        # sync, no statistics), so a replay can find the eager launch that used the same memory
         extracted = {"_note": GRAPH_NOTE}
+        extracted.update((k, records.arg_record(v, False, stats=False, kernel=name)) for k, v in args.items())
+        notes.count("captured")
     else:
         blobs = not benchmark and records.blobs_allowed(name)
         extracted = {k: records.arg_record(v, blobs, stats=not benchmark, kernel=name) for k, v in args.items()}
@@ -288,6 +294,7 @@ def record_launch(name, grid, kmeta, args, stream, function):
     if benchmark:
         event["tritonbisect_benchmark"] = True
     sink.write(event)
+    notes.count("launches")
     if not (blobs and config.outputs_after()):
         return None
     held = {k: v for k, v in args.items() if records.holds_tensors(v)}

@@ -10,7 +10,7 @@ import importlib.abc
 import os
 import sys
 
-from . import config, hooks, interp, sink
+from . import config, hooks, interp, notes, sink
 
 _state = globals().get("_state") or {"installed": False, "fork_handler": False}
 
@@ -34,6 +34,7 @@ def _after_fork_in_child():
     try:
         sink.after_fork_in_child()
         hooks.after_fork_in_child()
+        notes.after_fork_in_child()
     except Exception as exc:
         sink.fail("install", exc)
 
@@ -84,6 +85,7 @@ def install():
     """Called by the generated sitecustomize."""
     if not config.out_dir():
         return
+    notes.ensure_atexit(config.out_dir())
     if not _state["fork_handler"] and hasattr(os, "register_at_fork"):
         _state["fork_handler"] = True
         os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -159,6 +159,9 @@ def main(argv):
             "error_module": type(exc).__module__,
             "message": str(exc)[:20000],
             "traceback": traceback.format_exc()[-20000:],
+            # a module the kernel source imports that this environment lacks (e.g. torch)
+            "missing_module": getattr(exc, "name", None) if isinstance(exc, ImportError) else None,
+            "python": sys.executable,
         }
         triton = sys.modules.get("triton")
         if triton is not None:

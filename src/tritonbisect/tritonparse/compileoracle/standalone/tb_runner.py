@@ -22,6 +22,7 @@ before each step, so the way it ended says whose fault it is:
     exception, signal or death              parse          unreadable_ir  (this Triton cannot read the IR: dialect drift)
     Python exception                        compile        compile_error  (frontend, MLIR pass, ptxas error)
     Python exception                        load           compile_error  (the kernel's module does not load)
+    a module it imports is missing          load           env_unusable   (not triton's: the set-up, with the fix)
     killed by a signal, or died silently    compile        crash          (abort(), assertion, segfault, LLVM fatal error)
     exception or death                      import         env_unusable   (this Triton does not import)
     a tool the compiler runs is missing     compile        usage_error    (the machine, not the commit)
@@ -210,6 +211,9 @@ def classify(child, returncode, phase, stderr, timed_out, timeout):
         if where == "parse":  # an IR job: this Triton's dialects cannot read the file
             return "unreadable_ir", "this Triton cannot read the IR: %s" % _parse_error(child, stderr)
         if where == "load":  # executing the kernel's module: the Triton at hand lacks what it uses
+            missing = child.get("missing_module")
+            if missing and missing.split(".")[0] != "triton":  # not the Triton under test: the set-up
+                return "env_unusable", missing_module_reason(missing, child.get("python") or "python")
             return "compile_error", "the kernel source does not load with this Triton: %s" % text
         if _MISSING_TOOL.search(child.get("message") or ""):
             return "usage_error", "the compiler needs a tool this machine lacks: %s" % text
@@ -229,6 +233,13 @@ def classify(child, returncode, phase, stderr, timed_out, timeout):
     if phase in ("load", "compile"):
         return "crash", "the compiler crashed (%s)%s" % (died, detail)
     return "usage_error", "the compile oracle's child %s in phase '%s'%s" % (died, phase, detail)
+
+
+def missing_module_reason(name, python):
+    """The fix for a kernel source that imports a module the target environment lacks."""
+    top = name.split(".")[0]
+    return ("the kernel source imports %s, which the Python the oracle runs with (%s) lacks: "
+            "install it there (e.g. `%s -m pip install %s`), then run again" % (name, python, python, top))
 
 
 def compile_in_child(job, work_dir=None, timeout=600.0, python=None, env=None, keep=False, cwd=None):

@@ -1,0 +1,169 @@
+"""What the build sandbox costs per probe: the same commands run unsandboxed, in bubblewrap
+and in unshare, through the runner the recipes use (proc.SandboxedRunner over run_logged).
+
+    python bench/sandbox_bench.py [--reps N] [--write]
+
+Two workloads:
+  start   `true`: the fixed cost of one sandboxed process (namespaces, mounts, private
+          $HOME and /tmp made and removed);
+  wheel   a Triton-style wheel (pip wheel --no-build-isolation of a C extension, setuptools,
+          gcc through ccache with a warm cache, the LLVM headers taken from TRITON_HOME): one
+          probe's build, on the recipe's own path (TritonRecipe.build_wheel, fresh tree each time).
+A toy-world compat probe runs a few such processes (the wheel build, the smoke test); a real
+Triton build takes 30-60 min, beside which the figures below vanish.
+--write puts the table into bench/RESULTS.md (section "Build sandbox overhead").
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from tritonbisect.build import sandbox as sb  # noqa: E402
+from tritonbisect.build.proc import SandboxedRunner, run_logged  # noqa: E402
+
+MODES = ("none", sb.BWRAP, sb.UNSHARE)
+
+
+def median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def bench_start(mode: str, reps: int, tmp: Path) -> list[float]:
+    work = tmp / "work"
+    work.mkdir(exist_ok=True)
+    run = run_logged
+    if mode != "none":
+        run = SandboxedRunner(run_logged, sb.detect(mode), writable=[work])
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        res = run(["true"], cwd=work, env=dict(os.environ), log=tmp / "start.log")
+        times.append(time.perf_counter() - start)
+        assert res.returncode == 0, (tmp / "start.log").read_text()
+    return times
+
+
+def wheel_builder(mode: str, tmp: Path, venv):
+    """A function that builds the next commit's wheel of a fresh project in `mode` and returns
+    the seconds it took (the recipe's own build path)."""
+    from test_sandbox_toolchain import EXT_C, LLVM_URL, SETUP_PY
+    from tritonbisect.build.recipes import StepContext
+    from tritonbisect.build.triton_recipe import TritonRecipe
+
+    repo = tmp / f"proj-{mode}"
+    (repo / "src").mkdir(parents=True)
+    (repo / "setup.py").write_text(SETUP_PY.format(url=LLVM_URL))
+    (repo / "src" / "ext.c").write_text(EXT_C)
+    git = ["git", "-C", str(repo), "-c", "user.name=b", "-c", "user.email=b@b"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    workdir = tmp / "workdir"
+    llvm = workdir / "triton-home" / ".triton" / "llvm" / "llvm-toy-x64"
+    (llvm / "include").mkdir(parents=True, exist_ok=True)
+    (llvm / "include" / "toyllvm.h").write_text("#define TOY_LLVM_ANSWER 42\n")
+    (llvm / "version.txt").write_text(LLVM_URL)
+    recipe = TritonRecipe({"test": {"command": "true"}})
+    counter = iter(range(10**6))
+
+    def build() -> float:
+        i = next(counter)
+        (repo / "README").write_text(f"{i}\n")
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-qm", str(i)], check=True)
+        commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True,
+                                text=True).stdout.strip()
+        subprocess.run([*git, "clean", "-fdxq"], check=True)
+        ctx = StepContext(worktree=repo, log_dir=tmp / f"logs-{mode}-{i}", worker=0, workdir=workdir,
+                          sandbox=mode != "none")
+        ctx.log_dir.mkdir()
+        os.environ[sb.CHOICE_ENV] = mode if mode != "none" else "auto"
+        start = time.perf_counter()
+        wb = recipe.build_wheel(repo, commit, ctx, venv, log=ctx.log_dir / "build.log")
+        took = time.perf_counter() - start
+        assert wb.kind.value == "pass", wb.log.read_text()
+        return took
+
+    return build
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--wheel-reps", type=int, default=5)
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args()
+    from tritonbisect.build.env import TargetEnv
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="sandbox-bench-") as d:
+        tmp = Path(d)
+        os.environ["CCACHE_DIR"] = str(tmp / "ccache")
+        venv = TargetEnv.ensure(tmp / "venv")
+        modes = [m for m in MODES if m == "none" or sb.detect(m) is not None]
+        builders = {m: wheel_builder(m, tmp, venv) for m in modes}
+        for m in modes:
+            builders[m]()  # warms ccache and pip's caches; not counted
+        wheel: dict[str, list[float]] = {m: [] for m in modes}
+        for _ in range(args.wheel_reps):  # modes interleaved: the shared machine's load drifts
+            for m in modes:
+                wheel[m].append(builders[m]())
+        for mode in MODES:
+            if mode not in modes:
+                rows.append((mode, None, None))
+                continue
+            start = bench_start(mode, args.reps, _fresh(tmp, f"start-{mode}"))
+            rows.append((mode, start, wheel[mode]))
+            print(f"{mode:8} start {median_ms(start):7.1f} ms   wheel {median_ms(wheel[mode]):7.0f} ms", flush=True)
+    base_start = median_ms(rows[0][1])
+    base_wheel = median_ms(rows[0][2])
+    table = ["| sandbox | `true` (median ms) | overhead | wheel build (median ms) | overhead |",
+             "| --- | --- | --- | --- | --- |"]
+    for mode, start, wheel in rows:
+        name = {"none": "none (unsandboxed)", sb.BWRAP: "bubblewrap", sb.UNSHARE: "unshare"}[mode]
+        if start is None:
+            table.append(f"| {name} | does not work here | | | |")
+            continue
+        s, w = median_ms(start), median_ms(wheel)
+        table.append(f"| {name} | {s:.1f} | {s - base_start:+.1f} ms | {w:.0f} | {w - base_wheel:+.0f} ms "
+                     f"({(w - base_wheel) / base_wheel * 100:+.1f}%) |")
+    body = "\n".join([
+        f"`bench/sandbox_bench.py` ({time.strftime('%Y-%m-%d')}, {os.cpu_count()}-core shared CPU, "
+        f"bwrap {sb.detect(sb.BWRAP).version if sb.detect(sb.BWRAP) else '-'}): the recipe's runner with and "
+        f"without the sandbox; `true` x{args.reps}, and a Triton-style wheel build x{args.wheel_reps} "
+        "(TritonRecipe.build_wheel: pip wheel --no-build-isolation of a C extension, gcc through a warm "
+        "ccache, LLVM headers from TRITON_HOME, fresh tree each time).",
+        "",
+        *table,
+        "",
+        "The sandbox's cost is a fixed start-up per process (namespaces, bind mounts, the private "
+        "$HOME and /tmp made and removed); a compat probe runs two sandboxed processes (wheel build, "
+        "smoke test). The machine is shared: compare the modes of one run only.",
+    ])
+    print(body)
+    if args.write:
+        from results_md import write_section
+
+        write_section("Build sandbox overhead", body)
+    return 0
+
+
+def _fresh(tmp: Path, name: str) -> Path:
+    path = tmp / name
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir()
+    return path
+
+
+if __name__ == "__main__":
+    sys.exit(main())
