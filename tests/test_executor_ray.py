@@ -155,6 +155,7 @@ def test_build_on_the_builder_node_test_on_the_tester_node(cluster, tmp_path):
     unbuildable = [r for r in recs if r["kind"] == "build_failed"]
     assert unbuildable and all(_node_of(r["node"]) == cluster.builder_id[:6] for r in unbuildable)
     assert "built on" in proc.stderr and "tested on" in proc.stderr
+    assert "sent the repository" not in proc.stderr  # the nodes see the driver's repository
     assert out["builds"] == len({r["commit"] for r in recs if r["build"].get("performed")})
 
 

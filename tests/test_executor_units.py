@@ -95,10 +95,11 @@ def test_cache_locations(tmp_path):
     assert open_cache(None, workdir=tmp_path).root == tmp_path / "cache"
     assert open_cache(f"file://{tmp_path}/shared", workdir=tmp_path).root == tmp_path / "shared"
     assert open_cache(str(tmp_path / "nfs"), workdir=tmp_path).root == tmp_path / "nfs"
-    with pytest.raises(InputError, match=r"no artifact store for s3://"):
-        open_cache("s3://bucket/cache", workdir=tmp_path)
-    with pytest.raises(InputError, match=r"no artifact store for s3://"):
-        check_location("s3://bucket/cache")
+    with pytest.raises(InputError, match=r"no artifact store for gs://"):
+        open_cache("gs://bucket/cache", workdir=tmp_path)
+    with pytest.raises(InputError, match=r"no artifact store for gs://"):
+        check_location("gs://bucket/cache")
+    assert check_location("s3://bucket/cache") == "s3://bucket/cache"  # built in (--cache-url)
     (tmp_path / "file").write_text("x")
     with pytest.raises(InputError, match="not a directory"):
         check_location(str(tmp_path / "file"))

@@ -49,7 +49,7 @@ OPTION_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("The fixer (compat-builder)", (
         "branch", "ai", "ai_model", "max_attempts", "ai_timeout", "smoke", "build_timeout", "build",
         "unsandboxed_builds")),
-    ("Ray cluster (--executor ray)", ("executor", "ray_address", "build_resources", "test_resources", "cache_dir")),
+    ("Ray cluster (--executor ray)", ("executor", "ray_address", "build_resources", "test_resources", "repo_url", "cache_dir", "cache_url")),
     ("Output and state", ("out", "json_out", "as_json", "workdir")),
 )
 OTHER = "Other options"

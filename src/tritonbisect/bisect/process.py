@@ -35,10 +35,16 @@ _GIT_LOCATION_VARS = (
 
 
 
+# a Ray worker inherits its cluster's token; a build or test has no use for it, and what
+# they print ends up in logs
+_SECRET_VARS = ("RAY_AUTH_TOKEN",)
+
+
 def clean_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A copy of the environment without variables that redirect git to another repository."""
+    """A copy of the environment without variables that redirect git to another repository
+    (nor the Ray cluster's token)."""
     env = dict(os.environ if base is None else base)
-    for name in _GIT_LOCATION_VARS:
+    for name in (*_GIT_LOCATION_VARS, *_SECRET_VARS):
         env.pop(name, None)
     return env
 

@@ -3,9 +3,14 @@
 
 When `--build-resources` and `--test-resources` differ and the recipe caches its builds, a
 slot has two actors: a builder (build resources) and a tester (test resources). A step then
-builds on the builder, which puts the artifact (a wheel) in the shared cache, and runs on
-the tester, whose build is a cache hit: install, then test. A recipe that caches nothing
-(`run` without --artifact) runs whole on the tester.
+builds on the builder, whose artifact (a wheel) reaches the tester through Ray's object
+store (or the shared cache, with --cache-dir or --cache-url), and runs on the tester, whose
+build is then a cache hit: install, then test. A recipe that caches nothing (`run` without
+--artifact) runs whole on the tester.
+
+No node needs the driver's filesystem: before a worker runs a commit, the driver makes sure
+its node has it (`_ship`): the node fetches it from --repo-url, or the driver sends a git
+bundle of what the node lacks through the object store, once per node.
 
 A driver thread per running step waits for its actor, copies its logs into the session as
 they grow, and turns a worker that died (its process killed, its node lost) into an `infra`
@@ -36,6 +41,7 @@ from tritonbisect.bisect.logsync import LogMirror, relocate
 from tritonbisect.bisect.outcome import Kind, Verdict
 from tritonbisect.bisect.process import track_token, untrack_token
 from tritonbisect.bisect.ray_cluster import Cluster, actor_options, check_fits, connect
+from tritonbisect.bisect.ray_repo import bundle_for
 from tritonbisect.bisect.ray_worker import StepWorker, WorkerSpec
 from tritonbisect.bisect.runner import StepRequest, StepResult, execute_with_retry, now_iso
 
@@ -84,7 +90,12 @@ class RayPool:
             regress=policy.regress, on_build_failure=policy.on_build_failure,
             repeat=settings.repeat, env=dict(settings.env), timeout=settings.timeout,
             cache_dir=getattr(settings, "cache_dir", None), sandbox=bool(getattr(settings, "sandbox", False)),
+            repo_url=getattr(settings, "repo_url", None),
         )
+        self.repo = Path(spec.repo)
+        self.first_commits = [c for c in (spec.bad, spec.good) if c]
+        self._node_locks: dict[str, threading.Lock] = {}
+        self.shipped: list[dict[str, Any]] = []  # one row per bundle sent (size, seconds, node)
         self._remote = ray.remote(StepWorker)
         self._lock = threading.Lock()
         self.slots = [_Slot(i) for i in range(self.jobs)]
@@ -122,10 +133,35 @@ class RayPool:
         if not actor.info:
             # waits while Ray finds the actor a place; a worker that cannot start is an
             # infrastructure failure of the step (raised to the caller)
-            actor.info = ray.get(actor.handle.describe.remote())
-            actor.node = self.cluster.node_name(actor.info["node_id"])
-            slot.worktrees[role] = int(actor.info.get("worktree", 0))
+            info = ray.get(actor.handle.describe.remote())
+            actor.node = self.cluster.node_name(info["node_id"])
+            if self.first_commits:  # the range's last commit and its history, in one go
+                self._ship(actor, info["node_id"], self.first_commits[0])
+            info["worktree"] = ray.get(actor.handle.worktree.remote())
+            slot.worktrees[role] = int(info["worktree"])
+            actor.info = info
         return actor
+
+    def _ship(self, actor: _Actor, node_id: str, commit: str) -> None:
+        """Make sure the actor's node has `commit`: fetched there from --repo-url, else a
+        bundle of what it lacks, sent once per node through the object store."""
+        if ray.get(actor.handle.lacks.remote(commit)) is None:
+            return
+        with self._lock:
+            node_lock = self._node_locks.setdefault(node_id, threading.Lock())
+        with node_lock:  # the node's other workers wait, then find the commit there
+            tips = ray.get(actor.handle.lacks.remote(commit))
+            if tips is None:
+                return
+            commits = [commit] if tips else sorted({commit, *self.first_commits})
+            data, seconds = bundle_for(self.repo, commits, tips)
+            t0 = time.monotonic()
+            ray.get(actor.handle.receive.remote(ray.put(data)))
+            send_s = time.monotonic() - t0
+            self.shipped.append({"node": actor.node, "bytes": len(data), "incremental": bool(tips),
+                                 "bundle_s": round(seconds, 3), "send_s": round(send_s, 3)})
+            self.note(f"sent {'the commits' if tips else 'the repository'} to {actor.node}: "
+                      f"a {len(data) / 1024:.0f} KiB git bundle in {seconds + send_s:.1f} s")
 
     def _mark_dead(self, actor: _Actor) -> None:
         actor.dead = True
@@ -157,7 +193,19 @@ class RayPool:
         built = self._stage(slot, "builder", request, log_dir, build_only=True)
         if built.kind != Kind.PASS.value or built.cancelled:
             return built
-        tested = self._stage(slot, "tester", request, log_dir, build_only=False)
+        # the builder's cache entries of the commit, straight from its node to the tester's:
+        # the driver only holds a reference to them (the bytes do not pass through it)
+        builder = slot.actors["builder"]
+        try:
+            handover = ray.get(builder.handle.export.remote(request.commit), timeout=CALL_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - the builder went away with its artifact
+            self._mark_dead(builder)
+            return _lost(request.commit, slot.index, built.started, time.monotonic(), log_dir,
+                         built.node or "", f"the Ray builder on {built.node} was lost before "
+                         f"handing over its build: {_first_line(exc)}",
+                         cancelled=request.token.cancelled)
+        tested = self._stage(slot, "tester", request, log_dir, build_only=False,
+                             handover=handover)
         install = tested.build or {}
         if not tested.cancelled and install.get("kind") == Kind.PASS.value:
             # the build the step stands for is the builder's; the tester only installed it
@@ -169,7 +217,7 @@ class RayPool:
         return tested
 
     def _stage(self, slot: _Slot, role: str, request: StepRequest, log_dir: Path, *,
-               build_only: bool) -> StepResult:
+               build_only: bool, handover: Any = None) -> StepResult:
         """One call of a slot's actor for the step: the build (builder) or the step (tester)."""
         started = now_iso()
         t0 = time.monotonic()
@@ -185,6 +233,19 @@ class RayPool:
             return _lost(request.commit, slot.index, started, t0, log_dir, actor.node,
                          "step cancelled", cancelled=True)
         stage = "build" if build_only else ("test" if self.split else "step")
+        try:
+            self._ship(actor, actor.info["node_id"], request.commit)
+            if handover is not None:
+                ray.get(actor.handle.import_entries.remote(handover))
+        except ray_errors.RayError as exc:
+            self._mark_dead(actor)
+            return _lost(request.commit, slot.index, started, t0, log_dir, actor.node,
+                         f"could not prepare {request.commit[:12]} on {actor.node}: "
+                         f"{_first_line(exc)}", cancelled=request.token.cancelled)
+        except Exception as exc:  # noqa: BLE001 - git on the driver: the step cannot run
+            return _lost(request.commit, slot.index, started, t0, log_dir, actor.node,
+                         f"could not send {request.commit[:12]} to {actor.node}: "
+                         f"{_first_line(exc)}")
         if request.notify is not None:
             with contextlib.suppress(Exception):
                 request.notify(stage, actor.node)
@@ -261,6 +322,9 @@ def _lost(commit: str, worker: int, started: str, t0: float, log_dir: Path, node
 
 
 def _first_line(exc: BaseException) -> str:
+    cause = getattr(exc, "cause", None)  # a RayTaskError: what the worker raised
+    if isinstance(cause, BaseException):
+        exc = cause
     lines = [line for line in str(exc).strip().splitlines() if line.strip()]
     return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:300]
 

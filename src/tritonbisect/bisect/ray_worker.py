@@ -6,6 +6,12 @@ step's logs go to a scratch folder on the node, which the driver copies as they 
 (`read_logs`) and drops when it has them all (`forget`). `cancel` kills the process groups
 of a step, as Ctrl-C or a step whose verdict no longer matters does locally. Methods run on
 several threads of the actor: `run` on one, `read_logs`/`cancel` beside it.
+
+Nothing of the driver's filesystem is used: the repository is this node's clone
+(`ray_repo.NodeRepo`, filled from --repo-url or from bundles the driver sends), and the
+worktrees, build folders, step scratch and (unless --cache-dir names a shared directory or
+--cache-url an object store) the artifact cache live in the node's folder. A builder hands
+its artifact to a tester through Ray's object store (`export` / `import_entries`).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import Any
 from tritonbisect.bisect.logsync import read_new
 from tritonbisect.bisect.outcome import Policy
 from tritonbisect.bisect.process import CancelToken
+from tritonbisect.bisect.ray_repo import NodeRepo, node_root
 from tritonbisect.bisect.runner import StepSettings, run_in_worktree
 from tritonbisect.bisect.worktree import Worktree, acquire_worktree
 from tritonbisect.build.recipes import recipe_from_config
@@ -43,12 +50,15 @@ class WorkerSpec:
     cache_dir: str | None = None
     sandbox: bool = False  # --sandbox: builds and tests in build/sandbox.py's sandbox
     prefer_worktree: int = 0  # take this worktree slot when free (a dead worker's, say)
+    repo_url: str | None = None  # where a node fetches the repository itself (--repo-url)
 
 
 class StepWorker:
     def __init__(self, spec: WorkerSpec) -> None:
         self.spec = spec
-        self.workdir = Path(spec.workdir)
+        root = node_root()
+        self.repo = NodeRepo(root, spec.repo_id, spec.repo_url, local=spec.repo)
+        self.workdir = root / "work"
         self.recipe = recipe_from_config(spec.recipe_name, spec.recipe_config)
         self.settings = StepSettings(
             policy=Policy(regress=spec.regress, on_build_failure=spec.on_build_failure),
@@ -63,10 +73,11 @@ class StepWorker:
     def _wt(self) -> Worktree:
         with self._lock:
             if self._worktree is None:
-                self._worktree = acquire_worktree(
-                    Path(self.spec.repo), self.workdir, self.spec.repo_id,
-                    start=self.spec.prefer_worktree,
-                )
+                with self.repo.locked():  # the node's other workers add theirs beside it
+                    self._worktree = acquire_worktree(
+                        self.repo.path, self.workdir, self.spec.repo_id,
+                        start=self.spec.prefer_worktree,
+                    )
             return self._worktree
 
     def describe(self) -> dict[str, Any]:
@@ -75,14 +86,56 @@ class StepWorker:
 
         from tritonbisect import __version__
 
-        wt = self._wt()  # a worktree problem shows now, not in the middle of a step
         return {
             "node_id": ray.get_runtime_context().get_node_id(),
             "host": socket.gethostname(),
             "pid": os.getpid(),
-            "worktree": wt.index,
             "version": __version__,
         }
+
+    def worktree(self) -> int:
+        """Take this worker's worktree (once the node has a commit); its slot index."""
+        return self._wt().index
+
+    # --- the repository on this node (see ray_repo) ---------------------------------------
+
+    def lacks(self, commit: str) -> list[str] | None:
+        return self.repo.lacks(commit)
+
+    def receive(self, bundle: bytes) -> None:
+        self.repo.receive(bundle)
+
+    # --- artifacts between builder and tester ---------------------------------------------
+
+    def _local_cache(self) -> Any:
+        """This node's own directory cache, or None when the session's cache is shared
+        (a --cache-dir every node reaches, or an object store): nothing to hand over."""
+        if self.spec.cache_dir:
+            return None
+        from tritonbisect.build.store import open_cache
+
+        return open_cache(None, workdir=self.workdir)
+
+    def export(self, commit: str) -> list[Any]:
+        """The cache entries built from `commit` here, packed and put in the object store:
+        [a reference to them], or [] when the cache is shared (nothing to hand over)."""
+        import ray
+
+        from tritonbisect.build.cache_transfer import keys_of_commit, pack
+
+        cache = self._local_cache()
+        return [ray.put(pack(cache, keys_of_commit(cache, commit)))] if cache is not None else []
+
+    def import_entries(self, box: list[Any]) -> list[str]:
+        """Put what `export` handed over (fetched from the builder's node) in this cache."""
+        import ray
+
+        from tritonbisect.build.cache_transfer import unpack
+
+        cache = self._local_cache()
+        if cache is None or not box:
+            return []
+        return unpack(cache, ray.get(box[0]))
 
     def _token(self, step_id: str) -> CancelToken:
         with self._lock:

@@ -52,7 +52,8 @@ class BisectSettings:
     ray_address: str = "auto"
     build_resources: dict[str, float] | None = None
     test_resources: dict[str, float] | None = None
-    cache_dir: str | None = None
+    cache_dir: str | None = None  # a directory, or an object store URL (--cache-url s3://...)
+    repo_url: str | None = None  # with --executor ray: where nodes fetch the repository
     # --- issue 12: flaky tests and judging by hand (bisect/phase_flaky.py, bisect/manual.py)
     flaky: str = "detect"  # --flaky auto|detect|off
     flake_rate: list[float] | None = None  # --flake-rate P[,Q]: fixed error rates

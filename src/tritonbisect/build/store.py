@@ -9,11 +9,11 @@ entries appear whole or not at all (staged in its own `tmp/`, then one `rename`)
 `flock` lock serialises writers; both hold across hosts on a shared filesystem whose client
 maps `flock` onto byte-range locks (Linux NFS does since 2.6.12, NFSv4 servers honour them).
 
-An object store (S3-compatible, e.g. through `fsspec`) is added with `register_store(scheme,
-factory)`: its `get` downloads an entry into a node-local folder and returns that path, its
-`put` uploads a staged artifact with the same whole-or-nothing rule (upload under a temporary
-name, then copy/rename to the key), and failure records are small objects beside the
-entries. Nothing in the recipes changes: they only see `ArtifactStore`.
+An object store is a registered scheme (`register_store(scheme, factory)`); `s3://` is built
+in (s3store.py, `--cache-url`): its `get` downloads an entry into a node-local folder and
+returns that path, its `put` uploads a staged artifact with the same whole-or-nothing rule
+(upload under a temporary name, then copy to the key), and failure records are small objects
+beside the entries. Nothing in the recipes changes: they only see `ArtifactStore`.
 """
 
 from __future__ import annotations
@@ -68,6 +68,15 @@ def register_store(scheme: str, factory: StoreFactory) -> None:
     _STORES[scheme.lower()] = factory
 
 
+def _factory(scheme: str) -> StoreFactory | None:
+    scheme = scheme.lower()
+    if scheme == "s3" and scheme not in _STORES:  # imported only when asked for (boto3)
+        from tritonbisect.build.s3store import open_s3
+
+        register_store("s3", open_s3)
+    return _STORES.get(scheme)
+
+
 def default_location(workdir: Path) -> Path:
     return Path(workdir) / "cache"
 
@@ -82,7 +91,7 @@ def open_cache(location: str | Path | None, *, workdir: Path) -> ArtifactStore:
     if sep and "/" not in scheme:
         if scheme.lower() == "file":
             return ArtifactCache(Path(rest))
-        factory = _STORES.get(scheme.lower())
+        factory = _factory(scheme)
         if factory is None:
             from tritonbisect.errors import InputError
 
@@ -103,11 +112,19 @@ def check_location(location: str | None) -> str | None:
     from tritonbisect.errors import InputError
 
     if sep and "/" not in scheme and scheme.lower() != "file":
-        if scheme.lower() not in _STORES:
+        if _factory(scheme) is None:
             raise InputError(
                 f"--cache-dir {location}: no artifact store for {scheme}:// here; use a "
                 "directory (one shared by every node, e.g. on NFS, for a Ray cluster)"
             )
+        if scheme.lower() == "s3":
+            import importlib.util
+
+            from tritonbisect.build.s3store import INSTALL_HINT, parse_url
+
+            parse_url(location)
+            if importlib.util.find_spec("boto3") is None:
+                raise InputError(INSTALL_HINT)
         return location
     path = Path(location.split("://", 1)[1] if sep else location).expanduser().resolve()
     if path.exists() and not path.is_dir():

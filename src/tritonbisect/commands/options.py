@@ -68,6 +68,8 @@ def executor_options(f: F | None = None, *, test_resources: bool = True) -> Any:
             click.option("--build-resources", metavar="JSON", help="With --executor ray: what a build needs, e.g. '{\"CPU\": 32}' or '{\"builder\": 1}' (default {\"CPU\": 1})."),
         ]
         if test_resources:
+            options.append(click.option("--repo-url", metavar="URL", help="With --executor ray: where nodes fetch the bisected repository themselves (e.g. its remote); without it, the driver sends it through Ray as a git bundle, once per node."))
+            options.append(click.option("--cache-url", metavar="s3://BUCKET/PREFIX", help="An object-store artifact cache (any S3-compatible endpoint: AWS_ENDPOINT_URL) shared by every node and by later sessions; instead of --cache-dir (pip install 'tritonbisect[s3]')."))
             options.append(click.option("--test-resources", metavar="JSON", help="With --executor ray: what a test needs, e.g. '{\"GPU\": 1}'. When it differs from --build-resources, builds and tests run on different workers and the artifact moves through the cache."))
         options.append(click.option("--cache-dir", metavar="DIR", help="The artifact cache (default <workdir>/cache); for a Ray cluster, a directory every node reaches (NFS or similar)."))
         return _add_options(func, options)
@@ -93,12 +95,26 @@ def executor_values(kwargs: Mapping[str, Any]) -> dict[str, Any]:
             raise InputError(f"{', '.join(given)} only apply with --executor ray")
     else:
         require_ray()
+    repo_url = kwargs.get("repo_url")
+    if repo_url and executor != "ray":
+        raise InputError("--repo-url only applies with --executor ray")
+    cache_url = kwargs.get("cache_url")
+    if cache_url and kwargs.get("cache_dir"):
+        raise InputError("give --cache-dir or --cache-url, not both")
+    if cache_url and "://" not in cache_url:
+        raise InputError(f"--cache-url {cache_url}: not a URL; give s3://BUCKET/PREFIX "
+                         "(or a directory with --cache-dir)")
+    if cache_url and not cache_url.lower().startswith("s3://"):
+        raise InputError(f"--cache-url {cache_url}: only s3:// is supported (any S3-compatible "
+                         "store: set AWS_ENDPOINT_URL for MinIO, Ceph, R2...)")
+    extra = {"repo_url": repo_url} if repo_url else {}
     return {
         "executor": executor,
         "ray_address": check_address(address),
         "build_resources": build,
         "test_resources": test,
-        "cache_dir": check_location(kwargs.get("cache_dir")),
+        "cache_dir": check_location(cache_url or kwargs.get("cache_dir")),
+        **extra,
     }
 
 
