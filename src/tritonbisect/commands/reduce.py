@@ -1,0 +1,95 @@
+"""`tritonbisect reduce ORACLE_DIR`: shrink a failing oracle while good and bad still disagree.
+
+Thin: load the oracle (reduce/oracle_io.py), run the reduction loop (reduce/driver.py) on
+fork servers under the two Pythons (reduce/pool.py), write the result (reduce/output.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+from tritonbisect.errors import InputError, TritonBisectError
+
+EXIT_NOT_REPRODUCIBLE = 3
+
+
+def _python(path: str, option: str) -> str:
+    found = shutil.which(path)
+    if found is None:
+        raise InputError(f"{option} {path}: no such interpreter; give the python of an environment with that Triton")
+    return found
+
+
+def _levels(text: str) -> tuple[str, ...]:
+    from tritonbisect.reduce.driver import LEVELS
+
+    levels = tuple(x.strip() for x in text.split(",") if x.strip())
+    unknown = [x for x in levels if x not in LEVELS]
+    if unknown or not levels:
+        raise InputError(f"--level {text}: unknown level(s) {', '.join(unknown) or '(none)'}; choose from {','.join(LEVELS)}")
+    return levels
+
+
+@click.command("reduce")
+@click.argument("oracle_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--good-python", required=True, metavar="PY", help="Python of the environment whose Triton is good.")
+@click.option("--bad-python", required=True, metavar="PY", help="Python of the environment whose Triton is bad.")
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder for the reduced oracle and issue.py.")
+@click.option("--level", "level_text", default="source,ir,inputs", show_default=True, metavar="LEVELS", help="Comma list of source, ir, inputs.")
+@click.option("--jobs", type=click.IntRange(1, 64), default=2, show_default=True, help="Candidates run at a time.")
+@click.option("--timeout", type=float, default=120.0, show_default=True, metavar="S", help="Seconds per candidate run before it counts as a hang.")
+@click.option("--fresh-interpreters", is_flag=True, help="Start a new interpreter per run instead of forking long-lived workers (to measure).")
+@click.option("--json", "json_out", is_flag=True, help="Print the result as JSON.")
+def reduce_cmd(oracle_dir: Path, good_python: str, bad_python: str, out: Path, level_text: str, jobs: int,
+               timeout: float, fresh_interpreters: bool, json_out: bool) -> None:
+    """Shrink ORACLE_DIR's kernel and inputs while the good Triton passes and the bad one fails the same way."""
+    from tritonbisect.reduce import oracle_io, output
+    from tritonbisect.reduce.driver import NotReproducible, dumps, reduce, summary
+    from tritonbisect.reduce.pool import Pool
+    from tritonbisect.reduce.runner import Settings
+
+    levels = _levels(level_text)
+    settings = Settings(_python(good_python, "--good-python"), _python(bad_python, "--bad-python"), jobs, timeout)
+    oracle = oracle_io.load(oracle_dir)
+    if out.resolve() == oracle_dir.resolve():
+        raise InputError(f"--out {out}: the input oracle's own folder; give another one")
+    t0 = time.monotonic()
+
+    def progress(line: str) -> None:
+        click.echo(f"[{time.monotonic() - t0:6.0f}s] {line}", err=json_out)
+
+    pool = Pool(fresh=fresh_interpreters)
+    work = Path(tempfile.mkdtemp(prefix="tritonbisect-reduce-"))
+    try:
+        try:
+            outcome = reduce(oracle, work, settings, levels, pool, progress)
+        except NotReproducible as exc:
+            if json_out:
+                click.echo(json.dumps({"status": "not-reproducible", "reason": str(exc), "out": None}))
+            click.echo(f"not reproducible: {exc}", err=True)
+            sys.exit(EXIT_NOT_REPRODUCIBLE)
+            output.write(oracle, outcome.reduced, out, pool, settings.good_python, (good_python, bad_python),
+                         outcome.signature, work, timeout)
+        except OSError as exc:
+            raise TritonBisectError(f"reduce: {exc}", exit_code=4) from None
+    finally:
+        pool.close()
+        shutil.rmtree(work, ignore_errors=True)
+    result = summary(outcome, out)
+    if json_out:
+        click.echo(dumps(result))
+        return
+    b, a = result["before"], result["after"]
+    click.echo(f"reduced: {b['kernel_lines']} -> {a['kernel_lines']} kernel lines, {b['elements']} -> {a['elements']} "
+               f"tensor elements; {result['tests']} candidates in {result['seconds']}s; still shows {result['signature']}")
+    click.echo(f"  {out / 'repro.py'}: run it as the original (--record-golden g.pt at good, --golden g.pt at bad)")
+    click.echo(f"  {out / 'issue.py'}: one file for the issue")
+
+
+COMMANDS: list[click.Command] = [reduce_cmd]
