@@ -69,13 +69,13 @@ def reduce_cmd(oracle_dir: Path, good_python: str, bad_python: str, out: Path, l
     try:
         try:
             outcome = reduce(oracle, work, settings, levels, pool, progress)
+            output.write(oracle, outcome.reduced, out, pool, settings.good_python, outcome.versions,
+                         outcome.signature, work, timeout)
         except NotReproducible as exc:
             if json_out:
                 click.echo(json.dumps({"status": "not-reproducible", "reason": str(exc), "out": None}))
             click.echo(f"not reproducible: {exc}", err=True)
             sys.exit(EXIT_NOT_REPRODUCIBLE)
-            output.write(oracle, outcome.reduced, out, pool, settings.good_python, (good_python, bad_python),
-                         outcome.signature, work, timeout)
         except OSError as exc:
             raise TritonBisectError(f"reduce: {exc}", exit_code=4) from None
     finally:

@@ -36,6 +36,7 @@ class Outcome:
     tests: int
     seconds: float
     skipped: list[str] = field(default_factory=list)
+    versions: tuple[str, str] = ("?", "?")
 
 
 def size(cand: Candidate) -> dict[str, int]:
@@ -107,7 +108,7 @@ def reduce(oracle: OracleDir, work: Path, settings: Settings, levels: tuple[str,
                     now = size(current)
                     progress(f"{level}: {now['kernel_lines']} kernel lines, {now['elements']} elements; "
                              f"{runner.tests} candidates tried, {time.monotonic() - t0:.0f}s")
-        return Outcome(oracle.original, current, wanted, runner.tests, time.monotonic() - t0, skipped)
+        return Outcome(oracle.original, current, wanted, runner.tests, time.monotonic() - t0, skipped, first.versions)
     finally:
         runner.close()
 
@@ -115,7 +116,7 @@ def reduce(oracle: OracleDir, work: Path, settings: Settings, levels: tuple[str,
 def summary(outcome: Outcome, out: Path) -> dict[str, Any]:
     return {"status": "reduced", "out": str(out), "before": size(outcome.original), "after": size(outcome.reduced),
             "tests": outcome.tests, "seconds": round(outcome.seconds, 1), "signature": outcome.signature,
-            "skipped": outcome.skipped}
+            "skipped": outcome.skipped, "good_triton": outcome.versions[0], "bad_triton": outcome.versions[1]}
 
 
 def dumps(data: dict[str, Any]) -> str:

@@ -101,9 +101,9 @@ def candidates(cand: Candidate, constexprs: set[str], plan: BlobPlan) -> Iterato
     sizes = sorted({spec["shape"][0] for spec in shrinkable(context)}, reverse=True)
     groups = [set(sizes)] + ([{s} for s in sizes] if len(sizes) > 1 else [])
     for group in groups:
-        ctx = _halve(context, group, constexprs, plan)
-        if ctx is not None:
-            yield Candidate(cand.source, ctx)
+        halved = _halve(context, group, constexprs, plan)
+        if halved is not None:
+            yield Candidate(cand.source, halved)
 
 
 def write_jobs(plan: BlobPlan, path: Path) -> bool:

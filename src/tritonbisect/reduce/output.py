@@ -30,8 +30,7 @@ def issue_script(source: str, kernel: str, inputs: dict[str, Any], context: dict
         f"# {kernel}: a different result under Triton {bad} than under {good} ({signature}).",
         "# Reduced by tritonbisect. Run it under both: python issue.py (TRITON_INTERPRET=1 on a machine without a GPU).",
         "import torch",
-        "import triton",
-        "import triton.language as tl",
+        *[line for line in ("import triton", "import triton.language as tl") if line not in source.splitlines()],
         "",
         "nan, inf = float('nan'), float('inf')",
         "",
@@ -48,7 +47,7 @@ def issue_script(source: str, kernel: str, inputs: dict[str, Any], context: dict
         if "tensor" in arg:
             lines.append(f"    {name} = torch.tensor({_value(arg['tensor'])}, dtype=torch.{arg['dtype']}, device=device)")
             tensors.append(name)
-            call.append(name)
+            call.append(f"{name}={name}")
         else:
             call.append(f"{name}={_value(arg['value'])}")
     launch = ", ".join(call + [f"{k}={v}" for k, v in options.items()])

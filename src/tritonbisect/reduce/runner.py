@@ -7,16 +7,16 @@ from __future__ import annotations
 import shutil
 import threading
 import time
-from itertools import islice
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 
 from tritonbisect.reduce import oracle_io
 from tritonbisect.reduce.oracle_io import Candidate, OracleDir
 from tritonbisect.reduce.pool import Pool
-from tritonbisect.reduce.verdict import BROKEN, Verdict, bad_signature
+from tritonbisect.reduce.verdict import BROKEN, Verdict, bad_signature, triton_version
 
 
 @dataclass
@@ -65,7 +65,8 @@ class Runner:
                                                        "--timeout", str(s.timeout)],
                                 timeout=s.timeout + 30, log=folder / "bad.log")  # fmt: skip
             sig, reason = bad_signature(bad.rc, bad.signal, folder / "bad.json", folder / "bad.log")
-            return Verdict(sig, reason, time.monotonic() - t0)
+            versions = (triton_version(folder / "good.json"), triton_version(folder / "bad.json"))
+            return Verdict(sig, reason, time.monotonic() - t0, versions)
         finally:
             if not s.keep:
                 shutil.rmtree(folder, ignore_errors=True)

@@ -234,14 +234,14 @@ def candidates(cand: Candidate, kernel: str) -> Iterator[Candidate]:
     # expressions: helper calls inlined, an expression replaced by one of its operands,
     # keyword arguments (masks, `other=`) dropped
     sites = _expr_sites(tree)
-    for s, node in enumerate(sites):
-        if isinstance(node, ast.Call) and (c := make(_inline(s))) is not None:
+    for s, expr in enumerate(sites):
+        if isinstance(expr, ast.Call) and (c := make(_inline(s))) is not None:
             yield c
-        for w in range(len(_operands(node))):
+        for w in range(len(_operands(expr))):
             if (c := make(_replace_expr(s, w))) is not None:
                 yield c
-        if isinstance(node, ast.Call):
-            for k in range(len(node.keywords)):
+        if isinstance(expr, ast.Call):
+            for k in range(len(expr.keywords)):
                 if (c := make(_drop_keyword(s, k))) is not None:
                     yield c
     # constexpr block sizes and the launch configuration, lowered

@@ -19,6 +19,7 @@ class Verdict:
     signature: str  # what the bad Triton did, normalised; BROKEN or PASSES otherwise
     reason: str
     seconds: float
+    versions: tuple[str, str] = ("?", "?")  # the good and the bad Triton's __version__
 
     def shows(self, wanted: str) -> bool:
         return self.signature == wanted and wanted not in (BROKEN, PASSES)
@@ -44,6 +45,10 @@ def _assertion(log: Path) -> str:
         return ""
     hits = [line for line in lines if "Assertion" in line or "assert" in line.lower() and "failed" in line.lower()]
     return normalise_error(hits[-1]) if hits else ""
+
+
+def triton_version(result: Path) -> str:
+    return str(_read(result).get("triton_version") or "?")
 
 
 def _read(path: Path) -> dict[str, Any]:
