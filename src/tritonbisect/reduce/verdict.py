@@ -33,8 +33,8 @@ def normalise_error(reason: str) -> str:
         head = text.split(":", 1)[0]
         text = head + ": " + text.rsplit("^", 1)[1]
     text = re.sub(r"0x[0-9a-fA-F]+", "0x?", text)
-    text = re.sub(r"(/[\w.\-\[\] ]+)+", "<path>", text)
-    text = re.sub(r"\d+", "N", text)
+    text = re.sub(r"(/[\w.\-\[\]]+)+", "<path>", text)
+    text = re.sub(r"\b\d+\b", "N", text)
     return " ".join(text.split())[:300]
 
 
