@@ -28,6 +28,10 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     proc = cli("reduce", str(tmp_path), "--good-python", "/nonexistent/python", "--bad-python", py,
                "--out", str(tmp_path / "o"))
     assert proc.returncode == 2 and "--good-python /nonexistent/python: no such interpreter" in _one_line(proc)
+    for mixed in (["--good-python", py, "--bad", "3.9.0"], ["--good-python", py], ["--good", "3.6.0", "--bad", "3.9.0",
+                                                                                   "--good-python", py, "--bad-python", py]):
+        proc = cli("reduce", str(tmp_path), *mixed, "--out", str(tmp_path / "o"))
+        assert proc.returncode == 2 and "either as --good-python PY --bad-python PY or as --good" in _one_line(proc)
 
 
 @needs_torch_triton

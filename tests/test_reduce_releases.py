@@ -83,3 +83,26 @@ def test_issue_py_prints_different_outputs_under_the_two_releases(reduced) -> No
     assert all(r.returncode == 0 for r in runs), [r.stderr[-1000:] for r in runs]
     assert runs[0].stdout != runs[1].stdout
     assert "nan" in runs[0].stdout.split("out_ptr")[1] and "tl.clamp" in (out / "issue.py").read_text()
+
+
+def test_published_versions_as_endpoints(tmp_path: Path) -> None:
+    """--good/--bad VERSION: both wheels fetched and installed as `wheels` does, in venvs that
+    use the running Python's torch; the running Python's own Triton is left as it was."""
+    import triton
+
+    if triton.__version__ != BAD:
+        pytest.skip(f"the running Python has triton {triton.__version__}, this test wants {BAD}")
+    oracle = traced_oracle(tmp_path)
+    out = tmp_path / "reduced"
+    proc = cli("reduce", str(oracle), "--good", GOOD, "--bad", BAD, "--workdir", str(tmp_path / "home"),
+               "--out", str(out), "--level", "inputs", "--json")
+    if proc.returncode == 4 and "pypi.org" in proc.stderr:
+        pytest.skip(f"the package index is not reachable: {proc.stderr.strip()[-200:]}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert (result["good_triton"], result["bad_triton"]) == (GOOD, BAD)
+    assert result["after"]["elements"] < result["before"]["elements"] // 100
+    assert sorted(p.name for p in (tmp_path / "home" / "reduce" / "envs").iterdir()) == [f"triton-{GOOD}", f"triton-{BAD}"]
+    here = subprocess.run([sys.executable, "-c", "import triton; print(triton.__version__)"], capture_output=True,
+                          text=True)  # fmt: skip
+    assert here.stdout.strip() == BAD

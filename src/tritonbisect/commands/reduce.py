@@ -38,16 +38,23 @@ def _levels(text: str) -> tuple[str, ...]:
 
 @click.command("reduce")
 @click.argument("oracle_dir", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--good-python", required=True, metavar="PY", help="Python of the environment whose Triton is good.")
-@click.option("--bad-python", required=True, metavar="PY", help="Python of the environment whose Triton is bad.")
+@click.option("--good-python", metavar="PY", help="Python of the environment whose Triton is good.")
+@click.option("--bad-python", metavar="PY", help="Python of the environment whose Triton is bad.")
+@click.option("--good", metavar="VERSION", help="A published version that is good (installed into a venv of its own, as `wheels` installs it).")
+@click.option("--bad", metavar="VERSION", help="A published version that is bad.")
+@click.option("--package", default="triton", show_default=True, help="The distribution of --good/--bad: triton, pytorch-triton, ...")
+@click.option("--index-url", "index_urls", multiple=True, metavar="URL", help="A PEP 503/691 simple index for --good/--bad (repeatable; default https://pypi.org/simple).")
+@click.option("--python", metavar="PY", help="With --good/--bad: the interpreter whose torch the two venvs use (default: this one).")
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Where the --good/--bad venvs and downloads are kept (default: $TRITONBISECT_HOME or the user cache dir).")
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder for the reduced oracle and issue.py.")
 @click.option("--level", "level_text", default="source,ir,inputs", show_default=True, metavar="LEVELS", help="Comma list of source, ir, inputs.")
 @click.option("--jobs", type=click.IntRange(1, 64), default=2, show_default=True, help="Candidates run at a time.")
 @click.option("--timeout", type=float, default=120.0, show_default=True, metavar="S", help="Seconds per candidate run before it counts as a hang.")
 @click.option("--fresh-interpreters", is_flag=True, help="Start a new interpreter per run instead of forking long-lived workers (to measure).")
 @click.option("--json", "json_out", is_flag=True, help="Print the result as JSON.")
-def reduce_cmd(oracle_dir: Path, good_python: str, bad_python: str, out: Path, level_text: str, jobs: int,
-               timeout: float, fresh_interpreters: bool, json_out: bool) -> None:
+def reduce_cmd(oracle_dir: Path, good_python: str | None, bad_python: str | None, good: str | None, bad: str | None,
+               package: str, index_urls: tuple[str, ...], python: str | None, workdir: Path | None, out: Path,
+               level_text: str, jobs: int, timeout: float, fresh_interpreters: bool, json_out: bool) -> None:
     """Shrink ORACLE_DIR's kernel and inputs while the good Triton passes and the bad one fails the same way."""
     from tritonbisect.reduce import oracle_io, output
     from tritonbisect.reduce.driver import NotReproducible, dumps, reduce, summary
@@ -55,10 +62,23 @@ def reduce_cmd(oracle_dir: Path, good_python: str, bad_python: str, out: Path, l
     from tritonbisect.reduce.runner import Settings
 
     levels = _levels(level_text)
-    settings = Settings(_python(good_python, "--good-python"), _python(bad_python, "--bad-python"), jobs, timeout)
+    if (good_python is None) != (bad_python is None) or (good is None) != (bad is None) or \
+            (good_python is None) == (good is None):
+        raise InputError("give the two Tritons either as --good-python PY --bad-python PY or as --good VERSION --bad VERSION")
+    if good_python is not None and bad_python is not None:
+        good_python, bad_python = _python(good_python, "--good-python"), _python(bad_python, "--bad-python")
     oracle = oracle_io.load(oracle_dir)
     if out.resolve() == oracle_dir.resolve():
         raise InputError(f"--out {out}: the input oracle's own folder; give another one")
+    if good is not None and bad is not None:
+        from tritonbisect.bisect.step_args import resolve_workdir
+        from tritonbisect.reduce.published_envs import install_endpoints
+
+        click.echo(f"installing {package} {good} and {bad} ...", err=True)
+        good_python, bad_python = install_endpoints(good, bad, package=package, python=python or sys.executable,
+                                                    workdir=resolve_workdir(workdir), index_urls=index_urls)
+    assert good_python is not None and bad_python is not None
+    settings = Settings(_python(good_python, "--good-python"), _python(bad_python, "--bad-python"), jobs, timeout)
     t0 = time.monotonic()
 
     def progress(line: str) -> None:
