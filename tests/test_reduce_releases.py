@@ -15,7 +15,7 @@ import pytest
 
 from oracle_support import needs_torch_triton
 from real_triton import triton_release_python
-from reduce_support import cli, interpret_env, traced_oracle
+from reduce_support import NEGATE, cli, interpret_env, traced_oracle
 
 pytestmark = [pytest.mark.slow, needs_torch_triton]
 
@@ -106,3 +106,36 @@ def test_published_versions_as_endpoints(tmp_path: Path) -> None:
     here = subprocess.run([sys.executable, "-c", "import triton; print(triton.__version__)"], capture_output=True,
                           text=True)  # fmt: skip
     assert here.stdout.strip() == BAD
+
+
+def test_compile_oracle_reduced_to_the_codegen_change(tmp_path: Path) -> None:
+    """A compile oracle (cross-compiled for cuda:90, no GPU): 3.6.0 emits a PTX `sub` for a
+    float negation, 3.9.0 none; reduced while that statistic still moves down."""
+    import triton
+
+    if triton.__version__ != BAD:
+        pytest.skip(f"the running Python has triton {triton.__version__}, this test wants {BAD}")
+    oracle = traced_oracle(tmp_path, NEGATE, "negate", "--mode", "compile", "--compile-target", "cuda:90")
+    good = str(triton_release_python(GOOD))
+    out = tmp_path / "reduced"
+    proc = cli("reduce", str(oracle), "--good-python", good, "--bad-python", sys.executable, "--out", str(out),
+               "--codegen-threshold", "ptx.sub=0", "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert result["signature"] == "codegen: ptx.sub down"
+    assert result["after"]["kernel_lines"] < result["before"]["kernel_lines"] == 7
+    source = (out / "kernel_source.py").read_text()
+    assert "-" in source and "x * y" not in source and "y_ptr" not in source, source
+    # the reduced compile oracle shows it by itself, run as the original
+    env = interpret_env()
+    rec = subprocess.run([good, str(out / "compile_repro.py"), "--record-golden", str(tmp_path / "g.json")],
+                         env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert rec.returncode == 0, rec.stdout + rec.stderr
+    chk = subprocess.run([sys.executable, str(out / "compile_repro.py"), "--golden", str(tmp_path / "g.json"),
+                          "--check", "codegen", "--codegen-threshold", "ptx.sub=0"], env=env, capture_output=True,
+                         text=True, timeout=300)  # fmt: skip
+    assert chk.returncode == 1 and "PTX sub instructions" in chk.stdout, chk.stdout + chk.stderr
+    runs = [subprocess.run([py, str(out / "issue.py")], capture_output=True, text=True, timeout=300)
+            for py in (good, sys.executable)]
+    assert all(r.returncode == 0 for r in runs), [r.stderr[-500:] for r in runs]
+    assert "sub.f32" in runs[0].stdout and "sub.f32" not in runs[1].stdout

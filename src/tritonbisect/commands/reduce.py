@@ -50,11 +50,13 @@ def _levels(text: str) -> tuple[str, ...]:
 @click.option("--level", "level_text", default="source,ir,inputs", show_default=True, metavar="LEVELS", help="Comma list of source, ir, inputs.")
 @click.option("--jobs", type=click.IntRange(1, 64), default=2, show_default=True, help="Candidates run at a time.")
 @click.option("--timeout", type=float, default=120.0, show_default=True, metavar="S", help="Seconds per candidate run before it counts as a hang.")
+@click.option("--codegen-threshold", "codegen_thresholds", multiple=True, metavar="METRIC=LIMIT", help="Compile oracles: the codegen statistics checked and their limits, as compile_repro.py takes them (default: its own).")
 @click.option("--fresh-interpreters", is_flag=True, help="Start a new interpreter per run instead of forking long-lived workers (to measure).")
 @click.option("--json", "json_out", is_flag=True, help="Print the result as JSON.")
 def reduce_cmd(oracle_dir: Path, good_python: str | None, bad_python: str | None, good: str | None, bad: str | None,
                package: str, index_urls: tuple[str, ...], python: str | None, workdir: Path | None, out: Path,
-               level_text: str, jobs: int, timeout: float, fresh_interpreters: bool, json_out: bool) -> None:
+               level_text: str, jobs: int, timeout: float, codegen_thresholds: tuple[str, ...], fresh_interpreters: bool,
+               json_out: bool) -> None:
     """Shrink ORACLE_DIR's kernel and inputs while the good Triton passes and the bad one fails the same way."""
     from tritonbisect.reduce import oracle_io, output
     from tritonbisect.reduce.driver import NotReproducible, dumps, reduce, summary
@@ -78,7 +80,8 @@ def reduce_cmd(oracle_dir: Path, good_python: str | None, bad_python: str | None
         good_python, bad_python = install_endpoints(good, bad, package=package, python=python or sys.executable,
                                                     workdir=resolve_workdir(workdir), index_urls=index_urls)
     assert good_python is not None and bad_python is not None
-    settings = Settings(_python(good_python, "--good-python"), _python(bad_python, "--bad-python"), jobs, timeout)
+    settings = Settings(_python(good_python, "--good-python"), _python(bad_python, "--bad-python"), jobs, timeout,
+                        codegen_thresholds=codegen_thresholds)
     t0 = time.monotonic()
 
     def progress(line: str) -> None:
@@ -108,7 +111,7 @@ def reduce_cmd(oracle_dir: Path, good_python: str | None, bad_python: str | None
     b, a = result["before"], result["after"]
     click.echo(f"reduced: {b['kernel_lines']} -> {a['kernel_lines']} kernel lines, {b['elements']} -> {a['elements']} "
                f"tensor elements; {result['tests']} candidates in {result['seconds']}s; still shows {result['signature']}")
-    click.echo(f"  {out / 'repro.py'}: run it as the original (--record-golden g.pt at good, --golden g.pt at bad)")
+    click.echo(f"  {out / oracle.script_name}: run it as the original (--record-golden at good, --golden at bad)")
     click.echo(f"  {out / 'issue.py'}: one file for the issue")
 
 

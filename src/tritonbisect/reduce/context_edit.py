@@ -1,4 +1,6 @@
-"""Edits of an oracle's context.json (pure: each returns a new dict)."""
+"""Edits of an oracle's context (pure: each returns a new dict): a runtime oracle's
+context.json (arguments, storages, launch) or a compile oracle's compile_context.json (the
+compile job's parameters and options)."""
 
 from __future__ import annotations
 
@@ -6,10 +8,45 @@ import copy
 from typing import Any
 
 
+def is_compile(context: dict[str, Any]) -> bool:
+    return isinstance(context.get("job"), dict)
+
+
+def params(context: dict[str, Any]) -> list[dict[str, Any]]:
+    """The kernel's arguments: each a dict with name, kind and (for scalars) value."""
+    if is_compile(context):
+        return list(context["job"]["what"].get("params") or [])
+    return list(context.get("args") or [])
+
+
+def options(context: dict[str, Any]) -> dict[str, Any]:
+    """The compile options (num_warps, num_stages, ...)."""
+    found = context["job"].get("options") if is_compile(context) else context.get("compile")
+    return dict(found or {})
+
+
+def set_option(context: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    ctx = copy.deepcopy(context)
+    if is_compile(ctx):
+        ctx["job"].setdefault("options", {})[key] = value
+    else:
+        ctx.setdefault("compile", {})[key] = value
+        pinned = ctx.get("kernel", {}).get("pinned_config", {})
+        pinned.pop(key, None)
+    return ctx
+
+
 def drop_arg(context: dict[str, Any], name: str) -> dict[str, Any] | None:
     """Without argument `name` (and its storage when no other tensor lives there); None when
     it is part of a descriptor or tuple."""
     ctx = copy.deepcopy(context)
+    if is_compile(ctx):
+        what = ctx["job"]["what"]
+        kept = [p for p in what.get("params") or [] if p.get("name") != name]
+        if len(kept) == len(what.get("params") or []):
+            return None
+        what["params"] = kept
+        return ctx
     args = ctx.get("args", [])
     spec = next((a for a in args if a.get("name") == name), None)
     if spec is None or spec.get("part_of") or spec.get("kind") in ("descriptor", "tuple"):
@@ -31,7 +68,7 @@ def drop_arg(context: dict[str, Any], name: str) -> dict[str, Any] | None:
 
 def set_scalar(context: dict[str, Any], name: str, value: int) -> dict[str, Any]:
     ctx = copy.deepcopy(context)
-    for spec in ctx.get("args", []):
+    for spec in params(ctx):
         if spec.get("name") == name:
             spec["value"] = value
     pinned = ctx.get("kernel", {}).get("pinned_config", {})
@@ -49,3 +86,13 @@ def elements(context: dict[str, Any]) -> int:
                 n *= int(s)
             total += n
     return total
+
+
+def scalar_values(context: dict[str, Any]) -> list[tuple[str, int]]:
+    """(name, value) of every integer argument (constexprs included)."""
+    out = []
+    for spec in params(context):
+        value = spec.get("value")
+        if spec.get("kind") != "tensor" and isinstance(value, int) and not isinstance(value, bool):
+            out.append((str(spec["name"]), value))
+    return out

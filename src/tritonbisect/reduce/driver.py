@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonbisect.reduce import inputs_pass, source_pass
-from tritonbisect.reduce.context_edit import elements
+from tritonbisect.reduce.context_edit import elements, options, params, scalar_values
 from tritonbisect.reduce.inputs_pass import BlobPlan
 from tritonbisect.reduce.oracle_io import Candidate, OracleDir
 from tritonbisect.reduce.pool import Pool
@@ -49,10 +49,9 @@ def cost(cand: Candidate) -> int:
     grid = 1
     for g in ctx.get("launch", {}).get("grid") or []:
         grid *= int(g)
-    scalars = sum(int(a["value"]) for a in ctx.get("args", [])
-                  if a.get("kind") == "scalar" and isinstance(a.get("value"), int) and not isinstance(a.get("value"), bool))
-    config = sum(int(v) for k, v in (ctx.get("compile") or {}).items() if k in ("num_warps", "num_stages") and isinstance(v, int))
-    return len(cand.source) + elements(ctx) + grid + scalars + config + len(ctx.get("args", []))
+    scalars = sum(value for _, value in scalar_values(ctx))
+    config = sum(int(v) for k, v in options(ctx).items() if k in ("num_warps", "num_stages") and isinstance(v, int))
+    return len(cand.source) + elements(ctx) + grid + scalars + config + len(params(ctx))
 
 
 def _constexprs(cand: Candidate, kernel: str) -> set[str]:

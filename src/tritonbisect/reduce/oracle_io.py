@@ -17,7 +17,10 @@ from tritonbisect.tritonparse import pyast
 
 RUNTIME_SCRIPT = "repro.py"
 CONTEXT = "context.json"
-OTHER_KINDS = {"compile_repro.py": "compile oracle", "replay.py": "replay oracle"}
+COMPILE_SCRIPT = "compile_repro.py"
+COMPILE_CONTEXT = "compile_context.json"
+COMPILE_SOURCE = "kernel_source.py"
+OTHER_KINDS = {"replay.py": "replay oracle"}
 
 
 @dataclass(frozen=True)
@@ -33,9 +36,14 @@ class Candidate:
 @dataclass
 class OracleDir:
     root: Path
-    script_text: str
+    script_text: str  # runtime: repro.py, which embeds the source; compile: unused
     kernel: str
     original: Candidate
+    kind: str = "runtime"  # or "compile"
+
+    @property
+    def script_name(self) -> str:
+        return COMPILE_SCRIPT if self.kind == "compile" else RUNTIME_SCRIPT
 
 
 def _source_assignment(tree: ast.Module) -> ast.Assign | None:
@@ -45,8 +53,23 @@ def _source_assignment(tree: ast.Module) -> ast.Assign | None:
     return None
 
 
+def _load_compile(root: Path) -> OracleDir:
+    try:
+        context = json.loads((root / COMPILE_CONTEXT).read_text(encoding="utf-8"))
+        source = (root / COMPILE_SOURCE).read_text(encoding="utf-8")
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{root}: cannot read the compile oracle: {exc}") from None
+    what = context.get("job", {}).get("what", {}) if isinstance(context, dict) else {}
+    if what.get("kind") != "python" or what.get("file") != COMPILE_SOURCE:
+        raise InputError(f"{root}: an IR oracle (it compiles {what.get('file') or 'no file'}); reduce handles "
+                         "source oracles for now")
+    return OracleDir(root, "", str(what.get("kernel") or context.get("kernel") or ""), Candidate(source, context), "compile")
+
+
 def load(root: Path) -> OracleDir:
-    """The runtime oracle in `root`; InputError (one line) for anything else."""
+    """The runtime or compile oracle in `root`; InputError (one line) for anything else."""
+    if (root / COMPILE_SCRIPT).is_file():
+        return _load_compile(root)
     script = root / RUNTIME_SCRIPT
     if not script.is_file():
         other = [kind for name, kind in OTHER_KINDS.items() if (root / name).is_file()]
@@ -101,6 +124,13 @@ def write(oracle: OracleDir, cand: Candidate, dest: Path, *, copy_blobs: bool = 
     """Write `cand` as an oracle folder; its script's path. copy_blobs: a standalone folder
     (blobs copied under blobs/ with relative paths), else blobs stay where they are."""
     dest.mkdir(parents=True, exist_ok=True)
+    if oracle.kind == "compile":
+        for helper in oracle.root.glob("*.py"):  # the script and its standard-library helpers
+            if helper.name != COMPILE_SOURCE:
+                shutil.copyfile(helper, dest / helper.name)
+        (dest / COMPILE_SOURCE).write_text(cand.source, encoding="utf-8")
+        (dest / COMPILE_CONTEXT).write_text(json.dumps(cand.context, indent=1) + "\n", encoding="utf-8")
+        return dest / COMPILE_SCRIPT
     context = copy.deepcopy(cand.context)
     if copy_blobs:
         (dest / "blobs").mkdir(exist_ok=True)

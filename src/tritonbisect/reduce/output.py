@@ -57,9 +57,54 @@ def issue_script(source: str, kernel: str, inputs: dict[str, Any], context: dict
     return "\n".join(lines)
 
 
+def compile_issue_script(source: str, kernel: str, context: dict[str, Any], good: str, bad: str,
+                         signature: str) -> str:
+    """The kernel and a cross-compile for the oracle's target (Triton 3.3+'s ASTSource), printing
+    the count of each PTX instruction."""
+    job = context["job"]
+    target = job["target"]
+    types, constexprs = {}, {}
+    for i, p in enumerate(job["what"].get("params") or []):
+        if p.get("kind") == "constexpr":
+            types[p["name"]] = "constexpr"
+            constexprs[(i,)] = p.get("value")
+        else:
+            types[p["name"]] = p.get("type") or "i32"
+    options = {k: v for k, v in (job.get("options") or {}).items() if k in ("num_warps", "num_stages", "num_ctas")}
+    return "\n".join([
+        f"# {kernel}: compiled differently by Triton {bad} than by {good} ({signature}).",
+        "# Reduced by tritonbisect. Needs no GPU: python issue.py under each Triton (3.3 or later) and compare.",
+        *[line for line in ("import triton", "import triton.language as tl") if line not in source.splitlines()],
+        "from collections import Counter",
+        "",
+        "from triton.backends.compiler import GPUTarget",
+        "from triton.compiler import ASTSource",
+        "",
+        source.rstrip(),
+        "",
+        "",
+        "def main():",
+        f"    source = ASTSource(fn={kernel}, signature={types!r}, constexprs={constexprs!r})",
+        f"    target = GPUTarget({target['backend']!r}, {target['arch']!r}, {target.get('warp_size', 32)!r})",
+        f"    compiled = triton.compile(source, target=target, options={options!r})",
+        "    ptx = [line.split()[0] for line in compiled.asm['ptx'].splitlines()",
+        "           if line.startswith('\\t') and line.split() and line.split()[0][0].isalpha()]",
+        "    for op, n in sorted(Counter(ptx).items()):",
+        "        print(op, n)",
+        "",
+        "",
+        "main()",
+        "",
+    ])
+
+
 def write(oracle: OracleDir, cand: Candidate, out: Path, pool: Pool, good_python: str, labels: tuple[str, str],
           signature: str, work: Path, timeout: float) -> None:
     script = oracle_io.write(oracle, cand, out.resolve(), copy_blobs=True)
+    if oracle.kind == "compile":
+        text = compile_issue_script(cand.source, oracle.kernel, cand.context, labels[0], labels[1], signature)
+        (out / "issue.py").write_text(text, encoding="utf-8")
+        return
     dumped = work / "inputs.json"
     run = pool.run(good_python, HELPERS / "dump_inputs.py", [str(script), str(dumped)], timeout=timeout,
                    log=work / "inputs.log")

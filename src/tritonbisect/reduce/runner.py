@@ -26,6 +26,7 @@ class Settings:
     jobs: int = 2
     timeout: float = 120.0
     keep: bool = False  # keep every candidate's folder (else only while it runs)
+    codegen_thresholds: tuple[str, ...] = ()  # compile oracles: METRIC=LIMIT, as compile_repro.py takes them
 
 
 class Runner:
@@ -55,14 +56,18 @@ class Runner:
         script = oracle_io.write(self.oracle, cand, folder)
         s = self.settings
         try:
-            good = self.pool.run(s.good_python, script, ["--record-golden", "golden.pt", "--result", "good.json",
+            golden = "golden_codegen.json" if self.oracle.kind == "compile" else "golden.pt"
+            good = self.pool.run(s.good_python, script, ["--record-golden", golden, "--result", "good.json",
                                                          "--timeout", str(s.timeout)],
                                  timeout=s.timeout + 30, log=folder / "good.log")  # fmt: skip
             if good.rc != 0:
                 sig = f"good: exit {good.rc}" if good.signal is None else f"good: signal {good.signal}"
                 return Verdict(BROKEN, sig, time.monotonic() - t0)
-            bad = self.pool.run(s.bad_python, script, ["--golden", "golden.pt", "--result", "bad.json",
-                                                       "--timeout", str(s.timeout)],
+            check = []
+            if self.oracle.kind == "compile":  # the bad compile against the good one's statistics
+                check = ["--check", "codegen", *[a for t in s.codegen_thresholds for a in ("--codegen-threshold", t)]]
+            bad = self.pool.run(s.bad_python, script, ["--golden", golden, "--result", "bad.json",
+                                                       "--timeout", str(s.timeout), *check],
                                 timeout=s.timeout + 30, log=folder / "bad.log")  # fmt: skip
             sig, reason = bad_signature(bad.rc, bad.signal, folder / "bad.json", folder / "bad.log")
             versions = (triton_version(folder / "good.json"), triton_version(folder / "bad.json"))

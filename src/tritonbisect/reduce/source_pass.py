@@ -9,7 +9,13 @@ import copy
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from tritonbisect.reduce.context_edit import drop_arg, set_scalar
+from tritonbisect.reduce.context_edit import (
+    drop_arg,
+    options,
+    scalar_values,
+    set_option,
+    set_scalar,
+)
 from tritonbisect.reduce.oracle_io import Candidate
 from tritonbisect.tritonparse import pyast
 
@@ -246,15 +252,11 @@ def candidates(cand: Candidate, kernel: str) -> Iterator[Candidate]:
                     yield c
     # constexpr block sizes and the launch configuration, lowered
     constexprs = {a.arg for a in kernel_fn.args.args if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)}
-    for spec in context.get("args", []):
-        value = spec.get("value")
-        if spec.get("name") in constexprs and isinstance(value, int) and not isinstance(value, bool) and value > 1:
+    for name, value in scalar_values(context):
+        if name in constexprs and value > 1:
             for lower in sorted({1, value // 2}):
-                yield Candidate(source, set_scalar(context, spec["name"], lower))
+                yield Candidate(source, set_scalar(context, name, lower))
     for key in ("num_warps", "num_stages"):
-        value = context.get("compile", {}).get(key)
-        if isinstance(value, int) and value > 1:
-            ctx = copy.deepcopy(context)
-            ctx["compile"][key] = 1
-            ctx.get("kernel", {}).get("pinned_config", {}).pop(key, None)
-            yield Candidate(source, ctx)
+        option = options(context).get(key)
+        if isinstance(option, int) and option > 1:
+            yield Candidate(source, set_option(context, key, 1))

@@ -74,6 +74,10 @@ def bad_signature(rc: int, signal: int | None, result: Path, log: Path) -> tuple
         names = sorted({str(r["name"]).split("#fresh")[0] for r in data.get("arguments") or []
                         if r.get("status") == "mismatch"})
         return "mismatch: " + ",".join(names), reason
-    if status in ("compile_error", "runtime_error"):
+    if status in ("compile_error", "runtime_error", "crash"):
         return f"{status}: {normalise_error(reason)}", reason
+    if status == "perf":  # a compile oracle's codegen check: which statistics moved, and which way
+        moved = sorted(f"{d['metric']} {'up' if d.get('new', 0) > d.get('old', 0) else 'down'}"
+                       for d in data.get("differences") or [] if d.get("over_threshold"))
+        return "codegen: " + ", ".join(moved), reason
     return status, reason
