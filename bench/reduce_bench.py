@@ -27,6 +27,7 @@ from tritonbisect.reduce.runner import Runner, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "tests" / "reduce_programs" / "several_things.py"
+NEGATE = ROOT / "tests" / "reduce_programs" / "negate.py"
 
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -51,6 +52,26 @@ def per_candidate(oracle_dir: Path, settings: Settings, n: int, *, fresh: bool, 
         pool.close()
 
 
+def compile_case(args: argparse.Namespace, env: dict[str, str], root: Path) -> int:
+    shutil.copy(NEGATE, root / "app.py")
+    subprocess.run([sys.executable, "-m", "tritonbisect.cli", "trace", "--out", str(root / "trace"), "--",
+                    args.bad_python, str(root / "app.py")], env=env, cwd=root, check=True, capture_output=True)
+    proc = cli("repro", str(root / "trace"), "--kernel", "negate", "--mode", "compile", "--compile-target", "cuda:90",
+               "--out", str(root / "oracle"), env=env)
+    assert proc.returncode == 0, proc.stderr
+    proc = cli("reduce", str(root / "oracle"), "--good-python", args.good_python, "--bad-python", args.bad_python,
+               "--out", str(root / "out"), "--jobs", str(args.jobs), "--codegen-threshold", "ptx.sub=0", "--json",
+               env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    if args.json_out:
+        args.json_out.write_text(json.dumps({"result": result, "jobs": args.jobs}, indent=1) + "\n")
+    b, a = result["before"], result["after"]
+    print(f"| negate, compile oracle cuda:90 (ptx.sub) | {result['good_triton']} → {result['bad_triton']} | "
+          f"{b['kernel_lines']} → {a['kernel_lines']} | – | {result['tests']} | {result['seconds']} |")
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--good-python", required=True)
@@ -58,9 +79,15 @@ def main() -> int:
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--candidates", type=int, default=9)
     p.add_argument("--json-out", type=Path)
+    p.add_argument("--compile", action="store_true", help="the compile-oracle case (negate.py, cuda:90, ptx.sub) only")
     args = p.parse_args()
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     root = Path(tempfile.mkdtemp(prefix="reduce-bench-"))
+    if args.compile:
+        try:
+            return compile_case(args, env, root)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
     try:
         shutil.copy(PROGRAM, root / "app.py")
         subprocess.run([sys.executable, "-m", "tritonbisect.cli", "trace", "--out", str(root / "trace"), "--",

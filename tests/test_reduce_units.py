@@ -141,6 +141,11 @@ def test_bad_signature(tmp_path: Path) -> None:
     assert bad_signature(-6, 6, result, tmp_path / "log")[0] == "crash: signal 6: python3: foo.cpp:N: void f(): Assertion `a == b' failed."
     result.write_text(json.dumps({"status": "compile_error", "reason": "the kernel does not compile: E at 1:2"}))
     assert bad_signature(3, None, result, tmp_path / "log")[0] == "compile_error: E at N:N"
+    result.write_text(json.dumps({"status": "perf", "reason": "r", "differences": [
+        {"metric": "ptx.sub", "old": 2, "new": 0, "over_threshold": True},
+        {"metric": "regs", "old": 20, "new": 30, "over_threshold": True},
+        {"metric": "ptx.total", "old": 41, "new": 39, "over_threshold": False}]}))
+    assert bad_signature(1, None, result, tmp_path / "log")[0] == "codegen: ptx.sub down, regs up"
 
 
 def test_oracle_folder_round_trip_and_refusals(tmp_path: Path) -> None:
@@ -165,13 +170,41 @@ def test_oracle_folder_round_trip_and_refusals(tmp_path: Path) -> None:
     assert ns["KERNEL_SOURCE"] == "\nx = 1\n"
     assert json.loads((out / "context.json").read_text())["args"][0]["init"]["file"] == "blobs/b.bin"
     assert (out / "blobs" / "b.bin").read_bytes() == b"data"
-    compile_only = tmp_path / "c"
-    compile_only.mkdir()
-    (compile_only / "compile_repro.py").write_text("")
-    with pytest.raises(InputError, match="compile oracle"):
-        oracle_io.load(compile_only)
     with pytest.raises(InputError, match="no repro.py"):
         oracle_io.load(tmp_path)
+    replay = tmp_path / "r"
+    replay.mkdir()
+    (replay / "replay.py").write_text("")
+    with pytest.raises(InputError, match="a replay oracle; reduce handles runtime"):
+        oracle_io.load(replay)
+
+
+def test_compile_oracle_folder(tmp_path: Path) -> None:
+    root = tmp_path / "c"
+    root.mkdir()
+    (root / "compile_repro.py").write_text("# script\n")
+    (root / "tb_child.py").write_text("# helper\n")
+    with pytest.raises(InputError, match="cannot read the compile oracle"):
+        oracle_io.load(root)
+    job = {"what": {"kind": "python", "file": "kernel_source.py", "kernel": "k",
+                    "params": [{"name": "x_ptr", "kind": "pointer", "type": "*fp32"},
+                               {"name": "BLOCK", "kind": "constexpr", "value": 64}]},
+           "target": {"backend": "cuda", "arch": 90, "warp_size": 32}, "options": {"num_warps": 4}}
+    (root / "compile_context.json").write_text(json.dumps({"kernel": "k", "job": job}))
+    (root / "kernel_source.py").write_text(SOURCE)
+    oracle = oracle_io.load(root)
+    assert (oracle.kind, oracle.kernel, oracle.script_name) == ("compile", "k", "compile_repro.py")
+    cands = list(source_pass.candidates(oracle.original, "k"))
+    lowered = [c for c in cands if c.context["job"]["what"]["params"][-1]["value"] == 32]
+    assert lowered and any(c.context["job"]["options"]["num_warps"] == 1 for c in cands)
+    assert context_edit.drop_arg(oracle.original.context, "x_ptr")["job"]["what"]["params"][0]["name"] == "BLOCK"
+    script = oracle_io.write(oracle, Candidate("y = 2\n", oracle.original.context), tmp_path / "w")
+    assert script.name == "compile_repro.py" and (tmp_path / "w" / "tb_child.py").is_file()
+    assert (tmp_path / "w" / "kernel_source.py").read_text() == "y = 2\n"
+    job["what"]["kind"], job["what"]["file"] = "ir", "k.ttgir"
+    (root / "compile_context.json").write_text(json.dumps({"kernel": "k", "job": job}))
+    with pytest.raises(InputError, match="an IR oracle"):
+        oracle_io.load(root)
 
 
 def test_fork_server_reports_exit_codes_signals_and_timeouts(tmp_path: Path) -> None:

@@ -8,6 +8,13 @@ import copy
 from typing import Any
 
 
+def _pinned(context: dict[str, Any]) -> dict[str, Any]:
+    """A runtime oracle's record of the launch's configuration (empty for a compile oracle)."""
+    kernel = context.get("kernel")
+    pinned = kernel.get("pinned_config") if isinstance(kernel, dict) else None
+    return pinned if isinstance(pinned, dict) else {}
+
+
 def is_compile(context: dict[str, Any]) -> bool:
     return isinstance(context.get("job"), dict)
 
@@ -31,8 +38,7 @@ def set_option(context: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
         ctx["job"].setdefault("options", {})[key] = value
     else:
         ctx.setdefault("compile", {})[key] = value
-        pinned = ctx.get("kernel", {}).get("pinned_config", {})
-        pinned.pop(key, None)
+        _pinned(ctx).pop(key, None)
     return ctx
 
 
@@ -62,7 +68,7 @@ def drop_arg(context: dict[str, Any], name: str) -> dict[str, Any] | None:
                     a["storage"] -= 1
         else:
             storages[index]["tensors"] = [t for t in storages[index].get("tensors", []) if t != name]
-    ctx.get("kernel", {}).get("pinned_config", {}).pop(name, None)
+    _pinned(ctx).pop(name, None)
     return ctx
 
 
@@ -71,7 +77,7 @@ def set_scalar(context: dict[str, Any], name: str, value: int) -> dict[str, Any]
     for spec in params(ctx):
         if spec.get("name") == name:
             spec["value"] = value
-    pinned = ctx.get("kernel", {}).get("pinned_config", {})
+    pinned = _pinned(ctx)
     if name in pinned:
         pinned[name] = value
     return ctx
