@@ -57,7 +57,7 @@ def reduce_cmd(oracle_dir: Path, good_python: str | None, bad_python: str | None
                package: str, index_urls: tuple[str, ...], python: str | None, workdir: Path | None, out: Path,
                level_text: str, jobs: int, timeout: float, codegen_thresholds: tuple[str, ...], fresh_interpreters: bool,
                json_out: bool) -> None:
-    """Shrink ORACLE_DIR's kernel and inputs while the good Triton passes and the bad one fails the same way."""
+    """Shrink a failing oracle's kernel and inputs while the good Triton passes and the bad one still fails the same way."""
     from tritonbisect.reduce import oracle_io, output
     from tritonbisect.reduce.driver import NotReproducible, dumps, reduce, summary
     from tritonbisect.reduce.pool import Pool
