@@ -1,0 +1,145 @@
+"""An oracle folder as the reducer sees it: the kernel source and the launch context, and
+how a candidate (a changed source and context) is written back as a runnable oracle."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import hashlib
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tritonbisect.errors import InputError
+from tritonbisect.tritonparse import pyast
+
+RUNTIME_SCRIPT = "repro.py"
+CONTEXT = "context.json"
+COMPILE_SCRIPT = "compile_repro.py"
+COMPILE_CONTEXT = "compile_context.json"
+COMPILE_SOURCE = "kernel_source.py"
+OTHER_KINDS = {"replay.py": "replay oracle"}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    source: str
+    context: dict[str, Any]
+
+    def key(self) -> str:
+        text = self.source + "\0" + json.dumps(self.context, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+@dataclass
+class OracleDir:
+    root: Path
+    script_text: str  # runtime: repro.py, which embeds the source; compile: unused
+    kernel: str
+    original: Candidate
+    kind: str = "runtime"  # or "compile"
+
+    @property
+    def script_name(self) -> str:
+        return COMPILE_SCRIPT if self.kind == "compile" else RUNTIME_SCRIPT
+
+
+def _source_assignment(tree: ast.Module) -> ast.Assign | None:
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "KERNEL_SOURCE" for t in node.targets):
+            return node
+    return None
+
+
+def _load_compile(root: Path) -> OracleDir:
+    try:
+        context = json.loads((root / COMPILE_CONTEXT).read_text(encoding="utf-8"))
+        source = (root / COMPILE_SOURCE).read_text(encoding="utf-8")
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{root}: cannot read the compile oracle: {exc}") from None
+    what = context.get("job", {}).get("what", {}) if isinstance(context, dict) else {}
+    if what.get("kind") != "python" or what.get("file") != COMPILE_SOURCE:
+        raise InputError(f"{root}: an IR oracle (it compiles {what.get('file') or 'no file'}); reduce handles "
+                         "source oracles for now")
+    return OracleDir(root, "", str(what.get("kernel") or context.get("kernel") or ""), Candidate(source, context), "compile")
+
+
+def load(root: Path) -> OracleDir:
+    """The runtime or compile oracle in `root`; InputError (one line) for anything else."""
+    if (root / COMPILE_SCRIPT).is_file():
+        return _load_compile(root)
+    script = root / RUNTIME_SCRIPT
+    if not script.is_file():
+        other = [kind for name, kind in OTHER_KINDS.items() if (root / name).is_file()]
+        if other:
+            raise InputError(f"{root}: a {other[0]}; reduce handles runtime oracles (repro.py) for now")
+        raise InputError(f"{root}: no {RUNTIME_SCRIPT} there; give a folder written by `tritonbisect repro`")
+    text = script.read_text(encoding="utf-8")
+    try:
+        context = json.loads((root / CONTEXT).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{root}: cannot read {CONTEXT}: {exc}") from None
+    if context.get("ir"):
+        raise InputError(f"{root}: a runtime IR oracle (needs a GPU); reduce handles source oracles for now")
+    node = _source_assignment(pyast.parse(text))
+    if node is None or not isinstance(node.value, ast.Constant) or not isinstance(node.value.value, str):
+        raise InputError(f"{root / RUNTIME_SCRIPT}: no KERNEL_SOURCE string in it; regenerate it with `tritonbisect repro`")
+    kernel = str(context.get("kernel", {}).get("name") or "")
+    return OracleDir(root, text, kernel, Candidate(node.value.value.lstrip("\n"), absolute_blobs(context, root)))
+
+
+def _blob_fields(context: dict[str, Any]) -> list[dict[str, Any]]:
+    return [spec["init"] for spec in context.get("args", []) if isinstance(spec.get("init"), dict) and spec["init"].get("file")]
+
+
+def absolute_blobs(context: dict[str, Any], root: Path) -> dict[str, Any]:
+    """A copy whose blob paths are absolute (a candidate runs from another folder), without the
+    outputs recorded after the original launch (they do not fit a changed kernel: the good
+    Triton's run is the reference)."""
+    out = copy.deepcopy(context)
+    for spec in out.get("args", []):
+        spec.pop("after", None)
+    for init in _blob_fields(out):
+        init["file"] = str((root / init["file"]).resolve())
+    return out
+
+
+def _literal(source: str) -> str:
+    if "'''" not in source and not source.endswith("'") and "\\" not in source:
+        return "r'''\n" + source + "'''"
+    return repr("\n" + source)
+
+
+def script_with_source(script_text: str, source: str) -> str:
+    node = _source_assignment(pyast.parse(script_text))
+    assert node is not None and node.end_lineno is not None
+    lines = script_text.splitlines(keepends=True)
+    new = f"KERNEL_SOURCE = {_literal(source)}\n"
+    return "".join(lines[: node.lineno - 1]) + new + "".join(lines[node.end_lineno:])
+
+
+def write(oracle: OracleDir, cand: Candidate, dest: Path, *, copy_blobs: bool = False) -> Path:
+    """Write `cand` as an oracle folder; its script's path. copy_blobs: a standalone folder
+    (blobs copied under blobs/ with relative paths), else blobs stay where they are."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if oracle.kind == "compile":
+        for helper in oracle.root.glob("*.py"):  # the script and its standard-library helpers
+            if helper.name != COMPILE_SOURCE:
+                shutil.copyfile(helper, dest / helper.name)
+        (dest / COMPILE_SOURCE).write_text(cand.source, encoding="utf-8")
+        (dest / COMPILE_CONTEXT).write_text(json.dumps(cand.context, indent=1) + "\n", encoding="utf-8")
+        return dest / COMPILE_SCRIPT
+    context = copy.deepcopy(cand.context)
+    if copy_blobs:
+        (dest / "blobs").mkdir(exist_ok=True)
+        for init in _blob_fields(context):
+            src = Path(init["file"])
+            shutil.copyfile(src, dest / "blobs" / src.name)
+            init["file"] = f"blobs/{src.name}"
+    script = dest / RUNTIME_SCRIPT
+    script.write_text(script_with_source(oracle.script_text, cand.source), encoding="utf-8")
+    script.chmod(0o755)
+    (dest / CONTEXT).write_text(json.dumps(context, indent=1) + "\n", encoding="utf-8")
+    return script

@@ -1,0 +1,61 @@
+"""`reduce --good VERSION --bad VERSION`: one venv per published version, its wheel fetched
+and installed as `wheels` installs it (build/published.py), and linked to the torch of the
+interpreter given (`--python`, default the tool's): a `.pth` file lists that interpreter's
+site directories, after the venv's own, so the venv's Triton shadows any other."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tritonbisect.bisect.outcome import Kind
+from tritonbisect.bisect.wheels import choose_rungs, list_or_abort
+from tritonbisect.build.env import EnvError, TargetEnv
+from tritonbisect.build.published import install_published
+from tritonbisect.build.recipes import StepContext
+from tritonbisect.build.wheel_index import WheelFile, list_wheels, normalize_name, platform_of
+from tritonbisect.errors import AbortError, InputError
+
+LINK = "_tritonbisect_linked_env.pth"
+
+
+def _purelib(env: TargetEnv) -> Path:
+    proc = subprocess.run([str(env.python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    if proc.returncode != 0:
+        raise AbortError(f"the venv {env.root} does not run: {proc.stderr.strip()[-200:]}")
+    return Path(proc.stdout.strip())
+
+
+def _install(wheel: WheelFile, package: str, python: str, site_dirs: list[str], root: Path) -> str:
+    venv = root / "envs" / f"{package}-{wheel.version}"
+    try:
+        env = TargetEnv.ensure(venv, python=TargetEnv.from_python(python).base_python())
+    except EnvError as exc:
+        raise AbortError(f"cannot make the venv for {package} {wheel.version}: {exc}") from None
+    link = _purelib(env) / LINK
+    link.unlink(missing_ok=True)  # while installing, the venv sees no other Triton
+    entry = {"filename": wheel.filename, "url": wheel.url, "sha256": wheel.sha256, "version": wheel.version,
+             "package": package}
+    ctx = StepContext(worktree=venv, log_dir=venv / "logs", worker=0)
+    res = install_published(entry, None, ctx, lambda: env, root / "cache")
+    if res.kind != Kind.PASS:
+        raise AbortError(f"{package} {wheel.version}: {res.reason}")
+    link.write_text("".join(f"{d}\n" for d in site_dirs), encoding="utf-8")
+    return str(env.python)
+
+
+def install_endpoints(good: str, bad: str, *, package: str, python: str, workdir: Path,
+                      index_urls: tuple[str, ...] = ()) -> tuple[str, str]:
+    """The pythons of two venvs holding `package` at `good` and at `bad` (cached in workdir)."""
+    package = normalize_name(package)
+    try:
+        plat = platform_of(python)
+        site_dirs = TargetEnv.from_python(python).site_packages()
+    except Exception:
+        raise InputError(f"--python {python}: cannot run it; give the python whose torch the Tritons should use") from None
+    files = list_or_abort(list_wheels, package, index_urls=index_urls)
+    rungs = choose_rungs(files, plat, good, bad, package=package, pre=True)
+    root = workdir / "reduce"
+    return (_install(rungs[0].wheel, package, python, site_dirs, root),
+            _install(rungs[-1].wheel, package, python, site_dirs, root))
