@@ -11,10 +11,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
-from tritonbisect.errors import InputError, TritonBisectError
+from tritonbisect.errors import InputError
 
 EXIT_NOT_REPRODUCIBLE = 3
 
@@ -37,7 +38,8 @@ def _levels(text: str) -> tuple[str, ...]:
 
 
 @click.command("reduce")
-@click.argument("oracle_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("oracle_dir", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--session", "session_id", metavar="S", help="A finished session whose test is an oracle: its culprit (bad) and the culprit's parent (good) from the build cache, no build; ORACLE_DIR defaults to the session's oracle.")
 @click.option("--good-python", metavar="PY", help="Python of the environment whose Triton is good.")
 @click.option("--bad-python", metavar="PY", help="Python of the environment whose Triton is bad.")
 @click.option("--good", metavar="VERSION", help="A published version that is good (installed into a venv of its own, as `wheels` installs it).")
@@ -53,25 +55,30 @@ def _levels(text: str) -> tuple[str, ...]:
 @click.option("--codegen-threshold", "codegen_thresholds", multiple=True, metavar="METRIC=LIMIT", help="Compile oracles: the codegen statistics checked and their limits, as compile_repro.py takes them (default: its own).")
 @click.option("--fresh-interpreters", is_flag=True, help="Start a new interpreter per run instead of forking long-lived workers (to measure).")
 @click.option("--json", "json_out", is_flag=True, help="Print the result as JSON.")
-def reduce_cmd(oracle_dir: Path, good_python: str | None, bad_python: str | None, good: str | None, bad: str | None,
+def reduce_cmd(oracle_dir: Path | None, session_id: str | None, good_python: str | None, bad_python: str | None, good: str | None, bad: str | None,
                package: str, index_urls: tuple[str, ...], python: str | None, workdir: Path | None, out: Path,
                level_text: str, jobs: int, timeout: float, codegen_thresholds: tuple[str, ...], fresh_interpreters: bool,
                json_out: bool) -> None:
     """Shrink a failing oracle's kernel and inputs while the good Triton passes and the bad one still fails the same way."""
-    from tritonbisect.reduce import oracle_io, output
-    from tritonbisect.reduce.driver import NotReproducible, dumps, reduce, summary
-    from tritonbisect.reduce.pool import Pool
-    from tritonbisect.reduce.runner import Settings
+    from tritonbisect.reduce import oracle_io
 
     levels = _levels(level_text)
+    if session_id is not None:
+        if good_python or bad_python or good or bad:
+            raise InputError("--session names the two Tritons itself (the culprit's parent and the culprit): "
+                             "leave out --good-python/--bad-python/--good/--bad")
+        _reduce_session(session_id, oracle_dir, workdir, out, levels, jobs, timeout, codegen_thresholds,
+                        fresh_interpreters, json_out)
+        return
+    if oracle_dir is None:
+        raise InputError("give ORACLE_DIR (a folder `repro` wrote), or --session S")
     if (good_python is None) != (bad_python is None) or (good is None) != (bad is None) or \
             (good_python is None) == (good is None):
         raise InputError("give the two Tritons either as --good-python PY --bad-python PY or as --good VERSION --bad VERSION")
     if good_python is not None and bad_python is not None:
         good_python, bad_python = _python(good_python, "--good-python"), _python(bad_python, "--bad-python")
     oracle = oracle_io.load(oracle_dir)
-    if out.resolve() == oracle_dir.resolve():
-        raise InputError(f"--out {out}: the input oracle's own folder; give another one")
+    _check_out(out, oracle_dir)
     if good is not None and bad is not None:
         from tritonbisect.bisect.step_args import resolve_workdir
         from tritonbisect.reduce.published_envs import install_endpoints
@@ -80,38 +87,80 @@ def reduce_cmd(oracle_dir: Path, good_python: str | None, bad_python: str | None
         good_python, bad_python = install_endpoints(good, bad, package=package, python=python or sys.executable,
                                                     workdir=resolve_workdir(workdir), index_urls=index_urls)
     assert good_python is not None and bad_python is not None
+    _reduce_and_print(oracle, good_python, bad_python, out, levels, jobs, timeout, codegen_thresholds,
+                      fresh_interpreters, json_out)
+
+
+def _check_out(out: Path, oracle_dir: Path) -> None:
+    if out.resolve() == oracle_dir.resolve():
+        raise InputError(f"--out {out}: the input oracle's own folder; give another one")
+
+
+def _reduce_session(session_id: str, oracle_dir: Path | None, workdir: Path | None, out: Path,
+                    levels: tuple[str, ...], jobs: int, timeout: float, thresholds: tuple[str, ...],
+                    fresh: bool, json_out: bool) -> None:
+    from tritonbisect.bisect.session import Session
+    from tritonbisect.commands.options import resolve_workdir
+    from tritonbisect.reduce import oracle_io
+    from tritonbisect.reduce.from_session import endpoints
+
+    session = Session.open(resolve_workdir(workdir), session_id)
+    scratch = Path(tempfile.mkdtemp(prefix="tritonbisect-reduce-envs-"))
+    try:
+        ends = endpoints(session, scratch)
+        oracle = oracle_io.load(oracle_dir or ends.oracle)
+        _check_out(out, oracle.root)
+        click.echo(f"reducing with the parent {ends.parent[:12]} (good) and the culprit {ends.culprit[:12]} (bad), "
+                   "from cached builds", err=True)
+        result = _reduce_and_print(oracle, ends.good_python, ends.bad_python, out, levels, jobs, timeout,
+                                   thresholds or ends.codegen_thresholds, fresh, json_out, env=ends.env)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    session.extra["reduce"] = reduced_record(result, ends.culprit, ends.parent)
+    session.save()
+
+
+def reduced_record(result: dict[str, Any], culprit: str, parent: str) -> dict[str, Any]:
+    """What the session keeps of a reduction (session.json "extra" -> "reduce"), for its report."""
+    keep = ("out", "oracle", "kernel_source", "before", "after", "signature", "tests", "seconds",
+            "good_triton", "bad_triton")
+    return {"culprit": culprit, "parent": parent, "builds": 0, **{k: result.get(k) for k in keep}}
+
+
+def _reduce_and_print(oracle: Any, good_python: str, bad_python: str, out: Path, levels: tuple[str, ...],
+                      jobs: int, timeout: float, thresholds: tuple[str, ...], fresh: bool, json_out: bool,
+                      env: dict[str, str] | None = None) -> dict[str, Any]:
+    from tritonbisect.reduce.driver import NotReproducible, dumps
+    from tritonbisect.reduce.run import run_reduction
+    from tritonbisect.reduce.runner import Settings
+
     settings = Settings(_python(good_python, "--good-python"), _python(bad_python, "--bad-python"), jobs, timeout,
-                        codegen_thresholds=codegen_thresholds)
+                        codegen_thresholds=thresholds)
     t0 = time.monotonic()
 
     def progress(line: str) -> None:
         click.echo(f"[{time.monotonic() - t0:6.0f}s] {line}", err=json_out)
 
-    pool = Pool(fresh=fresh_interpreters)
-    work = Path(tempfile.mkdtemp(prefix="tritonbisect-reduce-"))
     try:
-        try:
-            outcome = reduce(oracle, work, settings, levels, pool, progress)
-            output.write(oracle, outcome.reduced, out, pool, settings.good_python, outcome.versions,
-                         outcome.signature, work, timeout)
-        except NotReproducible as exc:
-            if json_out:
-                click.echo(json.dumps({"status": "not-reproducible", "reason": str(exc), "out": None}))
-            click.echo(f"not reproducible: {exc}", err=True)
-            sys.exit(EXIT_NOT_REPRODUCIBLE)
-        except OSError as exc:
-            raise TritonBisectError(f"reduce: {exc}", exit_code=4) from None
-    finally:
-        pool.close()
-        shutil.rmtree(work, ignore_errors=True)
-    result = summary(outcome, out)
+        result = run_reduction(oracle, settings, out, levels, progress=progress, fresh=fresh, env=env)
+    except NotReproducible as exc:
+        if json_out:
+            click.echo(json.dumps({"status": "not-reproducible", "reason": str(exc), "out": None}))
+        click.echo(f"not reproducible: {exc}", err=True)
+        sys.exit(EXIT_NOT_REPRODUCIBLE)
     if json_out:
         click.echo(dumps(result))
-        return
+        return result
+    echo_reduced(result)
+    return result
+
+
+def echo_reduced(result: dict[str, Any]) -> None:
+    out = Path(result["out"])
     b, a = result["before"], result["after"]
     click.echo(f"reduced: {b['kernel_lines']} -> {a['kernel_lines']} kernel lines, {b['elements']} -> {a['elements']} "
                f"tensor elements; {result['tests']} candidates in {result['seconds']}s; still shows {result['signature']}")
-    click.echo(f"  {out / oracle.script_name}: run it as the original (--record-golden at good, --golden at bad)")
+    click.echo(f"  {result['oracle']}: run it as the original (--record-golden at good, --golden at bad)")
     click.echo(f"  {out / 'issue.py'}: one file for the issue")
 
 

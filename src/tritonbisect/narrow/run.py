@@ -37,10 +37,12 @@ _ORACLE_SCRIPT = re.compile(r"(\S+)/compile_repro\.py")
 DUMP_ENV = {"MLIR_ENABLE_DUMP": "1", "TRITON_ALWAYS_COMPILE": "1"}
 
 
-def _culprit_phase(session: Session) -> Any:
+def culprit_phase(session: Session) -> Any:
+    """The phase that found the session's culprit (the last one); InputError when none did."""
     found = [p for p in session.phases() if p.culprit]
     if not found:
-        raise InputError(f"session {session.id} has no culprit to narrow (status: {session.result().status})")
+        raise InputError(f"session {session.id} has no culprit (status: {session.result().status}); "
+                         "give a session whose bisect found one")
     return found[-1]
 
 
@@ -118,7 +120,7 @@ def narrow_compiles(job: dict[str, Any], parent: Environment, culprit: Environme
 def narrow_session(session: Session, *, timeout: float = 600.0, keep: Path | None = None) -> dict[str, Any]:
     """Narrow the session's culprit to a pass; the result is saved in the session and returned."""
     t0 = time.monotonic()
-    phase = _culprit_phase(session)
+    phase = culprit_phase(session)
     culprit = str(phase.culprit)
     history = History(phase.spec.repo)
     parents = history.parents(culprit)
