@@ -13,6 +13,7 @@ from tritonbisect.bisect.report_extras import (
     failing_log,
     failing_output_lines,
 )
+from tritonbisect.bisect.report_reduced import reduced_lines
 from tritonbisect.bisect.report_where import where_lines
 from tritonbisect.bisect.session import Session, counters_of
 
@@ -155,6 +156,7 @@ def report_data(session: Session) -> dict[str, Any]:
         "phases": phases,
         "revert": session.extra.get("revert"),  # --verify-revert: each culprit's revert verdict
         "narrow": session.extra.get("narrow"),  # `narrow` / --narrow (issue 14): where in the compiler
+        "reduce": session.extra.get("reduce"),  # `reduce --session` / --reduce: the reduced kernel
     }
 
 
@@ -291,6 +293,7 @@ def render_markdown(session: Session) -> str:
         out.append("")
         out.extend(report_lines(session))
     out.extend(where_lines(session.extra.get("narrow")))
+    out.extend(reduced_lines(session.extra.get("reduce")))
     out.append("")
     out.append("### Reproduce")
     out.append("")

@@ -47,6 +47,7 @@ class BisectSettings:
     compile_target: str | None = None
     ir_from: str = "source"  # --oracle ir --from ttir|ttgir (issue 14): which recorded IR to compile
     narrow: bool = False  # --narrow (issue 14): after the culprit, name the compiler pass it changed
+    reduce: bool = False  # --reduce: after the culprit, shrink the oracle with it and its parent
     # where steps run (issue 11): see the "executor" block below
     executor: str = "local"
     ray_address: str = "auto"

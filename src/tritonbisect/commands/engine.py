@@ -92,10 +92,13 @@ def execute(session: Any, *, json_out: bool = False, ui: Any = None) -> NoReturn
     finally:
         ui.close()
     narrowed = narrow_after(session, result, quiet=json_out)
+    reduced = reduce_after(session, result, quiet=json_out)
     if json_out:
         data = result_json(session, result)
         if narrowed is not None:
             data["narrow"] = narrowed
+        if reduced is not None:
+            data["reduce"] = reduced
         click.echo(json.dumps(data))
     else:
         click.echo(summary(session, result))
@@ -118,6 +121,50 @@ def narrow_after(session: Any, result: Any, *, quiet: bool) -> dict[str, Any] | 
     if not quiet:
         echo_narrowing(narrowed)
     return narrowed
+
+
+def reduce_after(session: Any, result: Any, *, quiet: bool) -> dict[str, Any] | None:
+    """--reduce: shrink the oracle with the culprit's parent and the culprit from their cached
+    builds, into SESSION_DIR/reduced; a failure is a note (the culprit stands)."""
+    if not getattr(session.settings, "reduce", False) or result.status != "found":
+        return None
+    import shutil
+    import tempfile
+    import time
+    from pathlib import Path
+
+    from tritonbisect.commands.reduce import echo_reduced, reduced_record
+    from tritonbisect.errors import TritonBisectError
+    from tritonbisect.reduce import oracle_io
+    from tritonbisect.reduce.driver import LEVELS, NotReproducible
+    from tritonbisect.reduce.from_session import endpoints
+    from tritonbisect.reduce.run import run_reduction
+    from tritonbisect.reduce.runner import Settings
+
+    t0 = time.monotonic()
+    scratch = Path(tempfile.mkdtemp(prefix="tritonbisect-reduce-envs-"))
+    try:
+        ends = endpoints(session, scratch)
+        settings = Settings(ends.good_python, ends.bad_python, 2, 120.0, codegen_thresholds=ends.codegen_thresholds)
+        click.echo("tritonbisect: --reduce: shrinking the oracle with the culprit and its parent ...", err=True)
+        out = Path(session.dir) / "reduced"
+        shutil.rmtree(out, ignore_errors=True)
+        result_ = run_reduction(oracle_io.load(ends.oracle), settings, out, LEVELS, env=ends.env,
+                                progress=lambda line: click.echo(f"[{time.monotonic() - t0:6.0f}s] {line}", err=True))
+    except NotReproducible as exc:
+        click.echo(f"tritonbisect: --reduce: not reproducible with the cached builds: {exc}", err=True)
+        return None
+    except TritonBisectError as exc:
+        click.echo(f"tritonbisect: --reduce: {exc}", err=True)
+        return None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    record = reduced_record(result_, ends.culprit, ends.parent)
+    session.extra["reduce"] = record
+    session.save()
+    if not quiet:
+        echo_reduced(result_)
+    return record
 
 
 def summary(session: Any, result: Any) -> str:

@@ -197,6 +197,8 @@ def hunt_cmd(ctx: click.Context, state_path: Path, bad: str | None, good: str | 
     settings = bisect_settings(**kwargs)
     if settings.regress == "fixed":
         raise InputError("hunt looks for regressions; --regress fixed is not for a hunt (use `run --regress fixed`)")
+    if getattr(settings, "reduce", False):
+        raise InputError("--reduce is not for a hunt: run `tritonbisect reduce --session S` on the night's session")
     if getattr(settings, "narrow", False):
         raise InputError("--narrow is not for a hunt: run `tritonbisect narrow SESSION` on the night's session")
     if not settings.wants_test:

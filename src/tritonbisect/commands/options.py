@@ -314,6 +314,7 @@ def compile_oracle_options() -> list[Callable[[F], F]]:
         click.option("--check", "check", multiple=True, type=click.Choice(["codegen"]), help="With --oracle compile: codegen statistics past a threshold (vs the good commit's) make a commit bad."),
         click.option("--codegen-threshold", "codegen_thresholds", multiple=True, metavar="METRIC=LIMIT", help="With --check codegen: check only these metrics, e.g. spills=0, regs=10%, 'ptx.wgmma=0' (repeatable)."),
         click.option("--narrow", is_flag=True, help="With --oracle compile|ir: once the culprit is found, compile the kernel at it and its parent (cached builds) under MLIR_ENABLE_DUMP=1 and name the first pass whose output differs."),
+        click.option("--reduce", "reduce_after", is_flag=True, help="With --repro (runtime or compile oracle): once the culprit is found, shrink the oracle's kernel and inputs with its parent (good) and it (bad) from their cached builds; the report shows the reduced kernel."),
         click.option("--compile-target", metavar="BACKEND:ARCH", help="With --oracle compile: compile for this target instead of the traced one (cuda:90, hip:gfx942)."),
     ]
 
@@ -350,8 +351,10 @@ def compile_oracle_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
         parse_target_text(target)
     if kwargs.get("narrow") and oracle not in ("compile", "ir"):
         raise InputError("--narrow goes with --oracle compile or --oracle ir (it compiles the oracle's kernel)")
+    if kwargs.get("reduce_after") and (not kwargs.get("repro") or oracle == "ir"):
+        raise InputError("--reduce goes with --repro TRACE and --oracle runtime or compile (it shrinks the oracle's kernel)")
     return {"oracle": oracle, "check": check, "codegen_thresholds": thresholds, "compile_target": target,
-            "narrow": bool(kwargs.get("narrow")),
+            "narrow": bool(kwargs.get("narrow")), "reduce": bool(kwargs.get("reduce_after")),
             "ir_from": (ir_from or "ttir") if oracle == "ir" else "source"}
 
 

@@ -171,15 +171,18 @@ def _run(settings: Any, bisector: Any, triton_dir: Path | None) -> NoReturn:
         result = drive(session, ui)
     finally:
         ui.close()
-    from tritonbisect.commands.engine import narrow_after
+    from tritonbisect.commands.engine import narrow_after, reduce_after
 
     narrowed = narrow_after(session, result, quiet=settings.json)
+    reduced = reduce_after(session, result, quiet=settings.json)
     out = wheels_result(result, session.journal.records(), bisector.versions(), bisector.shas,
                         session.dir)
     out.update(session=session.id, session_dir=str(session.dir), exit_code=result.exit_code,
                outcome=result.outcome)
     if narrowed is not None:
         out["narrow"] = narrowed
+    if reduced is not None:
+        out["reduce"] = reduced
     if triton_dir is not None:
         out["commit_range"] = commit_range(triton_dir, out["last_good"], out["first_bad"])
     cr = out.get("commit_range") or {}

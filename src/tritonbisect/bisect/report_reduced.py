@@ -1,0 +1,25 @@
+"""The report's section "Reduced kernel": a reduction stored in session.json ("extra" ->
+"reduce", by `reduce --session` or `--reduce`) as Markdown. Pure rendering."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def reduced_lines(data: Mapping[str, Any] | None, level: str = "###") -> list[str]:
+    """Markdown lines of the section, or [] when the session's oracle was not reduced."""
+    if not data:
+        return []
+    before, after = data.get("before") or {}, data.get("after") or {}
+    out = ["", f"{level} Reduced kernel", ""]
+    out.append(f"Reduced with the parent `{str(data.get('parent'))[:12]}` (good, Triton {data.get('good_triton')}) "
+               f"and the culprit `{str(data.get('culprit'))[:12]}` (bad, Triton {data.get('bad_triton')}) from cached "
+               f"builds ({data.get('builds', 0)} built): {before.get('kernel_lines')} → {after.get('kernel_lines')} "
+               f"kernel lines, {before.get('elements')} → {after.get('elements')} tensor elements, "
+               f"{data.get('tests')} candidates in {data.get('seconds')}s; it still shows `{data.get('signature')}`.")
+    out.append("")
+    out.append(f"- **Reduced oracle:** `{data.get('oracle')}` (and `issue.py` beside it)")
+    out.append("")
+    out.extend(["```python", str(data.get("kernel_source") or "").rstrip(), "```"])
+    return out
