@@ -1,0 +1,150 @@
+"""`reduce --session S`: the culprit and its parent of a finished `triton` session, from the
+Triton wheels in its build cache, installed into scratch venvs (no build).
+
+The fast tests check the one-line refusals (no culprit, no oracle, no cached build). The slow
+one plants a miscompile in a real Triton 3.9.0 wheel (its interpreter's float addition
+subtracts) as the toy Triton history's culprit build, the unchanged wheel as its parent's, and
+reduces a traced oracle with them under TRITON_INTERPRET=1: the session's build count and
+cache stay as they were, and its report shows the reduced kernel."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from oracle_support import needs_torch_triton
+from real_triton import test_cache_dir
+from reduce_support import cli, traced_oracle
+from tritonbisect.bisect.phases import PhaseSpec
+from tritonbisect.bisect.session import Session
+from tritonbisect.build.cache import ArtifactCache
+from tritonbisect.commands.options import BisectSettings
+from tritonbisect.toyworld.pass_triton import make_pass_triton
+from tritonbisect.tritonparse.bisect_test import oracle_commands
+
+RELEASE = "3.9.0"
+PLANTED_FILE = "triton/runtime/interpreter.py"
+ORIGINAL_ADD = "create_fadd = lambda self, lhs, rhs: self.binary_op(lhs, rhs, np.add)"
+PLANTED_ADD = "create_fadd = lambda self, lhs, rhs: self.binary_op(lhs, rhs, np.subtract)"
+
+
+def _session(tmp_path: Path, test: dict | None, *, found: bool = True) -> tuple[Session, dict, Path]:
+    truth = make_pass_triton(tmp_path / "toy" / "repo")
+    workdir = tmp_path / "home"
+    phase = PhaseSpec(name="triton", repo=tmp_path / "toy" / "repo", good=truth["order"][0], bad=truth["order"][-1],
+                      recipe_name="triton", recipe_config={"test": test or {"command": "true"}})
+    session = Session.create(workdir, BisectSettings(workdir=workdir), [phase])
+    if found:
+        state = session._phases[0]
+        state.culprit, state.status = truth["culprit"], "found"
+    session.save()
+    return session, truth, workdir
+
+
+def _one_line_error(proc: subprocess.CompletedProcess, text: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and text in lines[0], proc.stderr
+
+
+def test_a_session_without_culprit_oracle_or_cached_builds_is_one_line(tmp_path: Path) -> None:
+    oracle = tmp_path / "oracle"
+    oracle.mkdir()
+    session, _, home = _session(tmp_path / "a", oracle_commands(oracle).to_dict(), found=False)
+    proc = cli("reduce", "--session", session.id, "--workdir", str(home), "--out", str(tmp_path / "o1"))
+    _one_line_error(proc, "has no culprit")
+    session, _, home = _session(tmp_path / "b", None)
+    proc = cli("reduce", "--session", session.id, "--workdir", str(home), "--out", str(tmp_path / "o2"))
+    _one_line_error(proc, "test is an oracle")
+    session, truth, home = _session(tmp_path / "c", oracle_commands(oracle).to_dict())
+    proc = cli("reduce", "--session", session.id, "--workdir", str(home), "--out", str(tmp_path / "o3"))
+    _one_line_error(proc, f"no cached build of {truth['parent'][:12]}")
+    proc = cli("reduce", "--session", session.id, "--workdir", str(home), "--out", str(tmp_path / "o4"),
+               "--good-python", sys.executable)
+    _one_line_error(proc, "--session names the two Tritons itself")
+    proc = cli("reduce", "--out", str(tmp_path / "o5"), "--good-python", sys.executable)
+    _one_line_error(proc, "give ORACLE_DIR")
+    assert not any((tmp_path / f"o{k}").exists() for k in range(1, 6))
+
+
+def test_reduce_goes_with_a_source_oracle(tmp_path: Path) -> None:
+    proc = cli("run", "--repo", ".", "--good", "HEAD", "--bad", "HEAD", "--test", "true", "--reduce",
+               "--workdir", str(tmp_path / "w"))
+    _one_line_error(proc, "--reduce goes with --repro")
+
+
+def _release_wheel() -> Path:
+    folder = test_cache_dir() / "wheels"
+    found = sorted(folder.glob(f"triton-{RELEASE}-cp{sys.version_info[0]}{sys.version_info[1]}-*.whl"))
+    if not found:
+        proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(folder),
+                               f"triton=={RELEASE}"], capture_output=True, text=True)  # fmt: skip
+        found = sorted(folder.glob(f"triton-{RELEASE}-*.whl"))
+        if proc.returncode != 0 or not found:
+            pytest.skip(f"cannot download triton=={RELEASE}: {proc.stderr.strip()[-300:]}")
+    return found[0]
+
+
+def _planted_wheel(release: Path, dest: Path) -> Path:
+    """A copy of the release wheel whose interpreter subtracts where it should add."""
+    with zipfile.ZipFile(release) as z:
+        text = z.read(PLANTED_FILE).decode()
+    assert ORIGINAL_ADD in text
+    tree = dest / "tree"
+    (tree / PLANTED_FILE).parent.mkdir(parents=True)
+    (tree / PLANTED_FILE).write_text(text.replace(ORIGINAL_ADD, PLANTED_ADD))
+    wheel = dest / release.name
+    shutil.copy(release, wheel)
+    subprocess.run(["zip", "-q", str(wheel), PLANTED_FILE], cwd=tree, check=True)
+    return wheel
+
+
+@pytest.mark.slow
+@needs_torch_triton
+def test_a_planted_miscompile_is_reduced_from_the_session_with_no_build(tmp_path: Path) -> None:
+    import triton
+
+    if triton.__version__ != RELEASE:
+        pytest.skip(f"the oracle is traced with the running Triton, {triton.__version__}; this test wants {RELEASE}")
+    if shutil.which("zip") is None:
+        pytest.skip("no zip here to plant the miscompile")
+    oracle = traced_oracle(tmp_path / "traced")
+    test = oracle_commands(oracle).to_dict()
+    session, truth, home = _session(tmp_path, test)
+    session.settings.env["TRITON_INTERPRET"] = "1"
+    session.save()
+    release = _release_wheel()
+    cache = ArtifactCache(home / "cache")
+    for commit, wheel in ((truth["parent"], release), (truth["culprit"], _planted_wheel(release, tmp_path / "pl"))):
+        cache.put(ArtifactCache.key("toy", commit, "triton", {}, "cp3", ""), wheel, {"commit": commit, "recipe": "triton"})
+    entries = len(cache.entries())
+    before = json.loads(cli("report", session.id, "--workdir", str(home), "--format", "json").stdout)
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # the session's --env gives it
+    out = tmp_path / "small"
+    proc = subprocess.run([sys.executable, "-m", "tritonbisect.cli", "reduce", "--session", session.id, "--workdir",
+                           str(home), "--out", str(out), "--json"], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=1500)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert result["status"] == "reduced" and result["signature"].startswith("mismatch")
+    assert result["after"]["kernel_lines"] < result["before"]["kernel_lines"]
+    assert result["after"]["elements"] < result["before"]["elements"]
+    assert " + " in result["kernel_source"] and "tl.exp" not in result["kernel_source"]
+    assert f"parent {truth['parent'][:12]} (good) and the culprit {truth['culprit'][:12]}" in proc.stderr
+
+    after = json.loads(cli("report", session.id, "--workdir", str(home), "--format", "json").stdout)
+    assert after["counters"]["builds"] == before["counters"]["builds"] == 0 and after["counters"] == before["counters"]
+    assert len(ArtifactCache(home / "cache").entries()) == entries
+    assert after["reduce"]["builds"] == 0 and after["reduce"]["oracle"] == str(out / "repro.py")
+    report = cli("report", session.id, "--workdir", str(home)).stdout
+    assert "### Reduced kernel" in report and result["kernel_source"].strip().splitlines()[0] in report
+    # the reduced oracle shows it by itself: passes at the parent's Triton, fails at the culprit's
+    assert (out / "issue.py").exists()
