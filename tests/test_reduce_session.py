@@ -148,3 +148,60 @@ def test_a_planted_miscompile_is_reduced_from_the_session_with_no_build(tmp_path
     assert "### Reduced kernel" in report and result["kernel_source"].strip().splitlines()[0] in report
     # the reduced oracle shows it by itself: passes at the parent's Triton, fails at the culprit's
     assert (out / "issue.py").exists()
+
+
+PLANT = """import os
+if os.environ.get("TRITON_INTERPRET") == "1":
+    import numpy as np
+    from triton.runtime import interpreter
+    interpreter.InterpreterBuilder.create_fadd = lambda self, lhs, rhs: self.binary_op(lhs, rhs, np.subtract)
+"""
+
+
+def _planted_history(repo: Path, commits: int = 6, culprit: int = 3) -> list[str]:
+    """A history whose build puts patch.py on PYTHONPATH as sitecustomize: empty before
+    `culprit`, from there on it makes the interpreter subtract where it should add."""
+    from engine_repo import git
+
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    (repo / ".gitignore").write_text("build/\n")
+    shas = []
+    for k in range(commits):
+        (repo / "patch.py").write_text(PLANT if k >= culprit else "")
+        (repo / "n.txt").write_text(str(k))
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", f"commit {k}")
+        shas.append(git(repo, "rev-parse", "HEAD").strip())
+    return shas
+
+
+@pytest.mark.slow
+@needs_torch_triton
+def test_run_reduce_shows_the_reduced_kernel_in_the_report(tmp_path: Path) -> None:
+    """`run --repro --reduce`: after the culprit, the oracle is reduced with the cached builds of
+    the culprit and its parent (a `run --build --artifact` session: both sides share one
+    interpreter, each with its own PYTHONPATH)."""
+    shas = _planted_history(tmp_path / "repo")
+    oracle_root = tmp_path / "traced"
+    traced_oracle(oracle_root)
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-m", "tritonbisect.cli", "run", "--repo", str(tmp_path / "repo"),
+                           "--good", shas[0], "--bad", shas[-1], "--build", "mkdir -p build && cp patch.py "
+                           "build/sitecustomize.py", "--artifact", "build", "--repro", str(oracle_root / "trace"),
+                           "--kernel", "several_things", "--env", "PYTHONPATH=build", "--env", "TRITON_INTERPRET=1",
+                           "--workdir", str(home), "--json", "--reduce"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=1500)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["culprit"] == shas[3]
+    reduced = result["reduce"]
+    assert reduced["parent"] == shas[2] and reduced["builds"] == 0
+    assert reduced["after"]["kernel_lines"] < reduced["before"]["kernel_lines"]
+    assert " + " in reduced["kernel_source"]
+    session_dir = Path(result["session_dir"]) if "session_dir" in result else home / "sessions" / result["session"]
+    assert reduced["oracle"] == str(session_dir / "reduced" / "repro.py")
+    assert (session_dir / "reduced" / "repro.py").exists()
+    report = cli("report", result["session"], "--workdir", str(home)).stdout
+    assert "### Reduced kernel" in report and reduced["oracle"] in report

@@ -104,8 +104,10 @@ class WheelBuild:
         base = self.cfg.get("python") or sys.executable
         venv = scratch / "venv"
         for argv in ([str(base), "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+                     # --ignore-installed: the same version seen through the system site (two
+                     # builds both called 3.6.0, or the session's own Triton) must not skip it
                      [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
-                      "--no-deps", "--no-index", str(wheel)]):
+                      "--no-deps", "--no-index", "--ignore-installed", str(wheel)]):
             proc = subprocess.run(argv, capture_output=True, text=True, check=False)
             if proc.returncode != 0:
                 raise InputError(f"cannot install the cached wheel {wheel.name} into a scratch venv: "

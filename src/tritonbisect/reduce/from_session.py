@@ -57,7 +57,8 @@ def endpoints(session: Session, scratch: Path) -> Endpoints:
     if not oracle.is_dir():
         raise InputError(f"the session's oracle folder {oracle} is gone; reduce a copy of it with --good-python/--bad-python")
     builds = builds_for(session, phase)
-    pythons, env = [], {}
+    pythons: list[str] = []
+    env: dict[str, str] = {}
     for role, commit in (("parent", parents[0]), ("culprit", culprit)):
         root = scratch / role
         root.mkdir(parents=True)
