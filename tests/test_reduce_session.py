@@ -205,3 +205,17 @@ def test_run_reduce_shows_the_reduced_kernel_in_the_report(tmp_path: Path) -> No
     assert (session_dir / "reduced" / "repro.py").exists()
     report = cli("report", result["session"], "--workdir", str(home)).stdout
     assert "### Reduced kernel" in report and reduced["oracle"] in report
+
+
+def test_the_report_section_shows_the_kernel_and_the_reduced_oracle() -> None:
+    from tritonbisect.bisect.report_reduced import reduced_lines
+
+    assert reduced_lines(None) == []
+    text = "\n".join(reduced_lines({"culprit": "c" * 40, "parent": "p" * 40, "builds": 0, "oracle": "/s/reduced/repro.py",
+                                    "kernel_source": "@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1.0)\n",
+                                    "before": {"kernel_lines": 17, "elements": 5000},
+                                    "after": {"kernel_lines": 2, "elements": 1}, "signature": "mismatch: x_ptr",
+                                    "tests": 40, "seconds": 9.5, "good_triton": "3.9.0", "bad_triton": "3.9.0"}))
+    assert "### Reduced kernel" in text and "`/s/reduced/repro.py`" in text
+    assert "```python\n@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1.0)\n```" in text
+    assert "17 → 2 kernel lines" in text and "parent `pppppppppppp`" in text and "(0 built)" in text
