@@ -293,7 +293,7 @@ def render_markdown(session: Session) -> str:
         out.append("")
         out.extend(report_lines(session))
     out.extend(where_lines(session.extra.get("narrow")))
-    out.extend(reduced_lines(session.extra.get("reduce")))
+    out.extend(reduced_lines(session.extra.get("reduce"), scrub=scrub))
     out.append("")
     out.append("### Reproduce")
     out.append("")

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 
-def reduced_lines(data: Mapping[str, Any] | None, level: str = "###") -> list[str]:
-    """Markdown lines of the section, or [] when the session's oracle was not reduced."""
+def reduced_lines(data: Mapping[str, Any] | None, level: str = "###",
+                  scrub: Callable[[str], str] = str) -> list[str]:
+    """Markdown lines of the section, or [] when the session's oracle was not reduced;
+    `scrub` hides the user's paths as the rest of the report does."""
     if not data:
         return []
     before, after = data.get("before") or {}, data.get("after") or {}
@@ -19,7 +21,7 @@ def reduced_lines(data: Mapping[str, Any] | None, level: str = "###") -> list[st
                f"kernel lines, {before.get('elements')} → {after.get('elements')} tensor elements, "
                f"{data.get('tests')} candidates in {data.get('seconds')}s; it still shows `{data.get('signature')}`.")
     out.append("")
-    out.append(f"- **Reduced oracle:** `{data.get('oracle')}` (and `issue.py` beside it)")
+    out.append(f"- **Reduced oracle:** `{scrub(str(data.get('oracle')))}` (and `issue.py` beside it)")
     out.append("")
     out.extend(["```python", str(data.get("kernel_source") or "").rstrip(), "```"])
     return out
