@@ -43,10 +43,10 @@ def test_workflows_and_action_match_their_schemas() -> None:
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_readme_examples_are_valid(tmp_path: Path) -> None:
+def test_documented_examples_are_valid(tmp_path: Path) -> None:
     pytest.importorskip("check_jsonschema")
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("### In GitHub Actions"):]
+    page = (ROOT / "docs" / "hunt.md").read_text()
+    section = page[page.index("## In GitHub Actions"):]
     caller, steps = re.findall(r"```yaml\n(.*?)```", section, re.S)[:2]
     (tmp_path / "caller.yml").write_text(caller)
     job = "name: x\non: push\njobs:\n  hunt:\n    runs-on: ubuntu-latest\n" + steps
