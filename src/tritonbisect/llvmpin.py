@@ -104,6 +104,21 @@ def read_pin(read: Callable[[str], str | None]) -> LLVMPin | None:
     return None
 
 
+def require_pin(read: Callable[[str], str | None], where: str) -> LLVMPin:
+    """read_pin, with one-line InputErrors naming `where` (e.g. "at 1a2b3c in ~/triton")
+    when the pin is unreadable or missing."""
+    from tritonbisect.errors import InputError
+
+    try:
+        pin = read_pin(read)
+    except PinError as exc:
+        raise InputError(f"{exc} ({where})") from None
+    if pin is None:
+        raise InputError(f"the LLVM pin ({PIN_FILES_TEXT}) is missing {where}: "
+                         "not a Triton checkout that pins LLVM")
+    return pin
+
+
 def tree_reader(tree: Path) -> Callable[[str], str | None]:
     """read() for a checked-out tree."""
 

@@ -21,9 +21,8 @@ from tritonbisect.llvmpin import (
     PIN_FILES,
     PIN_FILES_TEXT,
     LLVMPin,
-    PinError,
     pin_change,
-    read_pin,
+    require_pin,
 )
 
 TRITON_RECIPE = "triton"
@@ -71,16 +70,7 @@ class PinChange:
 
 def pin_of(history: History, commit: str) -> LLVMPin:
     """The pin of `commit`; InputError (one line) when no pin file is there or it is unreadable."""
-    try:
-        pin = read_pin(lambda path: history.file_at(commit, path))
-    except PinError as exc:
-        raise InputError(f"{exc} (at {commit[:12]} in {history.root})") from None
-    if pin is None:
-        raise InputError(
-            f"the LLVM pin ({PIN_FILES_TEXT}) is missing at {commit[:12]} in {history.root}: "
-            "not a Triton checkout that pins LLVM"
-        )
-    return pin
+    return require_pin(lambda path: history.file_at(commit, path), f"at {commit[:12]} in {history.root}")
 
 
 def pinned_llvm(history: History, commit: str) -> str:

@@ -39,7 +39,7 @@ from tritonbisect.compat_builder.probe import COMPATIBLE, INCOMPATIBLE, SEARCH_V
 from tritonbisect.compat_builder.state import DONE, FIXING, MANUAL, SEARCHING, MapState, now_iso
 from tritonbisect.compatmap import CompatMap, CompatRow, write_map
 from tritonbisect.errors import AbortError, InputError
-from tritonbisect.llvmpin import PIN_FILES_TEXT, LLVMPin, PinError, read_pin
+from tritonbisect.llvmpin import LLVMPin, require_pin
 
 
 class Mapper:
@@ -301,10 +301,4 @@ def read_llvm_hash(triton: History, commit: str) -> str:
 
 
 def read_llvm_pin(triton: History, commit: str) -> LLVMPin:
-    try:
-        pin = read_pin(lambda path: triton.file_at(commit, path))
-    except PinError as exc:
-        raise InputError(f"{exc} (at {commit[:12]})") from None
-    if pin is None:
-        raise InputError(f"{commit[:12]} has no LLVM pin ({PIN_FILES_TEXT}): is this a Triton repository?")
-    return pin
+    return require_pin(lambda path: triton.file_at(commit, path), f"at {commit[:12]}")
