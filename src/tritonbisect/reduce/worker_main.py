@@ -43,8 +43,8 @@ def serve():
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # no CUDA initialised before a fork
     try:  # the expensive imports, once
         import torch  # noqa: F401
-        import triton  # type: ignore[import-untyped]  # noqa: F401
-        import triton.language  # type: ignore[import-untyped]  # noqa: F401
+        import triton  # noqa: F401
+        import triton.language  # noqa: F401
     except Exception:
         pass  # the child meets the same error and reports it in its own words
     reply = sys.stdout
