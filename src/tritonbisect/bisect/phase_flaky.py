@@ -103,13 +103,23 @@ class FlakySearch:
     cands: Candidates
     records: list[dict[str, Any]]
     verdicts: dict[str, str]
+    overrides: dict[str, str]
     in_flight: dict[Future, tuple[Any, str, str, int | None]]
     cancelled: set[Future]
     _children: dict[str, list[str]] | None
     _in_set: frozenset[str]
-    # and the step helpers it defines
+    _caches: bool  # set by SearchLoop._known_cached
+    # and the step helpers it (or SearchLoop) defines
     _effective: Callable[[], dict[str, str]]
     _endpoint_records: Callable[[], dict[str, dict[str, Any]]]
+    _known_cached: Callable[[], frozenset[str]]
+    _submit: Callable[..., Any]
+    _wait_one: Callable[[], list[tuple[Future, tuple[Any, str, str, int | None]]]]
+    _journal: Callable[[Any, str, int | None], dict[str, Any]]
+    _cancel_in_flight: Callable[[], None]
+    _abort: Callable[[str], None]
+    subject: Callable[[str], str]
+    _progress: Callable[[], Any]
 
     # how commits are named to the user ------------------------------------------------------
 

@@ -61,7 +61,7 @@ class SearchLoop(FlakySearch):
             elif isinstance(action, search.Conflict):
                 if self._switch_on_flakiness("verdicts contradict the history"):
                     return self._bayes_search()
-                retest = []
+                retest: list[str] = []
                 for commit in action.commits:
                     if commit in flying or commit in marks:
                         continue
