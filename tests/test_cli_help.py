@@ -127,6 +127,14 @@ def test_compat_builder_version() -> None:
     assert proc.returncode == 0 and proc.stdout.strip() == f"compat-builder, version {__version__}"
 
 
+def test_root_help_uses_no_deprecated_click_api() -> None:
+    # click 8.5 deprecates make_default_short_help (gone in click 9): the root help must not use it
+    proc = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-m", "tritonbisect.cli", "--help"],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(SRC)})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "Bisect REPO between GOOD and BAD" in proc.stdout
+
+
 def _site_without_anthropic(tmp_path: Path) -> Path:
     """A site directory holding every installed distribution but the Anthropic SDK."""
     import anthropic  # the test extra has it: this is what is left out

@@ -22,8 +22,6 @@ class LazyGroup(click.Group):
         return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        from click.utils import make_default_short_help
-
         names = self.list_commands(ctx)
         if not names:
             return
@@ -33,7 +31,8 @@ class LazyGroup(click.Group):
             rows = []
             for name in members:
                 if name in COMMANDS:
-                    text = make_default_short_help(COMMANDS[name][1], limit)
+                    # click's own shortening (make_default_short_help is deprecated in click 8.5)
+                    text = click.Command(name, help=COMMANDS[name][1]).get_short_help_str(limit)
                 else:
                     text = self.commands[name].get_short_help_str(limit)
                 rows.append((name, text))

@@ -85,12 +85,12 @@ def option_sections(command: click.Command, ctx: click.Context) -> list[tuple[st
     """The command's visible options grouped as `--help` shows them, in order."""
     params = [p for p in command.get_params(ctx) if isinstance(p, click.Option) and not p.hidden]
     named = [p for p in params if p.name in _SECTION_OF]
-    if len(params) <= FEW_OPTIONS or len({_SECTION_OF[p.name] for p in named}) <= 1:  # type: ignore[index]
+    if len(params) <= FEW_OPTIONS or len({_SECTION_OF[p.name] for p in named}) <= 1:
         return [("Options", params)] if params else []
     out: list[tuple[str, list[click.Option]]] = []
     for title, _ in OPTION_SECTIONS:
-        members = sorted((p for p in named if _SECTION_OF[p.name] == title),  # type: ignore[index]
-                         key=lambda p: _ORDER[p.name])  # type: ignore[index]
+        members = sorted((p for p in named if _SECTION_OF[p.name] == title),
+                         key=lambda p: _ORDER[p.name])
         if members:
             out.append((title, members))
     rest = [p for p in params if p.name not in _SECTION_OF]

@@ -226,7 +226,7 @@ def replayed_records(
     then every later verdict inside the range, kind "manual". `resolve(line, rev)` gives the
     full shas a revision names (a range names several). Returns (records, notes)."""
     notes: list[str] = []
-    base = {"phase": phase, "kind": "manual", "worker": None, "started": stamp,
+    base: dict[str, Any] = {"phase": phase, "kind": "manual", "worker": None, "started": stamp,
             "finished": stamp, "seconds": 0.0, "build": None, "tests": [], "dir": ""}
     line_of = {"good": log.good[0][0] if log.good else 0, "bad": log.bad[0][0] if log.bad else 0}
     records: list[dict[str, Any]] = []

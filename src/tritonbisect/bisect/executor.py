@@ -68,9 +68,9 @@ def parse_resources(text: str | None, option: str) -> dict[str, float] | None:
             f"{option} {text!r}: give a JSON object such as '{{\"CPU\": 32}}' or "
             "'{\"GPU\": 1}', or NAME=AMOUNT pairs such as builder=1,CPU=8"
         ) from None
-    for name, amount in out.items():
-        if not _NAME.match(name) or not amount > 0 or amount != amount:
-            raise InputError(f"{option}: {name}={amount:g} is not a resource name with a positive amount")
+    for resource, value in out.items():
+        if not _NAME.match(resource) or not value > 0 or value != value:
+            raise InputError(f"{option}: {resource}={value:g} is not a resource name with a positive amount")
     return out
 
 

@@ -14,6 +14,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, overload
 
 from tritonbisect.bisect.process import clean_env
 from tritonbisect.bisect.search import Candidates
@@ -62,7 +63,13 @@ class History:
             raise InputError(f"{path} is not a git repository")
         self.root = root.resolve()
 
-    def _git(self, *args: str, text: bool = True) -> str:
+    @overload
+    def _git(self, *args: str, text: Literal[True] = ...) -> str: ...
+
+    @overload
+    def _git(self, *args: str, text: Literal[False]) -> bytes: ...
+
+    def _git(self, *args: str, text: bool = True) -> str | bytes:
         proc = subprocess.run(
             ["git", *args], cwd=self.root, env=clean_env(), capture_output=True, text=text,
             check=False,

@@ -156,7 +156,7 @@ class LLVMBisector:
     """`tritonbisect llvm` and the descent: bisect llvm-project with the "llvm-triton" recipe."""
 
     triton_dir: Path
-    llvm_dir: Path
+    llvm_dir: Path | None  # None: a one-line InputError when the phase opens it
     good_llvm: str
     bad_llvm: str
     test: dict

@@ -226,7 +226,7 @@ def wheels_summary(session: Any) -> dict[str, Any] | None:
     if nightly is None and "wheels_mode" not in session.extra:
         return None
     records = [r for r in session.records() if r.get("role") not in ("mark", "undo")]
-    wheels = {}
+    wheels: dict[str, Any] = {}
     for p in phases:
         wheels.update(p.spec.recipe_config.get("wheels") or {})
     steps = [{"phase": r.get("phase"), "role": r.get("role"), "commit": r.get("commit"),

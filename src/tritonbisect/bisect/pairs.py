@@ -54,7 +54,7 @@ def select_pairs(cmap, order: list[str], map_order: list[str]) -> tuple[Pair, li
     good, bad = order[0], order[-1]
     assign_triton([good, bad], cmap=cmap, map_order=map_order)  # both inside the map's range
     position = {sha: i for i, sha in enumerate(order)}
-    by_llvm = {}
+    by_llvm: dict[int, Pair] = {}
     for row in cmap.rows:
         i = position.get(row.llvm_commit_last_compatible)
         if i is not None and 0 < i < len(order) - 1:
@@ -97,6 +97,7 @@ class PairsBisector:
                     f"--{attr.replace('_', '-')} not given and {self.compat_map} has no {key}"
                 )
             setattr(self, attr, resolve_llvm(self.llvm_history, rev, what=attr.split("_")[0]))
+        assert self.good_llvm is not None and self.bad_llvm is not None  # resolved just above
         order = llvm_order(self.llvm_history, self.good_llvm, self.bad_llvm)
         self.good_pair, self.pairs = select_pairs(self.cmap, order, map_order)
         self.good_pair = Pair(self.triton.resolve(self.good_pair.triton), self.good_pair.llvm)

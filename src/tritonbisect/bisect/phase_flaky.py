@@ -23,7 +23,15 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Callable
+    from concurrent.futures import Future
+
     from tritonbisect.bisect.evidence import Evidence
+    from tritonbisect.bisect.phases import PhaseSpec, PhaseState
+    from tritonbisect.bisect.search import Candidates
+    from tritonbisect.bisect.session import Session
+    from tritonbisect.bisect.settings import BisectSettings
+    from tritonbisect.build.recipes import Recipe
 
 FLAKY_MODES = ("detect", "auto", "off")
 ENDPOINT_RUNS = 3  # per endpoint under --flaky auto
@@ -83,6 +91,35 @@ class FlakySearch:
     """Mixin: see the module docstring."""
 
     _bayes: bool | None = None
+
+    # the state phase_run.PhaseRun sets up (declared, not set, here)
+    session: Session
+    phase: PhaseState
+    spec: PhaseSpec
+    settings: BisectSettings
+    ui: Any
+    recipe: Recipe
+    perf: Any
+    cands: Candidates
+    records: list[dict[str, Any]]
+    verdicts: dict[str, str]
+    overrides: dict[str, str]
+    in_flight: dict[Future, tuple[Any, str, str, int | None]]
+    cancelled: set[Future]
+    _children: dict[str, list[str]] | None
+    _in_set: frozenset[str]
+    _caches: bool  # set by SearchLoop._known_cached
+    # and the step helpers it (or SearchLoop) defines
+    _effective: Callable[[], dict[str, str]]
+    _endpoint_records: Callable[[], dict[str, dict[str, Any]]]
+    _known_cached: Callable[[], frozenset[str]]
+    _submit: Callable[..., Any]
+    _wait_one: Callable[[], list[tuple[Future, tuple[Any, str, str, int | None]]]]
+    _journal: Callable[[Any, str, int | None], dict[str, Any]]
+    _cancel_in_flight: Callable[[], None]
+    _abort: Callable[[str], None]
+    subject: Callable[[str], str]
+    _progress: Callable[[], Any]
 
     # how commits are named to the user ------------------------------------------------------
 

@@ -23,6 +23,7 @@ from tritonbisect.bisect.phases import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.bisect.manual import ManualJudge
     from tritonbisect.bisect.session import Session
 
 _CANDIDATES: dict[tuple[str, str, str, bool], Any] = {}
@@ -46,6 +47,8 @@ class Progress:
 
 
 class PhaseRun(SearchLoop):
+    _subjects_loaded: bool  # set in __init__, read first by subject()
+
     def __init__(self, session: Session, phase: PhaseState, ui: Any) -> None:
         self.session = session
         self.phase = phase
@@ -195,7 +198,7 @@ class PhaseRun(SearchLoop):
         self.cancelled: set[Future] = set()
         self._children: dict[str, list[str]] | None = None
         self._in_set = frozenset(self.cands.order)
-        self.judge = None
+        self.judge: ManualJudge | None = None
         self._corrected = False  # set when an answer is taken back at the prompt
         if getattr(self.settings, "manual", False):
             from tritonbisect.bisect.manual import ManualJudge

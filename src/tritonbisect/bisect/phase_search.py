@@ -61,7 +61,7 @@ class SearchLoop(FlakySearch):
             elif isinstance(action, search.Conflict):
                 if self._switch_on_flakiness("verdicts contradict the history"):
                     return self._bayes_search()
-                retest = []
+                retest: list[str] = []
                 for commit in action.commits:
                     if commit in flying or commit in marks:
                         continue
@@ -134,6 +134,7 @@ class SearchLoop(FlakySearch):
                 for p in self.cands.parents.get(c, ()):
                     children.setdefault(p, []).append(c)
             self._children = children
+        kids = self._children
         eff = self._effective()
 
         def closure(start: list[str], step: Callable[[str], Any]) -> set[str]:
@@ -149,7 +150,7 @@ class SearchLoop(FlakySearch):
         goods = [c for c, v in eff.items() if v == "good" and c in self._in_set]
         bads = [c for c, v in eff.items() if v == "bad" and c in self._in_set]
         anc = closure(goods, lambda c: self.cands.parents.get(c, ()))
-        desc = closure(bads, lambda c: self._children.get(c, ()))
+        desc = closure(bads, lambda c: kids.get(c, ()))
         if anc & desc:
             return None
         return anc | desc

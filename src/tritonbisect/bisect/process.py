@@ -172,7 +172,7 @@ def run_logged(
         read_fd, write_fd = os.pipe() if limit else (None, None)
         try:
             proc = subprocess.Popen(
-                ["/bin/bash", "-c", cmd] if shell else [str(c) for c in cmd],
+                ["/bin/bash", "-c", cmd] if isinstance(cmd, str) else [str(c) for c in cmd],
                 cwd=str(cwd),
                 env=dict(env),
                 stdin=subprocess.DEVNULL,

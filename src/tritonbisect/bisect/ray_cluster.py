@@ -66,7 +66,7 @@ def processes_using(folder: Path) -> list[int]:
     """Processes with a file open, their working directory, or their command line under
     `folder` (Linux /proc; elsewhere none)."""
     root = str(folder)
-    found = []
+    found: list[int] = []
     proc = Path("/proc")
     if not proc.is_dir():
         return found
@@ -167,7 +167,7 @@ def _connect(address: str, *, needs: Sequence[Mapping[str, float]], jobs: int) -
     if ray.is_initialized():  # e.g. a previous phase of this process
         ray.shutdown()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no network: do not try to report
-    quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
+    quiet: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
     if address == "local":
         reap_private_leftovers()
         cpus, custom = private_resources(needs, jobs)

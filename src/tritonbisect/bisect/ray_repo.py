@@ -42,8 +42,9 @@ def node_root() -> Path:
     with contextlib.suppress(Exception):
         import ray
 
-        session = ray._private.worker.global_worker.node.get_session_dir_path()
-        return Path(session).resolve().parent / "tritonbisect"
+        node = ray._private.worker.global_worker.node
+        if node is not None:  # None: Ray is not initialised in this process
+            return Path(node.get_session_dir_path()).resolve().parent / "tritonbisect"
     return Path(tempfile.gettempdir()) / "tritonbisect-node"
 
 

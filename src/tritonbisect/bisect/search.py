@@ -307,14 +307,15 @@ def _skip_risk(st: _State, cached: set[int]) -> list[float] | None:
     left = [(0, 0)] * n
     right = [(0, 0)] * n
     for span, out in ((range(n), left), (range(n - 1, -1, -1), right)):
-        last = first = None
+        last: int | None = None
+        first = 0  # where the run of skips ending at `last` starts (read only when last is set)
         for i in span:
             if i in st.skip:
                 if last is None:
                     first = i
                 last = i
             elif i in known_ok:
-                last = first = None
+                last = None
             elif last is not None:
                 out[i] = (abs(i - last), abs(last - first))
     risk = [0.0] * n

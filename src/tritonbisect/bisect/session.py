@@ -14,7 +14,7 @@ import secrets
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -329,10 +329,14 @@ def _sigterm_as_interrupt() -> Callable[[], None]:
         previous = signal.signal(signal.SIGTERM, handler)
     except ValueError:  # pragma: no cover
         return lambda: None
-    return lambda: signal.signal(signal.SIGTERM, previous)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return restore
 
 
-def counters_of(records: list[Mapping[str, Any]]) -> dict[str, int]:
+def counters_of(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     tests = builds = cached = 0
     rounds: dict[str, int] = {}
     for rec in records:

@@ -165,7 +165,7 @@ def make_ladder(workdir: Path, package: str, rungs: Sequence[Rung]) -> tuple[Pat
     repo.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{package}-", dir=repo.parent))
     _git(tmp, "init", "-q", "-b", "main")
-    shas: list[str] = []
+    shas = []
     for i, entry in enumerate(payload):
         blob = _git(tmp, "hash-object", "-w", "--stdin",
                     input_=json.dumps(entry, indent=1, sort_keys=True) + "\n")

@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from tritonbisect.build.install_check import git_label
 
 
-def step_files(session_dir: Path, records: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def step_files(session_dir: Path, records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The wheel-step.json of every step (and its earlier attempts) that got that far."""
     out = []
     for rec in records:
@@ -29,7 +29,7 @@ def step_files(session_dir: Path, records: list[Mapping[str, Any]]) -> list[dict
     return out
 
 
-def wheels_result(result: Any, records: list[Mapping[str, Any]], versions: Mapping[str, str],
+def wheels_result(result: Any, records: Sequence[Mapping[str, Any]], versions: Mapping[str, str],
                   order: list[str], session_dir: Path) -> dict[str, Any]:
     """status, last_good, first_bad, tested, installs, downloads (+ download_mb)."""
     first_bad = last_good = None

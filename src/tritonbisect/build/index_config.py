@@ -262,7 +262,7 @@ def uv_config() -> IndexConfig | None:
     try:
         import tomllib
     except ImportError:  # Python 3.10: uv.toml is not read, its variables are
-        tomllib = None  # type: ignore[assignment]
+        tomllib = None
     for path in _uv_files() if tomllib else []:
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -357,7 +357,7 @@ class _AuthPerHost(urllib.request.HTTPRedirectHandler):
     """A redirect keeps the Authorization header only on the same host (a fallback to
     another index, a CDN for the files): elsewhere it gets that host's own credentials."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
         new = super().redirect_request(req, fp, code, msg, headers, newurl)
         if new is not None and _netloc(newurl) != _netloc(req.full_url):
             for name in ("Authorization",):

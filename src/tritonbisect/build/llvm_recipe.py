@@ -32,6 +32,7 @@ from tritonbisect.bisect.outcome import Kind
 from tritonbisect.build.cache import ArtifactCache
 from tritonbisect.build.failures import classify_build_log
 from tritonbisect.build.proc import ProcResult
+from tritonbisect.build.store import ArtifactStore
 from tritonbisect.build.toolchain import COMPILERS, compiler_id, missing_tools, which
 
 T = TypeVar("T")
@@ -152,7 +153,7 @@ def build_llvm(
     source: Path,
     commit: str,
     *,
-    cache: ArtifactCache,
+    cache: ArtifactStore,
     config: LLVMConfig,
     build_dir: Path,
     log: Path,
@@ -244,14 +245,14 @@ def build_llvm(
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def cached_llvm(cache: ArtifactCache, key: str, commit: str, log: Path) -> LLVMBuild | None:
+def cached_llvm(cache: ArtifactStore, key: str, commit: str, log: Path) -> LLVMBuild | None:
     """The LLVM of `key` from the cache (or its recorded failure); None when it must be
     built. Callers that need a source checkout only to build ask this first."""
     return cached_build(cache, key, commit, log, LLVMBuild, name="LLVM",
                         hit_reason="LLVM taken from the cache")
 
 
-def cached_build(cache: ArtifactCache, key: str, commit: str, log: Path, result: Callable[..., T],
+def cached_build(cache: ArtifactStore, key: str, commit: str, log: Path, result: Callable[..., T],
                  *, name: str, hit_reason: str) -> T | None:
     """The cached artifact of `key` or its recorded failure, as `result(kind, reason, artifact,
     cached, seconds, log)`; None when it has to be built. Shared by the LLVM, Triton and
@@ -266,7 +267,7 @@ def cached_build(cache: ArtifactCache, key: str, commit: str, log: Path, result:
     return None
 
 
-def _failed(cache: ArtifactCache, key: str, commit: str, kind: Kind, reason: str, log: Path,
+def _failed(cache: ArtifactStore, key: str, commit: str, kind: Kind, reason: str, log: Path,
             start: float) -> LLVMBuild:
     if kind is Kind.BUILD_FAILED:
         cache.record_failure(key, kind.value, reason, log, commit=commit, recipe=RECIPE)

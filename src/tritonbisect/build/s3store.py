@@ -58,7 +58,7 @@ class S3Store:
         self.bucket, self.prefix = parse_url(url)
         if client is None:
             try:
-                import boto3  # type: ignore[import-untyped]
+                import boto3
             except ImportError:
                 raise InputError(INSTALL_HINT) from None
             client = boto3.client("s3")
@@ -70,7 +70,7 @@ class S3Store:
     # --- objects ------------------------------------------------------------------------
 
     def _read(self, name: str) -> bytes | None:
-        from botocore.exceptions import ClientError  # type: ignore[import-untyped]
+        from botocore.exceptions import ClientError
 
         try:
             return bytes(self.s3.get_object(Bucket=self.bucket, Key=self.prefix + name)["Body"].read())
@@ -80,7 +80,7 @@ class S3Store:
             raise
 
     def _exists(self, name: str) -> bool:
-        from botocore.exceptions import ClientError  # type: ignore[import-untyped]
+        from botocore.exceptions import ClientError
 
         try:
             self.s3.head_object(Bucket=self.bucket, Key=self.prefix + name)

@@ -52,7 +52,7 @@ def build_requires(project: Path) -> list[str]:
         return default
     text = pyproject.read_text(encoding="utf-8", errors="replace")
     try:
-        import tomllib  # type: ignore[import-not-found]
+        import tomllib
 
         data = tomllib.loads(text)
         reqs = data.get("build-system", {}).get("requires")

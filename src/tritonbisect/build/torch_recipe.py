@@ -38,6 +38,7 @@ from tritonbisect.build.cache import ArtifactCache
 from tritonbisect.build.env import EnvError
 from tritonbisect.build.llvm_recipe import cached_build
 from tritonbisect.build.recipes import PrepareResult, StepContext, register_recipe
+from tritonbisect.build.store import ArtifactStore
 from tritonbisect.build.submodules import MIRRORS, SubmoduleError, update_submodules
 from tritonbisect.build.toolchain import compiler_id, which
 from tritonbisect.build.triton_recipe import (
@@ -86,7 +87,7 @@ def build_torch_wheel(
     source: Path,
     commit: str,
     *,
-    cache: ArtifactCache,
+    cache: ArtifactStore,
     log: Path,
     repo_id: str,
     use: Mapping[str, str],

@@ -166,7 +166,7 @@ def build_triton_wheel(
     source: Path,
     commit: str,
     *,
-    cache: ArtifactCache,
+    cache: ArtifactStore,
     config: TritonConfig,
     log: Path,
     repo_id: str,
@@ -269,7 +269,7 @@ def _offline_llvm(source: Path, env: dict[str, str], downloads: Path) -> str | N
     return None
 
 
-def pip_wheel_to_cache(proj: Path, commit: str, *, cache: ArtifactCache, key: str,
+def pip_wheel_to_cache(proj: Path, commit: str, *, cache: ArtifactStore, key: str,
                        meta: Mapping[str, Any], log: Path, env: Mapping[str, str],
                        pip: list[str], runner: Callable | None, timeout: float | None,
                        start: float, name: str, stage_prefix: str) -> WheelBuild:

@@ -142,7 +142,8 @@ def ensure_build_requirements(env: TargetEnv, source: Path, log: Path, *,
         if not ok:
             return False, reason
         st = env.installed_versions(["setuptools", "wheel"])
-        if st.get("setuptools") and st.get("wheel") is None and _older(st["setuptools"], (70, 1)):
+        setuptools = st.get("setuptools")
+        if setuptools and st.get("wheel") is None and _older(setuptools, (70, 1)):
             return env.ensure_packages(["wheel"], log=log, binary_only=binary_only)
     except EnvError as exc:
         return False, str(exc)

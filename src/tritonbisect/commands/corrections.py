@@ -8,6 +8,7 @@ running session), and `replay` those of `run`.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +124,7 @@ def render_session_log(session: Any, phase_name: str | None = None) -> str:
         parts.append(render(
             session_id=session.id, phase=phase.spec.name, repo=str(phase.spec.repo),
             good=phase.spec.good, bad=phase.spec.bad, records=recs,
-            subject=lambda c, s=subjects: s.get(c, ""), first_parent=phase.spec.first_parent,
+            subject=_lookup(subjects), first_parent=phase.spec.first_parent,
             p_bad=p_bad, status=phase.status, culprit=phase.culprit,
             candidates=phase.candidates,
         ))
@@ -217,3 +218,8 @@ def git_rev_list(root: Path, left: str, right: str) -> list[str]:
 
 
 COMMANDS: list[click.Command] = [mark_cmd, undo_cmd, log_cmd, replay_cmd]
+
+
+def _lookup(subjects: Mapping[str, str]) -> Callable[[str], str]:
+    """A commit's subject, "" when unknown."""
+    return lambda commit: subjects.get(commit, "")

@@ -18,7 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_random_exponential,
+)
 
 from tritonbisect.compat_builder.prompts import FixPrompt
 from tritonbisect.compat_builder.tools import EDIT_TOOLS, READ_ONLY_TOOLS, Workspace, schemas
@@ -122,15 +128,21 @@ class AnthropicAgent:
         import anthropic
 
         s = self.settings
+
+        def before_sleep(rs: RetryCallState) -> None:
+            # tenacity calls it after a failed attempt, with the next wait decided
+            assert rs.outcome is not None and rs.next_action is not None
+            error = rs.outcome.exception()
+            assert error is not None
+            self._log(f"Anthropic API: {describe_api_error(error)}; "
+                      f"retry {rs.attempt_number}/{s.retry_attempts - 1} in {rs.next_action.sleep:.1f}s")
+
         retrying = Retrying(
             retry=retry_if_exception(_retryable),
             wait=wait_random_exponential(multiplier=s.backoff_base, max=s.backoff_max),
             stop=stop_after_attempt(max(1, s.retry_attempts)),
             reraise=True,
-            before_sleep=lambda rs: self._log(
-                f"Anthropic API: {describe_api_error(rs.outcome.exception())}; "
-                f"retry {rs.attempt_number}/{s.retry_attempts - 1} in {rs.next_action.sleep:.1f}s"
-            ),
+            before_sleep=before_sleep,
         )
         try:
             return retrying(self._client.messages.create, **request)

@@ -384,7 +384,7 @@ def status_command(session, as_json, workdir) -> None:
         f"llvm      {state.llvm_repo}",
     ]
     if state.kind == "map":
-        lines.append(f"range     {state.old_llvm[:12]}..{state.new_llvm[:12]} (bump {state.bump[:12]})")
+        lines.append(f"range     {(state.old_llvm or '')[:12]}..{(state.new_llvm or '')[:12]} (bump {(state.bump or '')[:12]})")
     lines += [
         f"current   Triton {state.current_triton[:12]}, compatible up to LLVM {state.current_good[:12] or '-'}",
         f"pairs     {len(state.pairs)}    fixes {len(state.fixes)}    probes {len(state.probes)} "
@@ -436,7 +436,11 @@ def verify_command(csv_path, llvm_dir, triton_dir, build, smoke, build_timeout, 
     order: list[str] = []
     llvm_repo = None
     if llvm_dir is not None or build:
-        llvm_repo = History(llvm_dir).root if llvm_dir is not None else _llvm_repo(triton_repo, None)
+        if llvm_dir is not None:
+            llvm_repo = History(llvm_dir).root
+        else:
+            assert triton_repo is not None  # --build runs in (or is given) a Triton repository
+            llvm_repo = _llvm_repo(triton_repo, None)
         meta = cmap.metadata
         if not gitops.ok(llvm_repo, "cat-file", "-e", f"{meta['new_llvm']}^{{commit}}"):
             problems.append(f"{csv_path}: new_llvm {meta['new_llvm'][:12]} is not in {llvm_repo}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tritonbisect.bisect.history import History
 from tritonbisect.compat_builder import gitops, prompts, provenance
@@ -104,11 +105,12 @@ class Fixer:
 
     def _attempt(self, base: str, n: int) -> str | None:
         st = self.state
+        assert st.incompatible is not None  # an attempt fixes the LLVM found incompatible
         session = st.dir
         previous = st.current_attempt()
         start_head = previous["commit"] if previous and previous.get("commit") else base
         gitops.reset_hard(self.worktree, start_head)
-        record = {"n": n, "status": "started", "started": now_iso(), "start_head": start_head,
+        record: dict[str, Any] = {"n": n, "status": "started", "started": now_iso(), "start_head": start_head,
                   "ai": st.ai, "usage": {}}
         st.attempts.append(record)
         st.save("attempt-started", attempt=n)
@@ -170,6 +172,7 @@ class Fixer:
 
     def _context(self, base: str, n: int, previous: dict | None) -> prompts.FixContext:
         st = self.state
+        assert st.incompatible is not None  # set before any attempt
         llvm_repo = Path(st.llvm_repo)
         triton_repo = Path(st.triton_repo)
         failed_log = previous.get("log") if previous and previous.get("status") == "failed" else None

@@ -115,6 +115,7 @@ class Mapper:
         """The good end of the search range."""
         st = self.state
         if self._whole_range():
+            assert st.old_llvm is not None  # a map session's range
             return st.old_llvm  # the benchmark baseline: the whole range after every fix
         return st.current_good
 
@@ -123,6 +124,7 @@ class Mapper:
         one the map so far assigns to it."""
         st = self.state
         if self._whole_range():
+            assert st.old_llvm is not None and st.new_llvm is not None  # a map session's range
             order = self._order(st.old_llvm, st.new_llvm)
             pos = order.index(llvm) if llvm in order else -1
             for triton, last in st.pairs:
@@ -133,6 +135,7 @@ class Mapper:
     def search_step(self) -> None:
         st = self.state
         start = self._search_start()
+        assert st.new_llvm is not None  # every session has its target LLVM
         order = self._order(start, st.new_llvm)
         if not order:  # current_good == new_llvm
             self.finish()
@@ -221,6 +224,7 @@ class Mapper:
         """A `fix` session's first step: is there anything to fix at all?"""
         st = self.state
         llvm = st.new_llvm
+        assert llvm is not None  # a fix session's target LLVM
         verdict = self.probe(llvm, role="initial", clean=True)
         if verdict == COMPATIBLE:
             st.phase = DONE
@@ -235,6 +239,7 @@ class Mapper:
 
     def finish(self) -> None:
         st = self.state
+        assert st.new_llvm is not None and st.old_llvm is not None and st.bump is not None  # a map session
         st.pairs.append([st.current_triton, st.new_llvm])
         st.save("pair-recorded", triton=st.current_triton, llvm=st.new_llvm)
         cmap = CompatMap(

@@ -177,7 +177,7 @@ def extract_errors(log_text: str, strip_prefixes=(), *, max_chars: int = MAX_ERR
         line = lines[i]
         match = _COMPILER_LINE.match(line.strip())
         if compiler:
-            is_error = bool(match) and "error" in match.group("kind")
+            is_error = match is not None and "error" in match.group("kind")
         else:
             is_error = bool(_ERROR_START.search(line)) and "warning:" not in line
         if not is_error:
@@ -200,17 +200,17 @@ def extract_errors(log_text: str, strip_prefixes=(), *, max_chars: int = MAX_ERR
     if not blocks:  # no error line: the end of the log is the best evidence
         return "\n".join(lines[-40:])
     out = ""
-    for n, block in enumerate(blocks):
-        if len(out) + len(block) > max_chars:
+    for n, text in enumerate(blocks):
+        if len(out) + len(text) > max_chars:
             out += f"\n... ({len(blocks) - n} more error(s) in the full log)\n"
             break
-        out += block + "\n"
+        out += text + "\n"
     return out
 
 
 def _is_error_line(line: str) -> bool:
     match = _COMPILER_LINE.match(line.strip())
-    return bool(match) and "error" in match.group("kind")
+    return match is not None and "error" in match.group("kind")
 
 
 def failing_files(errors: str, worktree: Path | None = None) -> list[str]:

@@ -136,8 +136,8 @@ def summary_markdown(result: NightResult, state: HuntState, subject: Callable[[s
     out = [f"## tritonbisect hunt: {result.status}", "", _md(result.message), ""]
     if result.head:
         out.append(f"- **Head:** {_commit(result.head, subject(result.head))}")
-    moved = result.previous_good and result.previous_good != result.last_good
-    was = f" (was `{result.previous_good[:12]}`)" if moved else ""
+    previous = result.previous_good
+    was = f" (was `{previous[:12]}`)" if previous and previous != result.last_good else ""
     out.append(f"- **Last good:** {_commit(result.last_good, subject(result.last_good) if result.last_good else '')}{was}")
     extra = f"; bisect session `{result.session.id}`" if result.session else ""
     if result.resumed:

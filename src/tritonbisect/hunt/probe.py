@@ -44,7 +44,7 @@ class Prober:
         from tritonbisect.bisect.history import History
 
         s = self.settings
-        one = dataclasses.replace(s, jobs=1) if dataclasses.is_dataclass(s) else s
+        one: Any = dataclasses.replace(s, jobs=1) if dataclasses.is_dataclass(s) and not isinstance(s, type) else s
         return make_pool(one, self.spec, History(self.spec.repo).repo_id(), self.recipe, s.policy(),
                          note=getattr(self.ui, "note", lambda _text: None))
 

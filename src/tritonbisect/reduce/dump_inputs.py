@@ -12,6 +12,7 @@ import torch
 
 def main():
     spec = importlib.util.spec_from_file_location("reduced_oracle", sys.argv[1])
+    assert spec is not None and spec.loader is not None  # a .py file always has both
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     with open(mod.os.path.join(mod.HERE, "context.json"), encoding="utf-8") as fh:

@@ -43,8 +43,8 @@ def serve():
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # no CUDA initialised before a fork
     try:  # the expensive imports, once
         import torch  # noqa: F401
-        import triton  # type: ignore[import-untyped]  # noqa: F401
-        import triton.language  # type: ignore[import-untyped]  # noqa: F401
+        import triton  # noqa: F401
+        import triton.language  # noqa: F401
     except Exception:
         pass  # the child meets the same error and reports it in its own words
     reply = sys.stdout
@@ -58,7 +58,7 @@ def serve():
         if pid == 0:
             child(req)
         deadline = t0 + float(req.get("timeout") or 600)
-        status = None
+        status: int | str | None = None  # a wait status, or "timeout"
         while status is None:
             done, st = os.waitpid(pid, os.WNOHANG)
             if done:
@@ -69,7 +69,8 @@ def serve():
                 status = "timeout"
             else:
                 time.sleep(0.005)
-        if status == "timeout":
+        answer: dict
+        if isinstance(status, str):  # "timeout"
             answer = {"rc": 124, "signal": None}
         elif os.WIFSIGNALED(status):
             answer = {"rc": -os.WTERMSIG(status), "signal": os.WTERMSIG(status)}

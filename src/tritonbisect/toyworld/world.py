@@ -448,6 +448,7 @@ def make_world(
         torch_specs, torch_kinds, torch_pins = _torch_history(
             torch_commits, pins, t0 + triton_commits * 2 * HOUR, kernels, kernels_url
         )
+        assert torch_dir is not None  # with_torch
         torch = write_history(torch_dir, torch_specs)
         truth.update(
             {

@@ -41,7 +41,9 @@ def resets_before(launch: object, launches: list) -> bool:
     if getattr(launch, "autotune_benchmark", False):
         return True
     index = next((i for i, other in enumerate(launches) if other is launch), None)
-    return bool(index) and bool(getattr(launches[index - 1], "autotune_benchmark", False))
+    if not index:  # not found, or the first launch
+        return False
+    return bool(getattr(launches[index - 1], "autotune_benchmark", False))
 
 
 def decorator_name(dec: ast.expr) -> str:

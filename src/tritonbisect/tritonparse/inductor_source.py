@@ -140,7 +140,7 @@ class _TbInterpretedLibdevice(object):
 
 def is_inductor_import(stmt: ast.stmt) -> bool:
     if isinstance(stmt, ast.ImportFrom):
-        return bool(stmt.module) and not stmt.level and (
+        return stmt.module is not None and not stmt.level and (
             stmt.module == INDUCTOR_PACKAGE or stmt.module.startswith(INDUCTOR_PACKAGE + "."))
     if isinstance(stmt, ast.Import):
         return any(a.name.startswith(INDUCTOR_PACKAGE + ".") for a in stmt.names)

@@ -41,7 +41,8 @@ class _Text:
         text = self.lines[line - 1].encode("utf-8")[:col].decode("utf-8", errors="ignore")
         return self.starts[line - 1] + len(text)
 
-    def span(self, node: ast.AST) -> tuple[int, int]:
+    def span(self, node: ast.expr) -> tuple[int, int]:
+        assert node.end_lineno is not None and node.end_col_offset is not None  # set by ast.parse
         return (self.offset(node.lineno, node.col_offset), self.offset(node.end_lineno, node.end_col_offset))
 
     def replace(self, start: int, end: int, new: str) -> str:

@@ -29,6 +29,7 @@ import threading
 import time
 import traceback
 import types
+from typing import Any
 
 KERNEL_NAME = "kernel"  # <<KERNEL_NAME>>
 KERNEL_SOURCE = ""  # <<KERNEL_SOURCE>>
@@ -102,7 +103,7 @@ class Outcome(Exception):
 class Result:
     def __init__(self, paths):
         self.paths = [p for p in paths if p]
-        self.data = {
+        self.data: dict = {
             "status": "running",
             "kernel": KERNEL_NAME,
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -267,7 +268,7 @@ def synthesize(torch, spec, seed, fresh):
     for s in spec["shape"]:
         numel *= s
     gen = torch.Generator().manual_seed(seed)
-    stats = spec.get("stats") or {}
+    stats: Any = spec.get("stats") or {}  # JSON from the trace
     lo, hi, mean, std = (stats.get(k) for k in ("min", "max", "mean", "std"))
     finite = all(isinstance(v, (int, float)) and v == v and abs(v) != float("inf") for v in (lo, hi, mean, std))
     if dtype == torch.bool:
@@ -736,8 +737,8 @@ def run(args, result):
         use_recorded_ir(triton, kernel, ctx["ir"])
 
     runs = 1 if record else max(1, args.repeat)
-    blob_cache = {}
-    records = []
+    blob_cache: dict = {}
+    records: list = []
     for attempt in range(runs):
         outputs = {}
         records = []

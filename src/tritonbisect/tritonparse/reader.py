@@ -343,6 +343,7 @@ class _Framed:
     def new(self):
         if self.kind == "gzip":
             return zlib.decompressobj(wbits=31)
+        assert self._zstd is not None  # made in __init__ for kind "zstd"
         return self._zstd.decompressobj()
 
     @staticmethod

@@ -302,6 +302,7 @@ class ForkIsolation:
     def request(self, req, timeout):
         if self.sock is None:
             self._spawn()
+        assert self.sock is not None and self.pid is not None  # _spawn sets both
         self.sock.settimeout(timeout)
         try:
             send_msg(self.sock, req)
@@ -317,6 +318,7 @@ class ForkIsolation:
         return reply
 
     def _lost(self):
+        assert self.sock is not None  # called on a worker that was spawned
         self.sock.close()
         self.sock = None
         msg = recv_msg(self.ctl)
@@ -448,7 +450,7 @@ def expected_of_trace(torch, ctx):
 def replay(args, result, ctx, torch, triton, device, interpret, isolation, expected, tolerance):
     buffers = [torch.full((lib.PAD + b["nbytes"] + lib.PAD,), lib.GUARD_BYTE, dtype=torch.uint8, device=device)
                for b in ctx["buffers"]]
-    blob_cache = {}
+    blob_cache: dict = {}
     outputs = {}
     per_launch = []
     kernels = None if interpret else Kernels(ctx)
@@ -590,6 +592,7 @@ def run(args, result):
             result.data["reference"] = "outputs recorded in the trace after each launch"
         else:
             raise lib.Outcome("usage_error", "no golden at %s: record one first with --record-golden %s" % (golden, golden))
+    isolation: ForkIsolation | SpawnIsolation | NoIsolation
     if args.isolation == "fork":
         isolation = ForkIsolation(ctx, device, interpret)
     elif args.isolation == "spawn":

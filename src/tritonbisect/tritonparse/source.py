@@ -179,7 +179,8 @@ class _Module:
         return names - _bound_names(stmt)
 
 
-def _find_kernel(module: _Module, kernel: str, start_line: int | None) -> ast.FunctionDef:
+def _find_kernel(module: _Module, kernel: str, start_line: int | None
+                 ) -> ast.FunctionDef | ast.AsyncFunctionDef:
     candidates = [
         node
         for node in ast.walk(module.tree)
@@ -194,7 +195,7 @@ def _find_kernel(module: _Module, kernel: str, start_line: int | None) -> ast.Fu
     return candidates[-1]
 
 
-def _rewrite_decorators(node: ast.FunctionDef) -> tuple[list[str], list[str], bool]:
+def _rewrite_decorators(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[list[str], list[str], bool]:
     """(decorator source lines to keep, dropped decorator names, autotuned?)"""
     kept: list[str] = []
     dropped: list[str] = []

@@ -238,5 +238,5 @@ def _run_to_the_end(command: list[str], env: dict[str, str], cwd: Path | None) -
             except KeyboardInterrupt:  # only if a handler could not be installed
                 continue
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        for signum, old in previous.items():
+            signal.signal(signum, old)

@@ -286,7 +286,8 @@ def _constexpr_value(value: Any, name: str, kernel: str) -> Any:
         if kind in ("int", "bool", "str"):
             return value.get("value")
         if kind == "float":
-            return _constexpr_value(float(value.get("value")), name, kernel)
+            raw: Any = value.get("value")
+            return _constexpr_value(float(raw), name, kernel)
         if kind == "NoneType":
             return None
         if kind == "dtype":
@@ -308,7 +309,9 @@ def derive_params(
     constants = recorded_constants(meta, params)
     attrs = recorded_attrs(meta, params)
     recorded = constants is not None and attrs is not None and (bool(constants) or bool(attrs) or bool(ttir))
-    skipped = {n for i, n in enumerate(params) if n in constexpr_params or (recorded and (i,) in (constants or {}))}
+    consts = constants or {}  # read only when recorded, that is when both were recorded
+    attr_map = attrs or {}
+    skipped = {n for i, n in enumerate(params) if n in constexpr_params or (recorded and (i,) in consts)}
     ttir_sig, by_name = ttir_leaves(ttir, kernel, params, skipped)
     launch_args = launch.args if launch is not None and launch.args else {}
     sources = []
@@ -323,17 +326,17 @@ def derive_params(
     for i, name in enumerate(params):
         path = (i,)
         info = launch_args.get(name)
-        if name in constexpr_params or (recorded and path in constants and constants[path] not in (1, None)):
-            if recorded and path in constants:
-                value = constants[path]
+        if name in constexpr_params or (recorded and path in consts and consts[path] not in (1, None)):
+            if recorded and path in consts:
+                value = consts[path]
             elif isinstance(info, dict):
                 value = info
             else:
                 raise InputError(f"the value of constexpr '{name}' of {kernel} is not in the trace")
             out.append({"name": name, "kind": "constexpr", "value": _constexpr_value(value, name, kernel)})
             continue
-        if recorded and path in constants:  # specialized away: an int equal to 1, or None
-            if constants[path] is None:
+        if recorded and path in consts:  # specialized away: an int equal to 1, or None
+            if consts[path] is None:
                 out.append({"name": name, "kind": "none"})
             else:
                 typ = _int_type(1)
@@ -345,7 +348,7 @@ def derive_params(
             param is None and len(leaves) > 1 and not leaves[0].type.startswith("!tt.tensordesc")
         )
         if is_tuple:
-            out.append(_tuple_param(name, i, leaves, constants or {}, attrs or {}, kernel))
+            out.append(_tuple_param(name, i, leaves, consts, attr_map, kernel))
             continue
         if param is None and leaves:
             sig = mlir_to_signature(leaves[0].type)
@@ -369,7 +372,7 @@ def derive_params(
             if sig in ("i32", "i64", "i1") and param["type"] != "u64":
                 param["type"] = sig
         if recorded and param["kind"] in ("pointer", "int", "tensordesc"):
-            recorded_attr = attrs.get(path, [])
+            recorded_attr = attr_map.get(path, [])
             param["divisible_16"] = any(a[0] == "tt.divisibility" for a in recorded_attr)
             param["equal_to_1"] = False if param["kind"] == "int" else param.get("equal_to_1", False)
             extra = [a for a in recorded_attr if a[0] not in ("tt.divisibility", "tt.equal_to")]
@@ -420,6 +423,7 @@ def select(trace: Trace, kernel: str, launch_id: int | None, line: int | None) -
         raise InputError(f"kernel '{kernel}' is not in trace {trace.root}; available kernels: {available}")
     launches = trace.launches_of(kernel)
     comps = [c for c in trace.compilations.values() if c.name == kernel]
+    launch: Launch | None
     if launches and (launch_id is not None or line is not None):
         launch = trace.select_launch(kernel, launch_id, line)
     elif line is not None:  # compiled, never launched: --line picks one of its compilations
@@ -435,7 +439,8 @@ def select(trace: Trace, kernel: str, launch_id: int | None, line: int | None) -
     else:
         with_comp = [la for la in launches if trace.compilation_of(la) is not None]
         real = [la for la in with_comp if not la.autotune_benchmark]
-        launch = (real or with_comp or [None])[0]
+        picked = real or with_comp
+        launch = picked[0] if picked else None
     if launch is not None:
         comp = trace.compilation_of(launch)
         if comp is None:

@@ -29,6 +29,8 @@ import os
 import sys
 import threading
 import traceback
+import types
+from typing import Any
 
 from . import config, notes, records, sink
 
@@ -77,7 +79,7 @@ def _benchmark_frame(filename, name):
 def in_benchmark():
     """Called from an autotuner's benchmark (Triton's autotuner, triton.testing.do_bench,
     Inductor's benchmarker and autotune subprocess)."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
         if _benchmark_frame(code.co_filename, code.co_name):
@@ -344,7 +346,7 @@ def _find_hook_owner():
 
 
 def _add_hook(owner, attr, hook):
-    current = getattr(owner, attr, None)
+    current: Any = getattr(owner, attr, None)
     if hasattr(current, "add") and hasattr(current, "calls"):  # knobs.HookChain
         for call in [c for c in current.calls if _ours(c, hook._tritonbisect)]:
             current.calls.remove(call)  # an older copy of ours (module reloaded)
@@ -361,7 +363,7 @@ def _add_hook(owner, attr, hook):
 
 
 def enter_hook_installed():
-    current = getattr(_hook_owner(), "launch_enter_hook", None)
+    current: Any = getattr(_hook_owner(), "launch_enter_hook", None)
     if hasattr(current, "calls"):
         return launch_enter in current.calls
     if isinstance(current, functools.partial):

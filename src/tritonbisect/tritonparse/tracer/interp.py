@@ -32,7 +32,7 @@ def _interp_meta(fn, name, args, kwargs, constexprs):
     import triton
 
     options = {k: kwargs[k] for k in ("num_warps", "num_stages", "num_ctas") if k in kwargs}
-    signature = []
+    signature: list = []
     for k, v in args.items():
         if hasattr(v, "dtype") and hasattr(v, "data_ptr"):
             signature.append((k, str(v.dtype), v.data_ptr() % 16 == 0))

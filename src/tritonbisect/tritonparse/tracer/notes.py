@@ -36,7 +36,7 @@ def after_fork_in_child():
 
 def inductor_facts():
     """What Inductor's modules say, read without importing anything new."""
-    facts = {}
+    facts: dict = {}
     cfg = sys.modules.get("torch._inductor.config")
     if cfg is not None:
         for name in ("use_static_cuda_launcher", "use_static_triton_launcher"):

@@ -167,7 +167,7 @@ def arg_record(value, blobs, stats=True, kernel=None, depth=0):
 
 
 def descriptor_record(value, blobs, stats, kernel=None):
-    info = {"type": "TensorDescriptor"}
+    info: dict = {"type": "TensorDescriptor"}
     base = getattr(value, "base", None)
     if is_tensor(base):
         info["base"] = tensor_record(base, blobs, stats, kernel)

@@ -230,7 +230,7 @@ def main(argv=None):
     args = parse_args(argv)
     paths = [args.result, os.environ.get("TRITONBISECT_RESULT")]
     t0 = time.time()
-    data = {"status": "running", "mode": "record" if args.record_golden else ("check" if args.check else "compile"),
+    data: dict = {"status": "running", "mode": "record" if args.record_golden else ("check" if args.check else "compile"),
             "oracle": "compile", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     write_result(paths, data)
     try:

@@ -106,6 +106,7 @@ def load_kernel(path, name):
     """The JITFunction `name` of the kernel source file `path` (autotune wrappers unwrapped)."""
     module_name = "tb_compile_kernel_%s" % abs(hash(os.path.abspath(path)))
     spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None  # a .py file always has both
     module = importlib.util.module_from_spec(spec)
     module.__dict__["_tritonbisect_import"] = tritonbisect_import
     sys.modules[module_name] = module

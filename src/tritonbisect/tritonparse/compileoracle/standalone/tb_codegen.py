@@ -97,7 +97,7 @@ _AMD_OPCODE = re.compile(r"^\s+([sv]_[a-z0-9_]+|global_[a-z0-9_]+|buffer_[a-z0-9
 
 def ptx_counts(ptx):
     """Instruction counts by op (`ld.global`, `wgmma`, `mma`, `cp.async`, `bar`, …)."""
-    counts = {}
+    counts: dict = {}
     total = 0
     for raw in ptx.splitlines():
         line = raw.split("//", 1)[0].strip()
@@ -120,7 +120,7 @@ def ptx_counts(ptx):
 
 
 def sass_counts(sass):
-    counts = {}
+    counts: dict = {}
     total = 0
     for m in _SASS_LINE.finditer(sass):
         op = m.group(1)
@@ -143,7 +143,7 @@ def amdgcn_counts(text):
             out[key] = int(m.group(1))
     if "local_bytes" in out:
         out["spills"] = out["local_bytes"] // 4
-    counts = {}
+    counts: dict = {}
     total = 0
     for line in text.splitlines():
         m = _AMD_OPCODE.match(line)
@@ -186,7 +186,7 @@ def _run(cmd, timeout=120):
 def cubin_stats(cubin, triton_dir=None, notes=None):
     """regs/spills/local/stack (cuobjdump -res-usage) and SASS counts (cuobjdump -sass, else nvdisasm)."""
     notes = notes if notes is not None else []
-    out = {}
+    out: dict = {}
     cuobjdump = find_tool("cuobjdump", triton_dir)
     nvdisasm = find_tool("nvdisasm", triton_dir)
     if cuobjdump:
@@ -221,7 +221,7 @@ def cubin_stats(cubin, triton_dir=None, notes=None):
 
 def collect(artifacts, metadata, triton_dir=None):
     """(stats, notes) of one compiled kernel: artifacts maps an extension to its file."""
-    notes = []
+    notes: list = []
     stats = {}
     for key in METADATA_KEYS:
         value = (metadata or {}).get(key)
