@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
@@ -165,6 +166,23 @@ def test_folders_under_home_are_bound_back(box, tmp_path, home):
     assert "hello-from-home-tool" in out and "ok" in out and "tool-ro" in out and "netrc-hidden" in out
     assert (tree / "built").exists() and (cache / "hit").exists() and not (tool / "x").exists()
 
+
+
+def test_a_venv_whose_python_links_into_a_hidden_folder(box, tmp_path, home):
+    """A target venv under the private /tmp whose python links to an installation under the
+    hidden $HOME (a venv made by uv, or from another venv), with neither on PATH: its python
+    still runs inside (a dangling link would make `python` some other interpreter, or none)."""
+    base = home / "pythons" / "3.x"
+    (base / "bin").mkdir(parents=True)
+    (base / "lib").mkdir()
+    (base / "bin" / "python3").symlink_to(Path(sys.executable).resolve())
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\ninclude-system-site-packages = false\n")
+    (venv / "bin" / "python").symlink_to(base / "bin" / "python3")
+    env = {**os.environ, "PATH": f"{venv / 'bin'}:/usr/bin:/bin", "VIRTUAL_ENV": str(venv)}
+    res, out = run(box, "python -c 'print(6 * 7)'", tmp_path, env=env)
+    assert res.returncode == 0 and "42" in out, out
 
 def test_timeout_kills_everything_it_started(box, tmp_path):
     marker = tmp_path / "work" / "still-alive"

@@ -293,6 +293,36 @@ def _paths_in(argv: Sequence[str], env: Mapping[str, str]) -> list[Path]:
                 found.append(prefix if installed else exe.parent)
         else:
             found.append(path if path.is_dir() else path.parent)
+            if path.is_dir():
+                found.extend(_venv_sources(path))
+    return found
+
+
+def _venv_sources(folder: Path) -> list[Path]:
+    """What a venv (or its bin/) named on PATH or in VIRTUAL_ENV needs beside itself: the
+    installation its pyvenv.cfg names as `home`, and every folder its links pass through (a
+    venv made from another venv links to that one's python, which may be hidden too)."""
+    root = folder.parent if folder.name == "bin" else folder
+    cfg = root / "pyvenv.cfg"
+    if not cfg.is_file():
+        return []
+    found: list[Path] = []
+    try:
+        lines = cfg.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and value.strip().startswith("/"):
+            home_bin = Path(value.strip())
+            found.append(home_bin.parent if home_bin.name == "bin" else home_bin)
+    for entry in sorted((root / "bin").glob("python*")):
+        hop = entry
+        for _ in range(8):  # a chain of links, each hop's folder readable
+            if not hop.is_symlink():
+                break
+            hop = hop.parent / os.readlink(hop)
+            found.append(hop.parent.parent if hop.parent.name == "bin" else hop.parent)
     return found
 
 
