@@ -239,6 +239,17 @@ def test_verify_build_passes(world, workdir, venv, reference_map, capsys):
     assert "OK (3 rows, every row builds at both ends)" in captured.out
 
 
+
+def test_a_smoke_command_that_cannot_start_is_no_incompatibility(world, workdir, venv, reference_map, capsys):
+    """Exit 127 (command not found) says nothing of Triton and LLVM: the run stops in one
+    line instead of calling the pair incompatible."""
+    _, out, _, _ = reference_map
+    rc = cli("verify", "--csv", out, "--triton-dir", world.triton, "--llvm-dir", world.llvm,
+             "--build", "--workdir", workdir, "--venv", venv, "--smoke", "no-such-smoke-command-xyz")
+    err = capsys.readouterr().err
+    assert rc == 4, err
+    assert "could not be started" in err and "exit 127" in err and "Traceback" not in err
+
 def test_verify_build_probes_on_a_ray_cluster(world, workdir, venv, reference_map, capsys):
     pytest.importorskip("ray")
     _, out, _, _ = reference_map

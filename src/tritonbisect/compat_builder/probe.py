@@ -161,6 +161,12 @@ class Prober:
         run = self.recipe.test(llvm_commit, ctx)
         if run.timed_out:
             raise AbortError(f"smoke test of Triton {triton_commit[:12]} timed out (log: {run.log})")
+        if run.returncode == 127:
+            # bash could not find or start the command: a fact about the machine (or what
+            # the sandbox lets it see), never about this Triton and this LLVM
+            where = " in the sandbox" if self.sandbox else ""
+            raise AbortError(f"the smoke command could not be started{where} (exit 127: command not found): "
+                             f"check --smoke and the target environment (log: {run.log})")
         if run.returncode != 0:
             return result(INCOMPATIBLE, f"smoke test failed (exit {run.returncode})", "smoke", run.log, triton_built)
         return result(COMPATIBLE, prepared.reason, "done", None, triton_built)
