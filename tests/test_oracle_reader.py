@@ -278,7 +278,7 @@ def test_oracle_folder_is_self_contained(tmp_path: Path) -> None:
     script = (tmp_path / "o" / "repro.py").read_text()
     imports = {line.split()[1].split(".")[0] for line in script.splitlines() if line.startswith(("import ", "from "))}
     assert imports <= {"argparse", "faulthandler", "gzip", "io", "json", "linecache", "os", "sys", "threading",
-                       "time", "traceback", "types", "torch", "triton"}
+                       "time", "traceback", "types", "typing", "torch", "triton"}
     assert "tritonparse" not in script and "tritonbisect." not in script
     source, _ = kernel_source_of_script(script)
     assert "def add_kernel" in source
