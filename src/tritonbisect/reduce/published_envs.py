@@ -54,7 +54,11 @@ def install_endpoints(good: str, bad: str, *, package: str, python: str, workdir
         site_dirs = TargetEnv.from_python(python).site_packages()
     except Exception:
         raise InputError(f"--python {python}: cannot run it; give the python whose torch the Tritons should use") from None
-    files = list_or_abort(list_wheels, package, index_urls=index_urls)
+    # the indexes as pip reads them for this python (an --index-url replaces them), as `wheels` does
+    from tritonbisect.build.index_config import activate, read_config
+
+    config = activate(read_config(python, index_urls=index_urls))
+    files = list_or_abort(list_wheels, package, index_urls=config.index_urls, find_links=config.find_links)
     rungs = choose_rungs(files, plat, good, bad, package=package, pre=True)
     root = workdir / "reduce"
     return (_install(rungs[0].wheel, package, python, site_dirs, root),
