@@ -9,14 +9,13 @@ succeed, the map must still be right, and the fix must be flagged for review.
 
 from __future__ import annotations
 
-import socket
 import subprocess
-import threading
 from pathlib import Path
 
 import pytest
 
 from fake_anthropic import FakeAnthropic, offered_tools, text, tool_use
+from port_listener import Listener
 from tritonbisect.compat_builder.cli import main
 from tritonbisect.compat_builder.state import MapState, session_dir
 from tritonbisect.compatmap import read_map
@@ -28,33 +27,6 @@ FAKE_KEY = "sk-ant-api03-FAKE-KEY-compat-sandbox-test-0123456789"
 GITHUB_TOKEN = "ghp_FAKE-injected-build-must-not-see-this-0123"
 NETRC_SECRET = "NETRC-SECRET-compat-sandbox"
 ANCHOR = "from setuptools.command.build_ext import build_ext\n"
-
-
-class Listener:
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.count = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.count += 1
-            conn.close()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.sock.close()
 
 
 def injection(port: int, outside: Path) -> str:

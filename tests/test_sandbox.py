@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 import socket
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from port_listener import Listener
 from tritonbisect.build import sandbox as sb
 from tritonbisect.build.proc import SandboxedRunner, run_logged
 
@@ -28,35 +28,6 @@ def box(request) -> sb.Sandbox:
     if found is None:
         pytest.skip(f"{request.param} does not work on this machine")
     return found
-
-
-class Listener:
-    """A TCP server on 127.0.0.1 that counts the connections it accepts."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.count = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.count += 1
-            conn.close()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.sock.close()
 
 
 @pytest.fixture
