@@ -28,11 +28,13 @@ import time
 from pathlib import Path
 
 from results_md import RESULTS, write_section
-from tritonbisect.bisect.outcome import Kind
-from tritonbisect.build.cache import ArtifactCache
-from tritonbisect.build.llvm_recipe import LLVMConfig, build_llvm, llvm_env
-from tritonbisect.build.triton_recipe import TritonConfig, build_triton_wheel
-from tritonbisect.toyworld import make_world
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/: the toy worlds
+from testing.toyworld import make_world
+from tritonbisect.builds.cache import ArtifactCache
+from tritonbisect.core.outcome import Kind
+from tritonbisect.domains.llvm.recipe import LLVMConfig, build_llvm, llvm_env
+from tritonbisect.domains.triton.recipe import TritonConfig, build_triton_wheel
 
 SECTION = "## Build cache and ccache"
 

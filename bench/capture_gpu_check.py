@@ -147,7 +147,7 @@ def run_program(name: str, way: str, caches: Path, root: Path, timeout: float) -
 
 def recorded_names(trace: Path) -> dict:
     try:
-        from tritonbisect.tritonparse.reader import load_trace
+        from tritonbisect.traces.reader import load_trace
 
         tr = load_trace(trace)
     except Exception as exc:  # noqa: BLE001 - reported, not raised

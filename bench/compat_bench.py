@@ -34,10 +34,12 @@ from datetime import date
 from pathlib import Path
 
 from results_md import write_section
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/: the toy worlds
+from testing.toyworld.world import make_world
 from tritonbisect.compat_builder.cli import main as compat_builder
-from tritonbisect.compat_builder.state import MapState, session_dir
-from tritonbisect.errors import EXIT_MANUAL_FIX_NEEDED
-from tritonbisect.toyworld.world import make_world
+from tritonbisect.compat_builder.session_state import MapState, session_dir
+from tritonbisect.core.errors import EXIT_MANUAL_FIX_NEEDED
 
 SECTION = "## Compatibility map"
 

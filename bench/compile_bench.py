@@ -33,11 +33,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/: the toy worlds
 
 from results_md import write_section  # noqa: E402
-from tritonbisect.errors import InputError  # noqa: E402
-from tritonbisect.tritonparse.compileoracle.generate import generate_compile_oracle  # noqa: E402
-from tritonbisect.tritonparse.reader import iter_records, load_trace  # noqa: E402
+from tritonbisect.core.errors import InputError  # noqa: E402
+from tritonbisect.oracles.compile.folder import generate_compile_oracle  # noqa: E402
+from tritonbisect.traces.reader import iter_records, load_trace  # noqa: E402
 
 TRACED = "3.6.0"
 RELEASES = ("3.0.0", "3.1.0", "3.2.0", "3.3.1", "3.4.0", "3.5.1", "3.6.0", "3.7.0", "3.8.0", "3.9.0")
@@ -77,7 +78,7 @@ def fidelity(folder: Path, kept: Path) -> dict[str, bool]:
     """Whether this compile's TTIR/TTGIR equal the ones recorded on the GPU machine."""
     ctx = json.loads((folder / "compile_context.json").read_text())
     recorded: dict[str, str] = {}
-    from tritonbisect.tritonparse.reader import find_trace_files
+    from tritonbisect.traces.reader import find_trace_files
 
     for tf in find_trace_files(Path(ctx["trace"]["path"])):
         for _line, rec in iter_records(tf):

@@ -31,10 +31,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/: the toy worlds
 
-from tritonbisect.errors import InputError  # noqa: E402
-from tritonbisect.tritonparse.compileoracle.generate import generate_compile_oracle  # noqa: E402
-from tritonbisect.tritonparse.reader import load_trace  # noqa: E402
+from tritonbisect.core.errors import InputError  # noqa: E402
+from tritonbisect.oracles.compile.folder import generate_compile_oracle  # noqa: E402
+from tritonbisect.traces.reader import load_trace  # noqa: E402
 
 STANDALONE = REPO / "src" / "tritonbisect" / "tritonparse" / "compileoracle" / "standalone"
 

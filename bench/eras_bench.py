@@ -9,7 +9,7 @@ Downloads: two workers build Triton at commits on both sides of an LLVM bump, al
 the toy setup.py from a mirror served on 127.0.0.1 (its GETs are counted) with the old rule (a different URL deletes
 TRITON_HOME/.triton/llvm first). Compared:
   one-home      one TRITON_HOME for every worker (what the tool did)
-  shared-store  a TRITON_HOME per worker linked into <workdir>/downloads (build/downloads.py)
+  shared-store  a TRITON_HOME per worker linked into <workdir>/downloads (builds/downloads.py)
 Counted: downloads (the mirror server's GET requests), bytes fetched, builds whose LLVM was
 deleted by another worker's build while it could still be in use.
 
@@ -34,12 +34,13 @@ import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from tritonbisect.bisect.outcome import Kind
-from tritonbisect.build.cache import ArtifactCache
-from tritonbisect.build.downloads import store_dir
-from tritonbisect.build.llvm_recipe import LLVMConfig, build_llvm
-from tritonbisect.build.triton_recipe import TritonConfig, build_triton_wheel, default_max_jobs
-from tritonbisect.toyworld import make_world
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/: the toy worlds
+from testing.toyworld import make_world
+from tritonbisect.builds.cache import ArtifactCache
+from tritonbisect.builds.downloads import store_dir
+from tritonbisect.core.outcome import Kind
+from tritonbisect.domains.llvm.recipe import LLVMConfig, build_llvm
+from tritonbisect.domains.triton.recipe import TritonConfig, build_triton_wheel, default_max_jobs
 
 
 def _worktree(repo: Path, root: Path, sha: str, name: str) -> Path:

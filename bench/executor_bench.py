@@ -32,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/: the toy worlds
 from engine_repo import env_for, linear  # noqa: E402
 from results_md import RESULTS, write_section  # noqa: E402
 

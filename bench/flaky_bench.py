@@ -23,8 +23,8 @@ inconclusive end or a wrong commit are not right). Tests = every test execution 
 search, confirmation, repeats). Calibration: of the answers stated with confidence "high"
 (posterior >= the threshold), the share that is right.
 
-The large seed counts drive the pure search (bisect/search.py, bisect/bayes.py, bayes_step.py) through a
-replica of the session's loop (bisect/phase_run.py, phase_search.py, phase_flaky.py: the
+The large seed counts drive the pure search (search/classic.py, search/bayes.py, bayes_step.py) through a
+replica of the session's loop (session/phase_run.py, phase_search.py, phase_flaky.py: the
 same endpoint checks, conflict handling, confirmation, switch and budget). A smaller set of
 seeds runs the real CLI on real git repositories with a bash test drawing the same
 pseudo-random verdicts (a hash of seed, commit and run number), and the script checks that
@@ -53,9 +53,10 @@ from types import SimpleNamespace
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gitworld import broken_clusters, make_world  # noqa: E402
 from results_md import RESULTS, write_section  # noqa: E402
-from tritonbisect.bisect import bayes, bayes_step, search  # noqa: E402
-from tritonbisect.bisect.evidence import evidence_of  # noqa: E402
-from tritonbisect.bisect.phase_flaky import (  # noqa: E402
+from tritonbisect.search import bayes, bayes_step
+from tritonbisect.search import classic as search
+from tritonbisect.session.evidence import evidence_of  # noqa: E402
+from tritonbisect.session.phase_flaky import (  # noqa: E402
     CLASSIC_TRUST,
     ENDPOINT_RUNS,
     confidence_of,

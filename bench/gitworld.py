@@ -1,7 +1,7 @@
 """Generated git histories for the bisect benchmark (bench/bisect_vs_git.py).
 
 A linear history, made in one `git fast-import` run by the toy world's
-`tritonbisect.toyworld.gitstream.write_history` (a 4096-commit repository takes about a
+`testing.toyworld.gitstream.write_history` (a 4096-commit repository takes about a
 second): commit 0 is the good endpoint, commit N + 1 the bad one, N commits in
 between. Each commit's tree holds
 
@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import random
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tritonbisect.toyworld.gitstream import CommitSpec, git_env, write_history
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/: the toy worlds
+from testing.toyworld.gitstream import CommitSpec, git_env, write_history
 
 
 def git(repo: Path, *args: str, input: bytes | None = None, check: bool = True):

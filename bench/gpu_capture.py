@@ -61,7 +61,7 @@ def run_way(program: Path, way: str, folder: Path, args: list[str], timeout: flo
     elif way == "tritonbisect":
         env["PYTHONPATH"] = str(SRC) + os.pathsep + env["PYTHONPATH"]
         cmd = [sys.executable, "-c",
-               "import sys; from pathlib import Path; from tritonbisect.tritonparse.trace_cmd import run_traced; "
+               "import sys; from pathlib import Path; from tritonbisect.traces.capture import run_traced; "
                "r = run_traced(sys.argv[2:], Path(sys.argv[1])); sys.exit(r.returncode)",
                str(folder / "trace"), sys.executable, *prog_cmd]
     else:

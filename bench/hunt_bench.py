@@ -34,10 +34,12 @@ from datetime import date
 from pathlib import Path
 
 from results_md import RESULTS, write_section
-from tritonbisect.bisect.perf import PerfSettings
-from tritonbisect.bisect.perfstats import judge
-from tritonbisect.toyworld import make_world
-from tritonbisect.toyworld.gitstream import git_env
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/: the toy worlds
+from testing.toyworld import make_world
+from testing.toyworld.gitstream import git_env
+from tritonbisect.search.perfstats import judge
+from tritonbisect.session.perf import PerfSettings
 
 SECTION = "## CI regression hunting (hunt)"
 

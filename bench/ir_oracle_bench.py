@@ -27,9 +27,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/: the toy worlds
 
 from results_md import write_section  # noqa: E402
-from tritonbisect.tritonparse.reader import load_trace  # noqa: E402
+from tritonbisect.traces.reader import load_trace  # noqa: E402
 
 SECTION = "IR oracle and pass-level narrowing (issue 14)"
 # measured once by hand (it downloads ~1 GB of wheels), 2026-11-24, this machine
@@ -89,7 +90,7 @@ def oracle_steps(traces: Path, runs: int, tmp: Path) -> list[str]:
 
 
 def toy_narrowing(tmp: Path) -> dict[str, object]:
-    from tritonbisect.toyworld.pass_triton import make_pass_triton
+    from testing.toyworld.pass_triton import make_pass_triton
 
     truth = make_pass_triton(tmp / "toy" / "repo")
     home = tmp / "home"
@@ -115,7 +116,7 @@ def release_narrowing(traces: Path, tmp: Path) -> list[dict[str, object]]:
     except BaseException as exc:  # noqa: BLE001
         print(f"releases unavailable: {exc}", file=sys.stderr)
         return []
-    from tritonbisect.narrow.run import narrow_compiles
+    from tritonbisect.narrow.narrowing import narrow_compiles
 
     env = {k: v for k, v in os.environ.items() if k != "TRITONBISECT_RESULT"}
     out = []

@@ -51,7 +51,7 @@ def _edit_ir(folder: Path, stage: str, old: str, new: str) -> bool:
 
 
 def _edit_source(folder: Path, kernel: str) -> bool:
-    from tritonbisect.tritonparse.mutations import mutate_script
+    from tritonbisect.oracles.mutations import mutate_script
 
     script = folder / "repro.py"
     for mutation in ("op_swap", "store_dtype", "mask_shrink"):
@@ -75,7 +75,7 @@ def _share_blobs(out: Path) -> None:
 
 
 def prepare(out: Path, traces: Path) -> None:
-    from tritonbisect.tritonparse.reader import load_trace
+    from tritonbisect.traces.reader import load_trace
 
     shutil.rmtree(out, ignore_errors=True)
     plan = []

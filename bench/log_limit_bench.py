@@ -14,8 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tritonbisect.bisect.loglimit import DEFAULT_LOG_LIMIT, LOG_LIMIT_ENV, format_size
-from tritonbisect.bisect.process import run_logged
+from tritonbisect.core.loglimit import DEFAULT_LOG_LIMIT, LOG_LIMIT_ENV, format_size
+from tritonbisect.core.process import run_logged
 
 
 def measure(mb: int, limit: int, repeat: int) -> tuple[float, int]:

@@ -32,10 +32,11 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/: the toy worlds
 
 from nightly_world import build_nightlies  # noqa: E402
 from results_md import write_section  # noqa: E402
-from tritonbisect.toyworld.world import make_world  # noqa: E402
+from testing.toyworld.world import make_world  # noqa: E402
 from wheel_index_world import LocalIndex, write_simple_index  # noqa: E402
 
 TITLE = "triton --wheel-index: nightlies first"
@@ -47,7 +48,7 @@ def world_and_range(root: Path, n: int, every: int):
     triton_commits = math.ceil(n * 1.85) + 10 + 5 * every
     world_dir = root / "world"
     if (world_dir / "truth.json").exists():
-        from tritonbisect.toyworld.world import ToyWorld
+        from testing.toyworld.world import ToyWorld
 
         truth = json.loads((world_dir / "truth.json").read_text())
         world = ToyWorld(root=world_dir, llvm=world_dir / "llvm-project",

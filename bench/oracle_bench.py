@@ -3,7 +3,7 @@
     python bench/oracle_bench.py [--traces DIR] [--device cpu|cuda] [--repeat 20] [--results bench/RESULTS.md]
 
 Per trace:
-  * mutation detection: each planted bug (tritonbisect.tritonparse.mutations) applied to the
+  * mutation detection: each planted bug (tritonbisect.oracles.mutations) applied to the
     embedded kernel must end as mismatch / compile_error / runtime_error;
   * false alarms: the oracle records a golden, then compares `--repeat` times (both input
     vectors) in one process; any failure there is a false alarm;
@@ -30,9 +30,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from results_md import write_section  # noqa: E402
-from tritonbisect.tritonparse.generate import generate_oracle  # noqa: E402
-from tritonbisect.tritonparse.reader import load_trace  # noqa: E402
-from tritonbisect.tritonparse.selfcheck import DETECTED, interpreter_env, self_check  # noqa: E402
+from tritonbisect.oracles.runtime import generate_oracle  # noqa: E402
+from tritonbisect.oracles.selfcheck import DETECTED, interpreter_env, self_check  # noqa: E402
+from tritonbisect.traces.reader import load_trace  # noqa: E402
 
 SELECT = {"vadd_zstd": 1}  # as in the tests: vadd_zstd reproduces its launch on offset views
 EQUIVALENT_REASON = {

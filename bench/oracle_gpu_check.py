@@ -26,10 +26,10 @@ import sys
 import time
 from pathlib import Path
 
-from tritonbisect.tritonparse.generate import generate_oracle
-from tritonbisect.tritonparse.reader import load_trace
-from tritonbisect.tritonparse.selfcheck import Job, run_one, self_check
-from tritonbisect.tritonparse.trace_cmd import run_traced
+from tritonbisect.oracles.runtime import generate_oracle
+from tritonbisect.oracles.selfcheck import Job, run_one, self_check
+from tritonbisect.traces.capture import run_traced
+from tritonbisect.traces.reader import load_trace
 
 # (scenario, launch id, argument of the oracle, key in outputs_after_run.pt)
 GROUND_TRUTH = [
@@ -209,7 +209,7 @@ def main() -> int:
             oracle = generate_oracle(trace, kernel, odir)
             res = run_one(Job(kernel, odir / "repro.py", [], odir / "vs_trace.json"), env=env, timeout=300)
             script = (odir / "repro.py").read_text()
-            from tritonbisect.tritonparse.mutations import MUTATIONS, mutate_script
+            from tritonbisect.oracles.mutations import MUTATIONS, mutate_script
 
             dtypes = {a["name"]: a["dtype"] for a in oracle.context["args"] if a["kind"] == "tensor"}
             mut = {}
@@ -230,7 +230,7 @@ def main() -> int:
             }
         graph = [launch for launch in trace.launches if launch.graph_capture]
         if graph:
-            from tritonbisect.errors import InputError
+            from tritonbisect.core.errors import InputError
 
             try:
                 generate_oracle(trace, graph[0].name, args.out / "graph", launch_id=graph[0].index)

@@ -32,11 +32,11 @@ sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from results_md import write_section  # noqa: E402
-from tritonbisect.errors import InputError  # noqa: E402
-from tritonbisect.tritonparse.compileoracle.generate import generate_compile_oracle  # noqa: E402
-from tritonbisect.tritonparse.generate import generate_oracle  # noqa: E402
-from tritonbisect.tritonparse.reader import load_trace  # noqa: E402
-from tritonbisect.tritonparse.selfcheck import Job, interpreter_env, run_one  # noqa: E402
+from tritonbisect.core.errors import InputError  # noqa: E402
+from tritonbisect.oracles.compile.folder import generate_compile_oracle  # noqa: E402
+from tritonbisect.oracles.runtime import generate_oracle  # noqa: E402
+from tritonbisect.oracles.selfcheck import Job, interpreter_env, run_one  # noqa: E402
+from tritonbisect.traces.reader import load_trace  # noqa: E402
 
 TITLE = "Oracle coverage on real traces"
 TRACERS = ("tritonbisect", "tritonparse")  # the folder names of tests/data/gpu_traces/<program>/<tracer>/

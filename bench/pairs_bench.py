@@ -27,14 +27,15 @@ from datetime import date
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/: the toy worlds
 
 from bisectors_world import write_toy_map  # noqa: E402
 from results_md import RESULTS, write_section  # noqa: E402
-from tritonbisect.bisect.history import History  # noqa: E402
-from tritonbisect.bisect.llvm import llvm_order  # noqa: E402
-from tritonbisect.bisect.pairs import max_pairs_tested  # noqa: E402
-from tritonbisect.bisect.search import Candidates, Found, TestNext, next_step  # noqa: E402
-from tritonbisect.toyworld import make_world  # noqa: E402
+from testing.toyworld import make_world  # noqa: E402
+from tritonbisect.core.history import History  # noqa: E402
+from tritonbisect.domains.llvm.bisector import llvm_order  # noqa: E402
+from tritonbisect.domains.llvm.pairs import max_pairs_tested  # noqa: E402
+from tritonbisect.search.classic import Candidates, Found, TestNext, next_step  # noqa: E402
 
 SECTION = "## Pairs search versus a linear walk"
 

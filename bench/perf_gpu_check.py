@@ -69,9 +69,9 @@ def sample(script: Path, n: int) -> float:
 def decide(reference: list[float], candidate: list[float], threshold: float, rounds: int, seed: int) -> dict:
     """The runner's own rule (bisect.perf.judge_step) on random orderings of the measured
     candidate samples: 5 at a time until decided or 20 taken."""
-    from tritonbisect.bisect.outcome import Kind, Policy
-    from tritonbisect.bisect.perf import PerfSettings, judge_step
-    from tritonbisect.bisect.runner import combine_runs
+    from tritonbisect.core.outcome import Kind, Policy
+    from tritonbisect.executors.runner import combine_runs
+    from tritonbisect.session.perf import PerfSettings, judge_step
 
     perf = PerfSettings(samples=5, max_samples=20, threshold=threshold, significance=0.01)
     policy = Policy(regress="perf", perf=perf)

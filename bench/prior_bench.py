@@ -10,14 +10,14 @@ commits; "wrong": it is one of the others (a misleading hint). Cases: a determin
 the same with an unbuildable cluster (25 commits in a row that do not build, never the
 culprit); a flaky test (p = 0.1 false failures) under `--flaky auto`.
 
-Strategies, all driven through the pure search (bisect/search.py, bayes.py, bayes_step.py)
+Strategies, all driven through the pure search (search/classic.py, bayes.py, bayes_step.py)
 as the session drives them (one worker, the endpoints known; a re-test of a commit already
 built costs no build):
 
     classic      no hint, --flaky detect on a deterministic test: bisection, then the
                  confirmation of the culprit and its parent
     bayes        no hint, the Bayesian search (its deterministic limit, or --flaky auto)
-    hint         --prefer-pass: the Bayesian search from the prior of bisect/prior.py
+    hint         --prefer-pass: the Bayesian search from the prior of search/prior.py
     bayesect10   git_bayesect's file-based prior as its README shows it
                  (`priors_from_filenames`: weight 10 for a commit touching the files, else 1),
                  in the same search
@@ -39,8 +39,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results_md import write_section  # noqa: E402
-from tritonbisect.bisect import bayes, bayes_step, prior, search  # noqa: E402
-from tritonbisect.bisect.phase_flaky import CLASSIC_TRUST, ENDPOINT_RUNS  # noqa: E402
+from tritonbisect.search import bayes, bayes_step, prior
+from tritonbisect.search import classic as search
+from tritonbisect.session.phase_flaky import CLASSIC_TRUST, ENDPOINT_RUNS  # noqa: E402
 
 SECTION = "## Pass hint: --prefer-pass builds, hint right / wrong / none"
 STRATEGIES = ("classic", "bayes", "hint", "bayesect10")

@@ -27,9 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from tritonbisect.bisect.ray_repo import NodeRepo, bundle_for  # noqa: E402
-from tritonbisect.build.cache import ArtifactCache  # noqa: E402
-from tritonbisect.build.cache_transfer import keys_of_commit, pack, unpack  # noqa: E402
+from tritonbisect.builds.cache import ArtifactCache  # noqa: E402
+from tritonbisect.builds.cache_transfer import keys_of_commit, pack, unpack  # noqa: E402
+from tritonbisect.executors.ray_repo import NodeRepo, bundle_for  # noqa: E402
 
 
 class Side:
@@ -152,7 +152,7 @@ def s3_figures(wheel: str, temp: Path) -> None:
         return
     import boto3
 
-    from tritonbisect.build.s3store import S3Store
+    from tritonbisect.builds.s3store import S3Store
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

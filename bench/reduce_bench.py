@@ -20,10 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/: the toy worlds
 from tritonbisect.reduce import oracle_io, source_pass
+from tritonbisect.reduce.candidate_runner import Runner, Settings
 from tritonbisect.reduce.driver import cost
 from tritonbisect.reduce.pool import Pool
-from tritonbisect.reduce.runner import Runner, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "tests" / "reduce_programs" / "several_things.py"

@@ -29,7 +29,9 @@ from datetime import date
 from pathlib import Path
 
 from results_md import RESULTS, write_section
-from tritonbisect.toyworld import make_world
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/: the toy worlds
+from testing.toyworld import make_world
 
 SECTION = "## Second bisect over an overlapping range"
 

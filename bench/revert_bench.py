@@ -23,7 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tritonbisect.toyworld.gitstream import CommitSpec, git_env, write_history
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/: the toy worlds
+from testing.toyworld.gitstream import CommitSpec, git_env, write_history
 
 BUILD = "if [ -e BROKEN ]; then exit 1; fi; mkdir -p out; cp state b out/"
 TEST = "grep -q ok out/state && grep -q ok out/b"

@@ -28,9 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/: the toy worlds
 
-from tritonbisect.build import sandbox as sb  # noqa: E402
-from tritonbisect.build.proc import SandboxedRunner, run_logged  # noqa: E402
+from tritonbisect.builds import sandbox as sb
+from tritonbisect.builds.build_process import SandboxedRunner, run_logged  # noqa: E402
 
 MODES = ("none", sb.BWRAP, sb.UNSHARE)
 
@@ -58,8 +59,8 @@ def wheel_builder(mode: str, tmp: Path, venv):
     """A function that builds the next commit's wheel of a fresh project in `mode` and returns
     the seconds it took (the recipe's own build path)."""
     from test_sandbox_toolchain import EXT_C, LLVM_URL, SETUP_PY
-    from tritonbisect.build.recipes import StepContext
-    from tritonbisect.build.triton_recipe import TritonRecipe
+    from tritonbisect.builds.recipes import StepContext
+    from tritonbisect.domains.triton.recipe import TritonRecipe
 
     repo = tmp / f"proj-{mode}"
     (repo / "src").mkdir(parents=True)
@@ -102,7 +103,7 @@ def main() -> int:
     parser.add_argument("--wheel-reps", type=int, default=5)
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
-    from tritonbisect.build.env import TargetEnv
+    from tritonbisect.builds.env import TargetEnv
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="sandbox-bench-") as d:

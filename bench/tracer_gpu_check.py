@@ -61,7 +61,7 @@ finally:
 TRACED = r'''
 import json, sys
 from pathlib import Path
-from tritonbisect.tritonparse.trace_cmd import run_traced
+from tritonbisect.traces.capture import run_traced
 opts = json.loads(sys.argv[1])
 run = run_traced(sys.argv[3:], Path(sys.argv[2]), max_blob_launches=opts["blobs"], outputs_after=opts["after"])
 sys.exit(run.returncode)
@@ -122,8 +122,8 @@ def _text(data) -> str:
 
 
 def trace_facts(trace: Path) -> dict:
-    from tritonbisect.tritonparse.reader import find_trace_files, load_trace
-    from tritonbisect.tritonparse.trace_cmd import read_losses
+    from tritonbisect.traces.capture import read_losses
+    from tritonbisect.traces.reader import find_trace_files, load_trace
 
     try:
         if not find_trace_files(trace):

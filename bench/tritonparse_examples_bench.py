@@ -26,9 +26,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/: the toy worlds
 
 from results_md import write_section  # noqa: E402
-from tritonbisect.tritonparse.reader import load_trace  # noqa: E402
+from tritonbisect.traces.reader import load_trace  # noqa: E402
 
 SECTION = "Compile oracles from tritonparse's example traces; narrowing 3.4.0 -> 3.5.1"
 MODES = {"source": ["--mode", "compile"], "ttir": ["--from", "ttir"], "ttgir": ["--from", "ttgir"]}
@@ -69,7 +70,7 @@ def examples(root: Path, work: Path) -> tuple[list[str], int, int]:
 def layernorm(work: Path) -> str:
     from real_triton import triton_release_python
     from test_narrow_releases import KERNEL, _job
-    from tritonbisect.narrow.run import narrow_compiles
+    from tritonbisect.narrow.narrowing import narrow_compiles
 
     kernel = work / "layernorm.py"
     kernel.write_text(KERNEL)

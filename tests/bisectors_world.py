@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from tritonbisect.compatmap import CompatMap, CompatRow, write_map
+from tritonbisect.domains.llvm.compat_map import CompatMap, CompatRow, write_map
 
 
 def write_toy_map(world, path: Path, rows: Sequence[tuple[str, str]] | None = None) -> Path:

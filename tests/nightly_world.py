@@ -8,8 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from tritonbisect.build.cache import ArtifactCache
-from tritonbisect.build.recipes import StepContext, recipe_from_config
+from tritonbisect.builds.cache import ArtifactCache
+from tritonbisect.builds.recipes import StepContext, recipe_from_config
 from wheel_index_world import write_simple_index
 
 

@@ -1,4 +1,4 @@
-"""The flake-aware search (bisect/bayes.py): properties with hypothesis, plus a few cases.
+"""The flake-aware search (search/bayes.py): properties with hypothesis, plus a few cases.
 
 The oracle: a commit is bad iff the culprit is one of its ancestors-or-self; its verdict is
 wrong with probability p (good commit) or q (bad commit), from a seeded generator.
@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from test_search_properties import ancestor_sets, dag_history, skip_clusters
-from tritonbisect.bisect import bayes
-from tritonbisect.bisect.bayes import FlakeModel, posterior
-from tritonbisect.bisect.bayes_step import next_step
-from tritonbisect.bisect.search import Candidates, Found, Inconclusive, TestNext, Wait
+from tritonbisect.search import bayes
+from tritonbisect.search.bayes import FlakeModel, posterior
+from tritonbisect.search.bayes_step import next_step
+from tritonbisect.search.classic import Candidates, Found, Inconclusive, TestNext, Wait
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -1,4 +1,4 @@
-"""`git bisect log` form, read and written (bisect/bisect_log.py), against real git."""
+"""`git bisect log` form, read and written (session/bisect_log.py), against real git."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from engine_repo import git, linear
-from tritonbisect.bisect.bisect_log import BisectLogError, parse, render
+from tritonbisect.session.bisect_log import BisectLogError, parse, render
 
 
 def real_log(repo: Path, *commands: list[str]) -> str:

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from bisectors_world import error_line, run_cli, write_toy_map
-from tritonbisect.bisect.history import History
-from tritonbisect.bisect.llvm import assign_triton, check_map_commits, llvm_order
-from tritonbisect.bisect.pairs import max_pairs_tested, select_pairs
-from tritonbisect.bisect.torch import parse_use_flags
-from tritonbisect.bisect.triton import HASH_FILE, bumps_between, llvm_bump, pinned_llvm
-from tritonbisect.compatmap import read_map
-from tritonbisect.errors import InputError
-from tritonbisect.toyworld.world import make_world
+from testing.toyworld.world import make_world
+from tritonbisect.core.errors import InputError
+from tritonbisect.core.history import History
+from tritonbisect.domains.llvm.bisector import assign_triton, check_map_commits, llvm_order
+from tritonbisect.domains.llvm.compat_map import read_map
+from tritonbisect.domains.llvm.pairs import max_pairs_tested, select_pairs
+from tritonbisect.domains.torch.bisector import parse_use_flags
+from tritonbisect.domains.triton.bisector import HASH_FILE, bumps_between, llvm_bump, pinned_llvm
 
 
 @pytest.fixture(scope="module")

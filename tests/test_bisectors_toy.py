@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from bisectors_world import run_cli, run_json, write_toy_map
-from tritonbisect.bisect.history import History
-from tritonbisect.bisect.llvm import llvm_order
-from tritonbisect.bisect.pairs import max_pairs_tested
-from tritonbisect.toyworld.world import make_world
+from testing.toyworld.world import make_world
+from tritonbisect.core.history import History
+from tritonbisect.domains.llvm.bisector import llvm_order
+from tritonbisect.domains.llvm.pairs import max_pairs_tested
 
 pytestmark = pytest.mark.slow
 

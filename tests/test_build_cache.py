@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tritonbisect.build.cache import ArtifactCache, human_size, parse_size
-from tritonbisect.build.cache_cli import cache_group
+from tritonbisect.builds.cache import ArtifactCache, human_size, parse_size
+from tritonbisect.commands.artifact_cache import cache_group
 
 
 def _file(tmp_path: Path, name: str, data: bytes) -> Path:
@@ -77,7 +77,7 @@ def test_corrupt_entry_is_removed_with_a_warning(tmp_path, caplog):
     data = bytearray(stored.read_bytes())
     data[3] ^= 0xFF  # flip a byte, same size
     stored.write_bytes(bytes(data))
-    with caplog.at_level("WARNING", logger="tritonbisect.build.cache"):
+    with caplog.at_level("WARNING", logger="tritonbisect.builds.cache"):
         assert cache.get(k) is None
     assert "corrupt" in caplog.text and "checksum" in caplog.text
     assert not (cache.entries_dir / k).exists()

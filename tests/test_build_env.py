@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonbisect.build.env import EnvError, TargetEnv
+from tritonbisect.builds.env import EnvError, TargetEnv
 
 pytestmark = pytest.mark.slow
 

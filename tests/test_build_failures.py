@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tritonbisect.bisect.outcome import Kind
-from tritonbisect.build.failures import classify_build_output, first_error
-from tritonbisect.build.toolchain import build_requires
+from tritonbisect.builds.failures import classify_build_output, first_error
+from tritonbisect.builds.toolchain import build_requires
+from tritonbisect.core.outcome import Kind
 
 COMPILE_ERROR = """\
 [3/40] Building CXX object lib/CMakeFiles/toy.dir/Ops.cpp.o

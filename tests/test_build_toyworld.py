@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tritonbisect.bisect.outcome import Kind
-from tritonbisect.build.cache import ArtifactCache
-from tritonbisect.build.llvm_recipe import LLVMConfig, build_llvm
-from tritonbisect.build.recipes import StepContext, recipe_from_config
-from tritonbisect.build.triton_recipe import TritonConfig, build_triton_wheel
-from tritonbisect.toyworld import make_world
+from testing.toyworld import make_world
+from tritonbisect.builds.cache import ArtifactCache
+from tritonbisect.builds.recipes import StepContext, recipe_from_config
+from tritonbisect.core.outcome import Kind
+from tritonbisect.domains.llvm.recipe import LLVMConfig, build_llvm
+from tritonbisect.domains.triton.recipe import TritonConfig, build_triton_wheel
 
 pytestmark = pytest.mark.slow
 
@@ -49,7 +49,7 @@ def step(tree: Path, workdir: Path, label: str) -> StepContext:
 
 def shared_venv(workdir: Path) -> Path:
     """A venv made once for this module (creating one per test costs seconds)."""
-    from tritonbisect.build.env import TargetEnv
+    from tritonbisect.builds.env import TargetEnv
 
     return TargetEnv.ensure(workdir / "user-venv").root
 
@@ -112,7 +112,7 @@ def test_corrupt_wheel_is_detected_and_rebuilt(world, workdir, caplog):
     data[len(data) // 2] ^= 0x01
     entry.path.write_bytes(bytes(data))
     ctx = step(tree, workdir, "corrupt")
-    with caplog.at_level("WARNING", logger="tritonbisect.build.cache"):
+    with caplog.at_level("WARNING", logger="tritonbisect.builds.cache"):
         res = recipe.prepare(good, ctx)
     assert "corrupt" in caplog.text
     assert res.kind is Kind.PASS and not res.cached, res

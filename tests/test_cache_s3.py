@@ -87,7 +87,7 @@ def test_second_session_over_an_overlapping_range_builds_nothing(s3, tmp_path):
 
 _PUT = """
 import sys, pathlib
-from tritonbisect.build.store import open_cache
+from tritonbisect.builds.store import open_cache
 store = open_cache(sys.argv[1], workdir=pathlib.Path(sys.argv[2]))
 art = pathlib.Path(sys.argv[2]) / "wheel.whl"
 art.write_bytes(sys.argv[3].encode() * 400000)
@@ -107,7 +107,7 @@ def test_two_drivers_publishing_one_key_at_once_leave_one_whole_entry(s3, tmp_pa
     assert all(p.wait(timeout=120) == 0 for p in procs)
     third = tmp_path / "c"
     third.mkdir()
-    from tritonbisect.build.s3store import S3Store
+    from tritonbisect.builds.s3store import S3Store
 
     store = S3Store(url, third, client=client)
     got = store.get("k" * 64)
@@ -118,7 +118,7 @@ def test_two_drivers_publishing_one_key_at_once_leave_one_whole_entry(s3, tmp_pa
 
 def test_a_failed_build_recorded_by_one_workdir_is_known_to_another(s3, tmp_path):
     _s3env, client = s3
-    from tritonbisect.build.s3store import S3Store
+    from tritonbisect.builds.s3store import S3Store
 
     log = tmp_path / "build.log"
     log.write_text("error: does not build\n")

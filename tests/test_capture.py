@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from oracle_support import cli, needs_torch_triton
-from tritonbisect.errors import InputError
-from tritonbisect.tritonparse.generate import generate_oracle, refuse_reason
-from tritonbisect.tritonparse.reader import load_trace
-from tritonbisect.tritonparse.replay_generate import benchmark_only, generate_replay, plan_capture
-from tritonbisect.tritonparse.trace_cmd import TraceRun, env_changes, read_processes, trace_env
-from tritonbisect.tritonparse.trace_summary import summary_lines
+from tritonbisect.core.errors import InputError
+from tritonbisect.oracles.replay import benchmark_only, generate_replay, plan_capture
+from tritonbisect.oracles.runtime import generate_oracle, refuse_reason
+from tritonbisect.traces.capture import TraceRun, env_changes, read_processes, trace_env
+from tritonbisect.traces.capture_summary import summary_lines
+from tritonbisect.traces.reader import load_trace
 
 DATA = Path(__file__).resolve().parent / "data" / "capture"
 MLP = DATA / "mlp_reduce_overhead"  # mode="reduce-overhead": eager warm-up, then capture
@@ -238,7 +238,7 @@ def test_the_replay_says_which_kernels_ran_only_in_a_benchmark():
 
 
 def test_info_names_the_warmup_of_a_captured_launch():
-    from tritonbisect.tritonparse.info import render_info
+    from tritonbisect.traces.info import render_info
 
     text = render_info(load_trace(MLP), MLP_KERNEL)
     assert "[CUDA-graph capture: cannot reproduce; its eager warm-up is launch 0]" in text

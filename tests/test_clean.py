@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from engine_repo import BUILD, TEST, git, journal, last_json, linear, popen_tb, tb
-from tritonbisect.build.cache import ArtifactCache
+from tritonbisect.builds.cache import ArtifactCache
 
 
 def _run(repo: Path, home: Path, good: str, *extra: str):

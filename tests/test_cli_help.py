@@ -14,8 +14,8 @@ import pytest
 
 from tritonbisect import __version__
 from tritonbisect.cli import COMMANDS
-from tritonbisect.cli_group import root as tritonbisect_root
-from tritonbisect.cli_help import (
+from tritonbisect.cli.group import root as tritonbisect_root
+from tritonbisect.cli.help import (
     COMMAND_SECTIONS,
     OPTION_SECTIONS,
     OTHER,

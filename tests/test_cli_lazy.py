@@ -17,14 +17,14 @@ import pytest
 import tritonbisect.commands
 from engine_repo import env_for, git, linear
 from tritonbisect.cli import COMMANDS, load_command
-from tritonbisect.cli_help import COMMAND_SECTIONS
+from tritonbisect.cli.help import COMMAND_SECTIONS
 
 # What `--help` and `step` must not import: the command modules (other than step's own),
 # GitPython, rich, the LLM client and tenacity.
-HEAVY = ("git", "rich", "anthropic", "tenacity", "tritonbisect.bisect.session",
-         "tritonbisect.bisect.history")
+HEAVY = ("git", "rich", "anthropic", "tenacity", "tritonbisect.session.session",
+         "tritonbisect.core.history")
 STEP_MODULES = {"tritonbisect.commands", "tritonbisect.commands.step",
-                "tritonbisect.bisect.step_args"}
+                "tritonbisect.core.step_args"}
 
 PROBE = """
 import json, sys
@@ -33,7 +33,7 @@ code = main(sys.argv[2:])
 heavy = sorted(m for m in sys.modules
                if m.split(".")[0] in {"git", "rich", "anthropic", "tenacity", "click"}
                or m.startswith("tritonbisect.commands") or m.startswith("tritonbisect.bisect.")
-               or m.startswith("tritonbisect.build."))
+               or m.startswith("tritonbisect.builds."))
 with open(sys.argv[1], "w") as out:
     json.dump({"code": code, "modules": heavy}, out)
 """
@@ -68,7 +68,7 @@ def test_every_command_module_is_in_the_table() -> None:
     seen = set()
     modules = [f"tritonbisect.commands.{m.name}"
                for m in pkgutil.iter_modules(tritonbisect.commands.__path__)]
-    for module_name in [*modules, "tritonbisect.build.cache_cli"]:
+    for module_name in [*modules, "tritonbisect.commands.artifact_cache"]:
         for command in getattr(import_module(module_name), "COMMANDS", []):
             assert command.name in COMMANDS, f"{command.name} ({module_name}) is not in cli.COMMANDS"
             assert load_command(command.name) is command

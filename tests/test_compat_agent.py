@@ -100,7 +100,7 @@ def test_connection_refused_is_retried(monkeypatch, worktree):
 
 
 def test_missing_key_is_a_clear_input_error(monkeypatch):
-    from tritonbisect.errors import InputError
+    from tritonbisect.core.errors import InputError
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(InputError, match="ANTHROPIC_API_KEY is not set"):

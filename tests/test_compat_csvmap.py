@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tritonbisect.compatmap import (
+from tritonbisect.core.errors import InputError
+from tritonbisect.domains.llvm.compat_map import (
     CompatMap,
     CompatRow,
     order_problems,
@@ -12,7 +13,6 @@ from tritonbisect.compatmap import (
     render_map,
     write_map,
 )
-from tritonbisect.errors import InputError
 
 L = [f"{i:040x}" for i in range(1, 11)]  # an LLVM order, oldest first
 T = [f"{i:x}" * 40 for i in range(10, 16)]

@@ -27,11 +27,11 @@ from fake_anthropic import (
     text,
     tool_use,
 )
+from testing.toyworld.world import make_world
 from tritonbisect.compat_builder.cli import main
-from tritonbisect.compat_builder.state import MapState, session_dir
-from tritonbisect.compatmap import read_map
-from tritonbisect.errors import EXIT_MANUAL_FIX_NEEDED
-from tritonbisect.toyworld.world import make_world
+from tritonbisect.compat_builder.session_state import MapState, session_dir
+from tritonbisect.core.errors import EXIT_MANUAL_FIX_NEEDED
+from tritonbisect.domains.llvm.compat_map import read_map
 
 pytestmark = pytest.mark.slow
 
@@ -112,7 +112,7 @@ def workdir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def venv(workdir):
-    from tritonbisect.build.env import TargetEnv
+    from tritonbisect.builds.env import TargetEnv
 
     return TargetEnv.ensure(workdir / "probe-venv").root
 

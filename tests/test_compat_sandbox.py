@@ -16,10 +16,10 @@ import pytest
 
 from fake_anthropic import FakeAnthropic, offered_tools, text, tool_use
 from port_listener import Listener
+from testing.toyworld.world import make_world
 from tritonbisect.compat_builder.cli import main
-from tritonbisect.compat_builder.state import MapState, session_dir
-from tritonbisect.compatmap import read_map
-from tritonbisect.toyworld.world import make_world
+from tritonbisect.compat_builder.session_state import MapState, session_dir
+from tritonbisect.domains.llvm.compat_map import read_map
 
 pytestmark = pytest.mark.slow
 
@@ -113,7 +113,7 @@ def run_attacked_map(root: Path, *extra: str, sandbox: str | None = None) -> dic
     try:
         with FakeAnthropic([model] * 200) as server:
             mp.setenv("ANTHROPIC_BASE_URL", server.url)
-            from tritonbisect.build.env import TargetEnv
+            from tritonbisect.builds.env import TargetEnv
 
             venv = TargetEnv.ensure(workdir / "probe-venv").root
             rc = main(["map", "--bump", world.truth["bump"], "--triton-dir", str(world.triton),

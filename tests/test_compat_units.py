@@ -12,13 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from tritonbisect.bisect.history import History
 from tritonbisect.compat_builder import gitops, prompts
 from tritonbisect.compat_builder.agent import AgentError, AgentResult
 from tritonbisect.compat_builder.claude_cli import ClaudeCliAgent
 from tritonbisect.compat_builder.fixer import Fixer, ManualFixNeeded
-from tritonbisect.compat_builder.state import FIXING, MANUAL, MapState, SessionLock, session_dir
-from tritonbisect.errors import SessionLockedError
+from tritonbisect.compat_builder.session_state import (
+    FIXING,
+    MANUAL,
+    MapState,
+    SessionLock,
+    session_dir,
+)
+from tritonbisect.core.errors import SessionLockedError
+from tritonbisect.core.history import History
 
 GCC_LOG = textwrap.dedent("""\
     building 'triton._C.libtriton' extension
@@ -108,7 +114,7 @@ def test_state_saved_atomically_and_locked(tmp_path):
     assert [e["event"] for e in again.events] == ["created", "found-incompatible"]
     assert not list(sdir.glob(".state.json.*"))
     with SessionLock(sdir):
-        code = "from tritonbisect.compat_builder.state import SessionLock; import sys; SessionLock(__import__('pathlib').Path(sys.argv[1])).__enter__()"
+        code = "from tritonbisect.compat_builder.session_state import SessionLock; import sys; SessionLock(__import__('pathlib').Path(sys.argv[1])).__enter__()"
         proc = subprocess.run([sys.executable, "-c", code, str(sdir)], capture_output=True, text=True)
         assert proc.returncode != 0 and "SessionLockedError" in proc.stderr
         with pytest.raises(SessionLockedError):
@@ -215,7 +221,7 @@ def test_claude_cli_timeout_kills_the_process_group(tmp_path, fake_claude, monke
 
 
 def test_claude_cli_missing_is_a_clear_error(monkeypatch, tmp_path):
-    from tritonbisect.errors import InputError
+    from tritonbisect.core.errors import InputError
 
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(InputError, match="`claude` CLI is not installed"):

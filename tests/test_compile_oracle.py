@@ -20,8 +20,8 @@ import pytest
 
 from compile_support import DATA, PLANTS, maxnreg_plant, needs_triton, plant, run_oracle
 from oracle_support import cli, needs_traces, scenario, scenarios
-from tritonbisect.tritonparse.compileoracle.standalone import tb_runner
-from tritonbisect.tritonparse.reader import load_trace
+from tritonbisect.oracles.compile.standalone import tb_runner
+from tritonbisect.traces.reader import load_trace
 
 pytestmark = needs_triton
 

@@ -24,7 +24,7 @@ import pytest
 from compile_support import DATA, run_oracle
 from oracle_support import cli, needs_traces, scenario
 from real_triton import triton_release_python
-from tritonbisect.tritonparse.reader import find_trace_files, iter_records, load_trace
+from tritonbisect.traces.reader import find_trace_files, iter_records, load_trace
 
 pytestmark = [pytest.mark.slow, needs_traces]
 

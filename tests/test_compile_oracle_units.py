@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from tritonbisect.commands.options import bisect_settings
-from tritonbisect.errors import InputError
+from tritonbisect.core.errors import InputError
 from tritonbisect.mlir.signature import read_signature
-from tritonbisect.tritonparse.compileoracle import spec
-from tritonbisect.tritonparse.compileoracle.standalone import tb_codegen, tb_runner
+from tritonbisect.oracles.compile import spec
+from tritonbisect.oracles.compile.standalone import tb_codegen, tb_runner
 
 TTIR = """#loc = loc("/k.py":41:0)
 #loc5 = loc("a_ptr"(#loc))

@@ -20,8 +20,8 @@ from pathlib import Path
 import click
 import pytest
 
-from tritonbisect.cli_group import root as tritonbisect_root
-from tritonbisect.cli_help import AliasOption
+from tritonbisect.cli.group import root as tritonbisect_root
+from tritonbisect.cli.help import AliasOption
 from tritonbisect.compat_builder.cli import root as compat_root
 
 ROOT = Path(__file__).resolve().parents[1]

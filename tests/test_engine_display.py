@@ -8,11 +8,11 @@ from pathlib import Path
 from rich.console import Console
 
 from engine_repo import BUILD, TEST, linear
-from tritonbisect.bisect.display import RichUI
-from tritonbisect.bisect.session import PhaseSpec, Session, drive
-from tritonbisect.build.command_recipe import CommandRecipe
-from tritonbisect.build.recipes import TestSpec as Spec
+from tritonbisect.builds.recipes import TestSpec as Spec
 from tritonbisect.commands.options import bisect_settings
+from tritonbisect.domains.command.recipe import CommandRecipe
+from tritonbisect.reports.display import RichUI
+from tritonbisect.session.session import PhaseSpec, Session, drive
 
 
 def test_rich_display_shows_each_step_and_the_culprit(tmp_path: Path) -> None:

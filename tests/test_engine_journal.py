@@ -9,17 +9,17 @@ from pathlib import Path
 import pytest
 
 from engine_repo import tb
-from tritonbisect.bisect.journal import (
+from tritonbisect.commands.options import bisect_settings, check_test_command
+from tritonbisect.core.errors import InputError, SessionLockedError
+from tritonbisect.core.outcome import Kind, Policy, Verdict
+from tritonbisect.executors.runner import combine_runs
+from tritonbisect.session.journal import (
     Journal,
     SessionLock,
     atomic_write_json,
     read_json_file,
     replay_verdicts,
 )
-from tritonbisect.bisect.outcome import Kind, Policy, Verdict
-from tritonbisect.bisect.runner import combine_runs
-from tritonbisect.commands.options import bisect_settings, check_test_command
-from tritonbisect.errors import InputError, SessionLockedError
 
 
 def test_atomic_write_leaves_no_temp_file(tmp_path: Path) -> None:
@@ -132,7 +132,7 @@ def test_demo_finds_the_planted_regression(tmp_path: Path) -> None:
 def test_stray_processes_left_in_a_worktree_are_killed(tmp_path: Path) -> None:
     import subprocess
 
-    from tritonbisect.bisect.runner import kill_strays
+    from tritonbisect.executors.runner import kill_strays
 
     stray = subprocess.Popen(["sleep", "30"], cwd=tmp_path, start_new_session=True)
     try:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine_repo import BUILD, TEST, linear
-from tritonbisect.bisect.display import NullUI
-from tritonbisect.bisect.report import render_json, render_markdown
-from tritonbisect.bisect.session import PhaseSpec, Session, drive, register_workflow
-from tritonbisect.build.command_recipe import CommandRecipe
-from tritonbisect.build.recipes import TestSpec as Spec
+from tritonbisect.builds.recipes import TestSpec as Spec
 from tritonbisect.commands.options import bisect_settings
+from tritonbisect.domains.command.recipe import CommandRecipe
+from tritonbisect.reports.display import NullUI
+from tritonbisect.reports.session_report import render_json, render_markdown
+from tritonbisect.session.session import PhaseSpec, Session, drive, register_workflow
 
 
 def _spec(name: str, repo: Path, good: str, bad: str) -> PhaseSpec:

@@ -23,20 +23,20 @@ from pathlib import Path
 import pytest
 
 from bisectors_world import error_line
-from tritonbisect.bisect.history import History
-from tritonbisect.bisect.triton import (
+from testing.toyworld.world import make_world
+from tritonbisect.builds.venv_pool import project_dir
+from tritonbisect.compat_builder.mapper import read_llvm_hash
+from tritonbisect.core.errors import InputError
+from tritonbisect.core.history import History
+from tritonbisect.domains.llvm.recipe import LLVMConfig, cmake_args, targets_for_backends
+from tritonbisect.domains.triton.bisector import (
     bumps_between,
     llvm_bump,
     pin_change_at,
     pin_of,
     pinned_llvm,
 )
-from tritonbisect.build.llvm_recipe import LLVMConfig, cmake_args, targets_for_backends
-from tritonbisect.build.triton_recipe import TritonConfig, build_env_key, default_max_jobs
-from tritonbisect.build.venv_pool import project_dir
-from tritonbisect.compat_builder.mapper import read_llvm_hash
-from tritonbisect.errors import InputError
-from tritonbisect.llvmpin import (
+from tritonbisect.domains.triton.llvm_pin import (
     BUMP,
     FORMAT,
     HASH_FILE,
@@ -50,7 +50,7 @@ from tritonbisect.llvmpin import (
     tree_reader,
     write_pin,
 )
-from tritonbisect.toyworld.world import make_world
+from tritonbisect.domains.triton.recipe import TritonConfig, build_env_key, default_max_jobs
 
 REAL_INFO = {
     "llvm_hash": "4611156032e1ebac68b2b8f6107b1475a7c60800",
@@ -235,8 +235,8 @@ def test_jobs_are_divided_among_workers_and_options_reach_the_build():
     with pytest.raises(ValueError, match="unknown Triton build type"):
         TritonConfig(build_type="Fast")
     # from the command line's options to the recipe's build environment
-    from tritonbisect.build.triton_recipe import TritonRecipe
     from tritonbisect.commands.domains import _build, _llvm_config
+    from tritonbisect.domains.triton.recipe import TritonRecipe
 
     config = _build({"triton_build_type": "TritonRelBuildWithAsserts", "clang_lld": True}).recipe_config({"command": "true"})
     env = TritonRecipe(config).triton_config.env(workers=2)
@@ -266,8 +266,8 @@ REAL_STUB_PYPROJECT = '[project]\nname = "triton"\nversion = "3.4.0"\n'
 def test_build_requirement_versions_are_enforced(tmp_path):
     """Real Triton's build requirements carry pins: an installed version outside them is
     reinstalled, not kept."""
-    from tritonbisect.build.env import unmet_requirements
-    from tritonbisect.build.toolchain import build_requires
+    from tritonbisect.builds.env import unmet_requirements
+    from tritonbisect.builds.toolchain import build_requires
 
     (tmp_path / "pyproject.toml").write_text(REAL_ROOT_PYPROJECT)
     reqs = build_requires(tmp_path)
@@ -294,8 +294,8 @@ def test_project_dir_on_the_real_layouts(tmp_path):
 
 
 def test_pytorch_pin_file_follows_the_device(tmp_path):
-    from tritonbisect.build.torch_recipe import pin_files, read_triton_pin
-    from tritonbisect.build.wheel_version import _TRITON_PIN
+    from tritonbisect.domains.torch.recipe import pin_files, read_triton_pin
+    from tritonbisect.domains.torch.wheel_version import _TRITON_PIN
 
     pins = tmp_path / ".ci" / "docker" / "ci_commit_pins"
     pins.mkdir(parents=True)
@@ -322,7 +322,7 @@ def test_a_compat_fix_pins_its_llvm_in_the_eras_own_file(world, tmp_path):
     from tritonbisect.compat_builder.agent import AgentResult
     from tritonbisect.compat_builder.fixer import Fixer
     from tritonbisect.compat_builder.probe import COMPATIBLE, INCOMPATIBLE, ProbeResult
-    from tritonbisect.compat_builder.state import FIXING, MapState
+    from tritonbisect.compat_builder.session_state import FIXING, MapState
 
     t = world.truth
     base, llvm = t["era_next_build"], t["llvm_api_breaks"][0]["commit"]

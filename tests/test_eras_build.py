@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from tritonbisect.bisect.outcome import Kind
-from tritonbisect.build.cache import ArtifactCache
-from tritonbisect.build.downloads import store_dir
-from tritonbisect.build.llvm_recipe import LLVMConfig, build_llvm
-from tritonbisect.build.recipes import StepContext, recipe_from_config
-from tritonbisect.build.triton_recipe import TritonConfig, build_triton_wheel
-from tritonbisect.toyworld import make_world
+from testing.toyworld import make_world
+from tritonbisect.builds.cache import ArtifactCache
+from tritonbisect.builds.downloads import store_dir
+from tritonbisect.builds.recipes import StepContext, recipe_from_config
+from tritonbisect.core.outcome import Kind
+from tritonbisect.domains.llvm.recipe import LLVMConfig, build_llvm
+from tritonbisect.domains.triton.recipe import TritonConfig, build_triton_wheel
 
 pytestmark = pytest.mark.slow
 

@@ -52,7 +52,7 @@ def cluster():
 
 def _end_processes_using(folder: Path) -> list[int]:
     """Kill (by pid) what still uses a cluster folder this module made: only its processes."""
-    from tritonbisect.bisect.ray_cluster import processes_using
+    from tritonbisect.executors.ray_cluster import processes_using
 
     pids = processes_using(folder)
     for pid in pids:
@@ -243,7 +243,7 @@ def test_ctrl_c_cancels_remote_steps_and_resume_finishes(cluster, tmp_path):
 
 
 def test_kill_9_of_the_driver_then_resume_on_a_new_private_cluster(tmp_path):
-    from tritonbisect.bisect.ray_cluster import processes_using
+    from tritonbisect.executors.ray_cluster import processes_using
 
     repo, home = tmp_path / "repo", tmp_path / "home"
     shas = linear(repo, 24, culprit=7)

@@ -11,12 +11,12 @@ import pytest
 
 from bisectors_world import error_line, run_cli
 from engine_repo import BUILD, TEST, env_for, journal, last_json, linear, tb
-from tritonbisect.bisect.display import PlainUI, where_of
-from tritonbisect.bisect.executor import check_address, parse_resources
-from tritonbisect.bisect.logsync import LogMirror, read_new, relocate
-from tritonbisect.build.cache import ArtifactCache
-from tritonbisect.build.store import check_location, open_cache, register_store
-from tritonbisect.errors import InputError
+from tritonbisect.builds.cache import ArtifactCache
+from tritonbisect.builds.store import check_location, open_cache, register_store
+from tritonbisect.core.errors import InputError
+from tritonbisect.executors.choose import check_address, parse_resources
+from tritonbisect.executors.logsync import LogMirror, read_new, relocate
+from tritonbisect.reports.display import PlainUI, where_of
 
 # --- options ---------------------------------------------------------------------------------
 
@@ -218,7 +218,7 @@ def test_live_display_shows_where_each_running_step_is():
 
     from rich.console import Console
 
-    from tritonbisect.bisect.display import RichUI
+    from tritonbisect.reports.display import RichUI
 
     ui = RichUI(Console(file=io.StringIO(), force_terminal=True, width=200))
     try:

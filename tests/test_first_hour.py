@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from engine_repo import BUILD, TEST, linear, tb
-from tritonbisect.bisect.history import History
-from tritonbisect.bisect.step_args import check_test_command
-from tritonbisect.errors import InputError
+from tritonbisect.core.errors import InputError
+from tritonbisect.core.history import History
+from tritonbisect.core.step_args import check_test_command
 
 CHECK = "#!/bin/bash\n" + TEST + "\n"
 
@@ -139,7 +139,7 @@ def test_step_logs_are_bounded_head_and_tail_kept(tmp_path: Path) -> None:
 
 
 def test_log_limit_zero_keeps_everything_and_bad_sizes_are_one_line(tmp_path: Path) -> None:
-    from tritonbisect.bisect.loglimit import DEFAULT_LOG_LIMIT, log_limit, parse_size
+    from tritonbisect.core.loglimit import DEFAULT_LOG_LIMIT, log_limit, parse_size
 
     assert parse_size("16M") == DEFAULT_LOG_LIMIT and parse_size("0") == 0 and parse_size("500k") == 512000
     assert log_limit({"TRITONBISECT_LOG_LIMIT": "1m"}) == 1 << 20

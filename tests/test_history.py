@@ -1,4 +1,4 @@
-"""History (bisect/history.py) on real temporary git repositories built with git fast-import."""
+"""History (core/history.py) on real temporary git repositories built with git fast-import."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tritonbisect.bisect.history import CommitInfo, History
-from tritonbisect.bisect.search import Candidates
-from tritonbisect.errors import InputError
+from tritonbisect.core.errors import InputError
+from tritonbisect.core.history import CommitInfo, History
+from tritonbisect.search.classic import Candidates
 
 GIT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
@@ -289,7 +289,7 @@ def test_repo_id_with_several_roots(merge_repo, tmp_path):
 def test_repo_id_does_not_move_when_a_younger_root_is_merged(tmp_path):
     """llvm-project has many roots: a cache key must be the same at commits before and after
     another root is merged in, even when that root's sha sorts first."""
-    from tritonbisect.bisect.history import root_identity
+    from tritonbisect.core.history import root_identity
 
     repo = tmp_path / "multi-root"
     repo.mkdir()

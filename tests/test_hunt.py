@@ -250,7 +250,7 @@ def test_bad_inputs_are_one_line_and_exit_2(tmp_path: Path, capsys) -> None:
     code, _, err = run_cli(hunt_args(repo, home), capsys)
     assert code == 2 and "is corrupt" in error_line(err) and "move it away" in error_line(err)
 
-    from tritonbisect.hunt.state import StateLock
+    from tritonbisect.hunt.memory import StateLock
 
     (home / "state.json").unlink()
     with StateLock(home / "state.json"):
@@ -393,11 +393,11 @@ def test_a_test_with_a_reference_output_records_it_once_at_a_good_commit(tmp_pat
     """An oracle's golden output (`--repro`: TestSpec.record_command) is recorded at a good
     commit once; later nights compare against it in one test, and the bisect's good endpoint
     is the night's own step (the golden is not recorded again)."""
-    from tritonbisect.bisect.display import NullUI
     from tritonbisect.commands.options import bisect_settings
+    from tritonbisect.hunt.memory import HuntState
     from tritonbisect.hunt.night import Night, NightOptions
-    from tritonbisect.hunt.state import HuntState
     from tritonbisect.hunt.targets import CommandTarget
+    from tritonbisect.reports.display import NullUI
 
     repo, home = tmp_path / "repo", tmp_path / "home"
     golden = tmp_path / "golden"

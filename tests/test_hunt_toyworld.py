@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bisectors_world import run_json
-from tritonbisect.toyworld.world import make_world
+from testing.toyworld.world import make_world
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""build/index_config.py: pip's (and uv's) configuration as the real pip and a real uv venv
+"""builds/index_config.py: pip's (and uv's) configuration as the real pip and a real uv venv
 give it, explicit options over it, credentials from URLs and .netrc, redaction."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonbisect.build import index_config as ic
+from tritonbisect.builds import index_config as ic
 
 
 @pytest.fixture
@@ -108,7 +108,7 @@ def test_trusted_host_skips_verification():
 def test_this_machines_own_configuration_finds_triton():
     """This machine reaches packages through its pip configuration: an extra index on disk
     (file:///opt/pypi/simple) and find-links. Read as pip reads it, it lists real triton wheels."""
-    from tritonbisect.build.wheel_index import list_wheels
+    from tritonbisect.builds.wheel_index import list_wheels
 
     cfg = ic.activate(ic.read_config(sys.executable))
     assert "file:///opt/pypi/simple" in cfg.extra_index_urls

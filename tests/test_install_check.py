@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonbisect.build.install_check import (
+from tritonbisect.builds.install_check import (
     WheelUnreadable,
     check_installed,
     git_label,

@@ -20,10 +20,10 @@ import pytest
 
 from compile_support import PLANTS, needs_triton, plant, run_oracle
 from oracle_support import cli, needs_traces, scenario
-from tritonbisect.bisect.outcome import REGRESS_MODES, Kind, Policy, Verdict, classify_test
-from tritonbisect.bisect.perf import PerfSettings
-from tritonbisect.bisect.report import unreadable_ir_lines
-from tritonbisect.tritonparse.compileoracle.standalone import tb_runner
+from tritonbisect.core.outcome import REGRESS_MODES, Kind, Policy, Verdict, classify_test
+from tritonbisect.oracles.compile.standalone import tb_runner
+from tritonbisect.reports.session_report import unreadable_ir_lines
+from tritonbisect.session.perf import PerfSettings
 
 RAISE_IN_LLIR = '''"""Planted: a pass of the llir stage fails with an MLIR error."""
 from triton.backends.nvidia import compiler as _nv
@@ -133,7 +133,7 @@ def test_input_errors_are_one_line(tmp_path) -> None:
 
 def test_bisector_options_for_the_ir_oracle() -> None:
     from tritonbisect.commands.options import compile_oracle_settings
-    from tritonbisect.errors import InputError
+    from tritonbisect.core.errors import InputError
 
     assert compile_oracle_settings({"oracle": "ir", "repro": "t"})["ir_from"] == "ttir"
     assert compile_oracle_settings({"oracle": "ir", "repro": "t", "ir_from": "ttgir"})["ir_from"] == "ttgir"

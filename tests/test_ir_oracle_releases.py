@@ -15,8 +15,8 @@ import pytest
 from compile_support import run_oracle
 from oracle_support import cli, needs_traces, scenario
 from real_triton import triton_release_python
-from tritonbisect.bisect.outcome import Kind, Policy, Verdict, classify_test
-from tritonbisect.tritonparse.reader import load_trace
+from tritonbisect.core.outcome import Kind, Policy, Verdict, classify_test
+from tritonbisect.traces.reader import load_trace
 
 pytestmark = [pytest.mark.slow, needs_traces]
 

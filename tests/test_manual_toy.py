@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine_repo import env_for
-from tritonbisect.toyworld.world import make_world
+from testing.toyworld.world import make_world
 
 pexpect = pytest.importorskip("pexpect")
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ from tritonbisect.mlir.signature import (
     read_signatures,
     split_top,
 )
-from tritonbisect.tritonparse.compileoracle import spec
+from tritonbisect.oracles.compile import spec
 
 # Triton 3.4.0 (tritonparse's example trace): SSA names %argN, file locations written inline
 OLD = """module {

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from testing.toyworld.pass_triton import FAILING_PASS, PLANTED_PASS, make_pass_triton
 from tritonbisect.mlir.normalise import normalise
 from tritonbisect.mlir.passes import parse_dumps
 from tritonbisect.narrow.compare import compare_pipelines
-from tritonbisect.toyworld.pass_triton import FAILING_PASS, PLANTED_PASS, make_pass_triton
 
 DUMP = """\
 // -----// IR Dump Before TritonCombineOps (triton-combine) ('builtin.module' operation) //----- //
@@ -146,9 +146,9 @@ def test_the_toy_refuses_an_unknown_plant(tmp_path: Path, planted: str) -> None:
 def test_a_wheel_is_found_by_its_triton_or_its_llvm_commit(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from tritonbisect.build.cache import ArtifactCache
-    from tritonbisect.errors import InputError
-    from tritonbisect.narrow.builds import WheelBuild
+    from tritonbisect.builds.cache import ArtifactCache
+    from tritonbisect.core.errors import InputError
+    from tritonbisect.narrow.compilers import WheelBuild
 
     cache = ArtifactCache(tmp_path / "cache")
     for name, meta in (("a", {"commit": "t1" * 20, "recipe": "triton"}),

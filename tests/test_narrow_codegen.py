@@ -11,7 +11,12 @@ from compile_support import needs_triton
 from oracle_support import cli, needs_traces, scenario
 from tritonbisect.mlir.passes import PassDump
 from tritonbisect.narrow.codegen import count_ops, proxy_of, statistic_passes
-from tritonbisect.narrow.run import _compile_with_dumps, _oracle_job, codegen_changes, oracle_job
+from tritonbisect.narrow.narrowing import (
+    _compile_with_dumps,
+    _oracle_job,
+    codegen_changes,
+    oracle_job,
+)
 
 DOT = "%r = ttng.warp_group_dot %a, %b, %c {inputPrecision = 0 : i32} : tensor<64x64xf16> -> tensor<64x64xf32>\n"
 COPY = '%t = ttg.async_copy_global_to_local %p, %s mask %m : tensor<32x64x!tt.ptr<f16>> -> <32x64xf16>\n'
@@ -86,7 +91,7 @@ def test_the_session_s_codegen_thresholds_are_the_ones_narrowed_with(tmp_path: P
     """narrow reads the session's oracle command: its --check codegen and --threshold values."""
     from types import SimpleNamespace
 
-    from tritonbisect.tritonparse.compileoracle.generate import compile_commands
+    from tritonbisect.oracles.compile.folder import compile_commands
 
     folder = tmp_path / "o"
     proc = cli("repro", str(scenario("vadd")), "--kernel", "add_kernel", "--mode", "compile", "--out", str(folder))
@@ -103,8 +108,8 @@ def test_the_session_s_codegen_thresholds_are_the_ones_narrowed_with(tmp_path: P
 
 
 def test_the_report_and_the_command_show_the_pass_behind_each_statistic(capsys) -> None:
-    from tritonbisect.bisect.report_where import where_lines
     from tritonbisect.commands.narrow import echo_narrowing
+    from tritonbisect.reports.where import where_lines
 
     parent = _pipeline("", "", DOT, DOT)
     culprit = _pipeline("", "", "", "")

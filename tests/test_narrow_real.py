@@ -17,9 +17,9 @@ import pytest
 from compile_support import needs_triton
 from oracle_support import needs_traces, scenario
 from tritonbisect.mlir.passes import parse_dumps
-from tritonbisect.narrow.run import DUMP_ENV, narrow_compiles, oracle_job
-from tritonbisect.tritonparse.compileoracle.standalone import tb_runner
-from tritonbisect.tritonparse.reader import load_trace
+from tritonbisect.narrow.narrowing import DUMP_ENV, narrow_compiles, oracle_job
+from tritonbisect.oracles.compile.standalone import tb_runner
+from tritonbisect.traces.reader import load_trace
 
 TTGIR = Path(__file__).resolve().parent / "data" / "ir" / "add_kernel.ttgir"
 JOB = {"target": {"backend": "cuda", "arch": 90, "warp_size": 32}, "options": {"num_warps": 4}}

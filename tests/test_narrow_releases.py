@@ -16,7 +16,7 @@ import pytest
 
 from compile_support import needs_triton
 from real_triton import triton_release_python
-from tritonbisect.narrow.run import narrow_compiles
+from tritonbisect.narrow.narrowing import narrow_compiles
 
 pytestmark = [pytest.mark.slow, needs_triton]
 

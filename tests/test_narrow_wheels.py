@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from tritonbisect.bisect.phases import PhaseSpec
-from tritonbisect.bisect.session import Session
-from tritonbisect.build.cache import ArtifactCache
+from testing.toyworld.pass_triton import PLANTED_PASS, make_pass_triton
+from tritonbisect.builds.cache import ArtifactCache
 from tritonbisect.commands.options import BisectSettings
-from tritonbisect.narrow.run import narrow_session
-from tritonbisect.toyworld.pass_triton import PLANTED_PASS, make_pass_triton
-from tritonbisect.tritonparse.compileoracle.generate import compile_commands
-from tritonbisect.tritonparse.compileoracle.ir_oracle import generate_ir_file_oracle
+from tritonbisect.narrow.narrowing import narrow_session
+from tritonbisect.oracles.compile.folder import compile_commands
+from tritonbisect.oracles.compile.ir_oracle import generate_ir_file_oracle
+from tritonbisect.session.phases import PhaseSpec
+from tritonbisect.session.session import Session
 
 pytestmark = pytest.mark.slow
 

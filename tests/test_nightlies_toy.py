@@ -12,7 +12,7 @@ import pytest
 
 from bisectors_world import error_line, run_cli, run_json
 from nightly_world import build_nightlies, serve_nightlies
-from tritonbisect.toyworld.world import make_world
+from testing.toyworld.world import make_world
 from wheel_index_world import LocalIndex
 
 pytestmark = pytest.mark.slow

@@ -7,8 +7,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tritonbisect.bisect.history import History
-from tritonbisect.bisect.nightlies import (
+from tritonbisect.builds.wheel_index import WheelFile
+from tritonbisect.core.history import History
+from tritonbisect.domains.triton.nightlies import (
     PHASE,
     ancestry_chain,
     commit_label,
@@ -16,8 +17,7 @@ from tritonbisect.bisect.nightlies import (
     nightly_phase,
     step_source,
 )
-from tritonbisect.bisect.phase_run import candidates_of
-from tritonbisect.build.wheel_index import WheelFile
+from tritonbisect.session.phase_run import candidates_of
 
 ENV = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "T",
        "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent",

@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 
 from oracle_support import cli, needs_torch_triton, needs_traces, scenarios
-from tritonbisect.tritonparse.reader import load_trace
-from tritonbisect.tritonparse.selfcheck import (
+from tritonbisect.oracles.selfcheck import (
     DETECTED,
     Job,
     interpreter_env,
@@ -27,6 +26,7 @@ from tritonbisect.tritonparse.selfcheck import (
     run_one,
     self_check,
 )
+from tritonbisect.traces.reader import load_trace
 
 pytestmark = [needs_traces, needs_torch_triton]
 

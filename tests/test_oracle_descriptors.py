@@ -16,9 +16,9 @@ import pytest
 from compile_support import run_oracle
 from gpu_traces import WAYS, gpu_traces  # noqa: F401 - the fixture (the tests' argument redefines it)
 from oracle_support import cli, needs_torch_triton
-from tritonbisect.errors import InputError
-from tritonbisect.tritonparse.composite_args import descriptor_specs, tuple_specs
-from tritonbisect.tritonparse.selfcheck import Job, interpreter_env, run_batch
+from tritonbisect.core.errors import InputError
+from tritonbisect.oracles.composite_args import descriptor_specs, tuple_specs
+from tritonbisect.oracles.selfcheck import Job, interpreter_env, run_batch
 
 pytestmark = [needs_torch_triton]
 

@@ -93,7 +93,7 @@ def test_every_generated_script_answers_help(tmp_path: Path) -> None:
 @pytest.mark.skipif(VADD is None, reason="the shared H100 traces are not here (set TRITONBISECT_TRACES)")
 @pytest.mark.parametrize("launches", [False, True])
 def test_runtime_oracle_of_a_kernel_importing_a_missing_module(tmp_path: Path, launches: bool) -> None:
-    from tritonbisect.tritonparse.selfcheck import interpreter_env
+    from tritonbisect.oracles.selfcheck import interpreter_env
 
     out = tmp_path / "rt"
     args = ["--launches", "all"] if launches else []

@@ -23,9 +23,9 @@ import torch
 from compile_support import run_oracle
 from gpu_traces import WAYS, gpu_traces  # noqa: F401 - the fixture (the tests' argument redefines it)
 from oracle_support import cli, needs_torch_triton
-from tritonbisect.errors import InputError
-from tritonbisect.tritonparse.generate import generate_oracle
-from tritonbisect.tritonparse.selfcheck import Job, interpreter_env, run_batch, run_one
+from tritonbisect.core.errors import InputError
+from tritonbisect.oracles.runtime import generate_oracle
+from tritonbisect.oracles.selfcheck import Job, interpreter_env, run_batch, run_one
 
 pytestmark = [needs_torch_triton]
 
@@ -198,7 +198,7 @@ def test_comprehension_autotune_oracle_resets_and_pins(traced: Path) -> None:
 
 def test_module_level_code_that_cannot_be_kept_is_one_line(tmp_path: Path) -> None:
     """An Inductor kernel calling a helper imported from a user module still gets the one-line refusal."""
-    from tritonbisect.tritonparse.source import extract_kernel_source
+    from tritonbisect.oracles.kernel_source import extract_kernel_source
 
     code = INDUCTOR_KERNELS.replace("import triton\n", "import triton\nfrom mylib import helper\n", 1).replace(
         "tmp9 = triton_helpers", "tmp9 = helper(tmp8) + triton_helpers")
@@ -293,7 +293,7 @@ def test_hooks_and_configs_from_module_code_are_dropped_with_one_note_each() -> 
     """Configs from a function of a user module, prune_configs_by, heuristics: dropped (the launch
     pins them), so `mylib` is never needed. Hooks are code: one note line each, and a user pre_hook
     takes the place of reset_to_zero, as in Triton's Autotuner."""
-    from tritonbisect.tritonparse.source import extract_kernel_source
+    from tritonbisect.oracles.kernel_source import extract_kernel_source
 
     start = HOOKED.splitlines().index("@triton.autotune(configs=CONFIGS + [triton.Config({\"BLOCK\": 16}, "
                                       "pre_hook=zero_out)], key=[\"n\"],") + 1
@@ -341,7 +341,7 @@ print("reductions ok")
 def test_interpreted_max2_min2_are_numpy_fast_and_propagate_nan(tmp_path: Path) -> None:
     import subprocess
 
-    from tritonbisect.tritonparse.inductor_source import SHIM
+    from tritonbisect.oracles.inductor_source import SHIM
 
     (tmp_path / "check.py").write_text(SHIM + REDUCE_CHECK)
     proc = subprocess.run([sys.executable, str(tmp_path / "check.py")], capture_output=True, text=True,

@@ -14,17 +14,17 @@ from pathlib import Path
 import pytest
 
 from oracle_support import cli, needs_traces, scenario, scenarios
-from tritonbisect.errors import InputError
-from tritonbisect.tritonparse.bisect_test import repro_test_spec
-from tritonbisect.tritonparse.generate import generate_oracle
-from tritonbisect.tritonparse.info import render_info
-from tritonbisect.tritonparse.mutations import MUTATIONS, kernel_source_of_script, mutate
-from tritonbisect.tritonparse.reader import (
+from tritonbisect.core.errors import InputError
+from tritonbisect.oracles.kernel_source import extract_kernel_source
+from tritonbisect.oracles.mutations import MUTATIONS, kernel_source_of_script, mutate
+from tritonbisect.oracles.repro_spec import repro_test_spec
+from tritonbisect.oracles.runtime import generate_oracle
+from tritonbisect.traces.info import render_info
+from tritonbisect.traces.reader import (
     load_trace,
     parse_file_name,
     resolve_blob,
 )
-from tritonbisect.tritonparse.source import extract_kernel_source
 
 pytestmark = needs_traces
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tritonbisect.bisect.outcome import (
+from tritonbisect.core.outcome import (
     EXIT_CODE_OF_VERDICT,
     Kind,
     Policy,

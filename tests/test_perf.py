@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from bisectors_world import error_line, run_cli, run_json
 from engine_repo import BUILD, C, make_history
-from tritonbisect.bisect.outcome import Kind, Policy, Verdict
-from tritonbisect.bisect.perf import PerfSettings, judge_step, metric_of, parse_threshold
-from tritonbisect.bisect.perfstats import _exact_counts, judge, mann_whitney_u, median
-from tritonbisect.bisect.runner import combine_runs
+from tritonbisect.core.outcome import Kind, Policy, Verdict
+from tritonbisect.executors.runner import combine_runs
+from tritonbisect.search.perfstats import _exact_counts, judge, mann_whitney_u, median
+from tritonbisect.session.perf import PerfSettings, judge_step, metric_of, parse_threshold
 
 # --- the statistics ---------------------------------------------------------------------------
 
@@ -60,7 +60,7 @@ def test_normal_approximation_is_close_to_exact_for_moderate_samples() -> None:
     y = [rng.gauss(0, 1) for _ in range(30)]
     exact = mann_whitney_u(x, y, "greater")
     assert exact.method == "exact"
-    from tritonbisect.bisect import perfstats
+    from tritonbisect.search import perfstats
 
     old = perfstats.EXACT_MAX_TOTAL
     perfstats.EXACT_MAX_TOTAL = 0

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tritonbisect.bisect.hint import find_hint
-from tritonbisect.errors import InputError
-from tritonbisect.toyworld.gitstream import CommitSpec, write_history
-from tritonbisect.toyworld.pass_history import REGRESSION_MARK, make_pass_history
+from testing.toyworld.gitstream import CommitSpec, write_history
+from testing.toyworld.pass_history import REGRESSION_MARK, make_pass_history
+from tritonbisect.core.errors import InputError
+from tritonbisect.session.hint import find_hint
 
 CHECK = f'''
 import hashlib, pathlib, subprocess, sys

@@ -15,11 +15,11 @@ from pathlib import Path
 
 from compile_support import needs_triton
 from oracle_support import needs_traces, scenario
-from tritonbisect.bisect import prior
 from tritonbisect.mlir.passes import parse_dumps
-from tritonbisect.narrow.run import DUMP_ENV
-from tritonbisect.tritonparse.compileoracle.standalone import tb_runner
-from tritonbisect.tritonparse.reader import load_trace
+from tritonbisect.narrow.narrowing import DUMP_ENV
+from tritonbisect.oracles.compile.standalone import tb_runner
+from tritonbisect.search import prior
+from tritonbisect.traces.reader import load_trace
 
 
 def _real_declarations() -> list[prior.PassDecl]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonbisect.toyworld.pass_triton import PLANTED_PASS, make_pass_triton
+from testing.toyworld.pass_triton import PLANTED_PASS, make_pass_triton
 
 pytestmark = pytest.mark.slow
 

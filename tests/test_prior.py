@@ -1,4 +1,4 @@
-"""The pass hint's pure parts (bisect/prior.py) and the Bayesian search started from a prior.
+"""The pass hint's pure parts (search/prior.py) and the Bayesian search started from a prior.
 
 Facts of the real Triton tree these tests hold the finder to (read from triton-lang/triton):
 - passes are declared in TableGen: include/triton/Dialect/TritonGPU/Transforms/Passes.td has
@@ -23,7 +23,8 @@ import random
 
 import pytest
 
-from tritonbisect.bisect import bayes, bayes_step, prior, search
+from tritonbisect.search import bayes, bayes_step, prior
+from tritonbisect.search import classic as search
 
 TD = '''include "mlir/Pass/PassBase.td"
 

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tritonbisect.tritonparse import pyast
+from tritonbisect.core import pyast
 
 NESTED = "x = " + "(" * 40 + "1" + ")" * 40 + "\n" + "def f(a):\n    return [[a + b for b in range(3)] for _ in range(2)]\n" * 300
 

@@ -68,7 +68,7 @@ def cluster():
     finally:
         if c is not None:
             c.shutdown()
-        from tritonbisect.bisect.ray_cluster import processes_using
+        from tritonbisect.executors.ray_cluster import processes_using
 
         for pid in processes_using(Path(temp)):
             with contextlib.suppress(ProcessLookupError):

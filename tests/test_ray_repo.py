@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 
 from engine_repo import linear, snapshot
-from tritonbisect.bisect.ray_repo import NodeRepo, bundle_for
+from tritonbisect.executors.ray_repo import NodeRepo, bundle_for
 
 
 def test_bundles_fill_a_node_once_then_incrementally_and_leave_the_repository_alone(tmp_path):

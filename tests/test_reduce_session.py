@@ -22,12 +22,12 @@ import pytest
 from oracle_support import needs_torch_triton
 from real_triton import test_cache_dir
 from reduce_support import cli, traced_oracle
-from tritonbisect.bisect.phases import PhaseSpec
-from tritonbisect.bisect.session import Session
-from tritonbisect.build.cache import ArtifactCache
+from testing.toyworld.pass_triton import make_pass_triton
+from tritonbisect.builds.cache import ArtifactCache
 from tritonbisect.commands.options import BisectSettings
-from tritonbisect.toyworld.pass_triton import make_pass_triton
-from tritonbisect.tritonparse.bisect_test import oracle_commands
+from tritonbisect.oracles.repro_spec import oracle_commands
+from tritonbisect.session.phases import PhaseSpec
+from tritonbisect.session.session import Session
 
 RELEASE = "3.9.0"
 PLANTED_FILE = "triton/runtime/interpreter.py"
@@ -210,7 +210,7 @@ def test_run_reduce_shows_the_reduced_kernel_in_the_report(tmp_path: Path) -> No
 
 
 def test_the_report_section_shows_the_kernel_and_the_reduced_oracle() -> None:
-    from tritonbisect.bisect.report_reduced import reduced_lines
+    from tritonbisect.reports.reduced import reduced_lines
 
     assert reduced_lines(None) == []
     text = "\n".join(reduced_lines({"culprit": "c" * 40, "parent": "p" * 40, "builds": 0, "oracle": "/s/reduced/repro.py",

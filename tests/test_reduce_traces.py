@@ -9,11 +9,11 @@ import ast
 import pytest
 
 from oracle_support import needs_traces, scenario
+from tritonbisect.oracles.runtime import generate_oracle
 from tritonbisect.reduce import inputs_pass, oracle_io, source_pass
 from tritonbisect.reduce.driver import _constexprs, cost
 from tritonbisect.reduce.inputs_pass import BlobPlan
-from tritonbisect.tritonparse.generate import generate_oracle
-from tritonbisect.tritonparse.reader import load_trace
+from tritonbisect.traces.reader import load_trace
 
 pytestmark = needs_traces
 

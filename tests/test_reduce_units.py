@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonbisect.errors import InputError
+from tritonbisect.core.errors import InputError
 from tritonbisect.reduce import context_edit, inputs_pass, oracle_io, source_pass
 from tritonbisect.reduce.driver import cost
 from tritonbisect.reduce.inputs_pass import BlobPlan
@@ -149,7 +149,7 @@ def test_bad_signature(tmp_path: Path) -> None:
 
 
 def test_oracle_folder_round_trip_and_refusals(tmp_path: Path) -> None:
-    from tritonbisect.tritonparse.generate import render_script
+    from tritonbisect.oracles.runtime import render_script
 
     root = tmp_path / "o"
     root.mkdir()

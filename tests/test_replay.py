@@ -20,8 +20,8 @@ import pytest
 
 from gpu_traces import gpu_traces  # noqa: F401  (fixture)
 from oracle_support import cli, needs_torch_triton
-from tritonbisect.tritonparse.mutations import mutate
-from tritonbisect.tritonparse.selfcheck import interpreter_env
+from tritonbisect.oracles.mutations import mutate
+from tritonbisect.oracles.selfcheck import interpreter_env
 
 pytestmark = needs_torch_triton
 

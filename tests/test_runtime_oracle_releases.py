@@ -13,14 +13,14 @@ import pytest
 
 from oracle_support import cli, needs_traces, scenario
 from real_triton import triton_release_python
-from tritonbisect.tritonparse.reader import load_trace
-from tritonbisect.tritonparse.selfcheck import (
+from tritonbisect.oracles.selfcheck import (
     Job,
     JobResult,
     interpreter_env,
     plant_mutations,
     run_one,
 )
+from tritonbisect.traces.reader import load_trace
 
 pytestmark = [pytest.mark.slow, needs_traces]
 

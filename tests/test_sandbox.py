@@ -1,4 +1,4 @@
-"""The sandbox (build/sandbox.py + proc.SandboxedRunner) on this machine's real bubblewrap and
+"""The sandbox (builds/sandbox.py + proc.SandboxedRunner) on this machine's real bubblewrap and
 unshare: what a sandboxed command can and cannot do, and the environment it gets.
 
 Each test runs once per sandbox that works here; none is skipped silently (a sandbox that
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from port_listener import Listener
-from tritonbisect.build import sandbox as sb
-from tritonbisect.build.proc import SandboxedRunner, run_logged
+from tritonbisect.builds import sandbox as sb
+from tritonbisect.builds.build_process import SandboxedRunner, run_logged
 
 SECRET = "ghp_FAKE-sandbox-test-token-0123456789"
 
@@ -303,9 +303,9 @@ def _wheel(path: Path, names: list[str]) -> Path:
 
 
 def test_a_sandboxed_builds_wheel_with_a_startup_hook_is_not_installed(tmp_path):
-    from tritonbisect.build.install_check import startup_hooks
-    from tritonbisect.build.recipes import StepContext
-    from tritonbisect.build.triton_recipe import TritonRecipe
+    from tritonbisect.builds.install_check import startup_hooks
+    from tritonbisect.builds.recipes import StepContext
+    from tritonbisect.domains.triton.recipe import TritonRecipe
 
     clean = _wheel(tmp_path / "triton-1.0-cp311-cp311-linux_x86_64.whl",
                    ["triton/__init__.py", "triton/_C/x.pth.txt", "triton-1.0.dist-info/RECORD"])
@@ -323,7 +323,7 @@ def test_a_sandboxed_builds_wheel_with_a_startup_hook_is_not_installed(tmp_path)
 def test_sandboxed_build_requirements_come_as_wheels_only(tmp_path):
     """A requirement that only exists as source is refused: building it would run its code
     outside the sandbox."""
-    from tritonbisect.build.env import TargetEnv
+    from tritonbisect.builds.env import TargetEnv
 
     src = tmp_path / "evilpkg"
     src.mkdir()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine_repo import env_for, last_json, linear, tb
-from tritonbisect.build.sandbox import detect
+from tritonbisect.builds.sandbox import detect
 
 TOKEN = "ghp_FAKE-bisect-sandbox-token-0123456789"
 

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from engine_repo import GIT_ENV
-from tritonbisect.bisect.outcome import Kind
-from tritonbisect.build.downloads import store_dir
-from tritonbisect.build.recipes import StepContext
-from tritonbisect.build.sandbox import detect
-from tritonbisect.build.triton_recipe import TritonRecipe
+from tritonbisect.builds.downloads import store_dir
+from tritonbisect.builds.recipes import StepContext
+from tritonbisect.builds.sandbox import detect
+from tritonbisect.core.outcome import Kind
+from tritonbisect.domains.triton.recipe import TritonRecipe
 
 pytestmark = [
     pytest.mark.slow,
@@ -85,7 +85,7 @@ def ccache_stats(ccache_dir: Path) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory):
-    from tritonbisect.build.env import TargetEnv
+    from tritonbisect.builds.env import TargetEnv
 
     return TargetEnv.ensure(tmp_path_factory.mktemp("venv") / "v")
 

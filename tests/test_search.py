@@ -1,4 +1,4 @@
-"""Unit tests of the pure search (bisect/search.py) with plain lists and small DAGs."""
+"""Unit tests of the pure search (search/classic.py) with plain lists and small DAGs."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from enum import Enum
 
 import pytest
 
-from tritonbisect.bisect import search
-from tritonbisect.bisect.search import (
+from tritonbisect.search import classic as search
+from tritonbisect.search.classic import (
     Candidates,
     Conflict,
     Found,

@@ -12,7 +12,7 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tritonbisect.bisect.search import (
+from tritonbisect.search.classic import (
     Candidates,
     Found,
     Inconclusive,

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tritonbisect.build.recipes import StepContext
-from tritonbisect.build.venv_pool import EnvPool
+from tritonbisect.builds.recipes import StepContext
+from tritonbisect.builds.venv_pool import EnvPool
 
 
 def _ctx(tmp_path: Path, step: str) -> StepContext:

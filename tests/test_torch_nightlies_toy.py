@@ -20,7 +20,7 @@ import pytest
 
 from bisectors_world import error_line, run_cli, run_json
 from nightly_world import build_nightlies
-from tritonbisect.toyworld.world import make_world
+from testing.toyworld.world import make_world
 from wheel_index_world import LocalIndex, write_simple_index
 
 pytestmark = pytest.mark.slow

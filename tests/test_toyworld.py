@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from tritonbisect.toyworld import BREAKS, LLVM_CMAKE_ARGS, MAX_API_BREAKS, make_world
-from tritonbisect.toyworld.gitstream import git_env
-from tritonbisect.toyworld.triton_repo import BASE_VERSION
+from testing.toyworld import BREAKS, LLVM_CMAKE_ARGS, MAX_API_BREAKS, make_world
+from testing.toyworld.gitstream import git_env
+from testing.toyworld.triton_repo import BASE_VERSION
 
 CONTRACT_KEYS = {
     "llvm_order",
@@ -228,7 +228,7 @@ def test_extra_sources(tmp_path):
 
 def test_cli(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "tritonbisect.toyworld", str(tmp_path / "w"), "--api-breaks", "2"],
+        [sys.executable, "-m", "testing.toyworld", str(tmp_path / "w"), "--api-breaks", "2"],
         capture_output=True,
         text=True,
         check=True,
@@ -237,7 +237,7 @@ def test_cli(tmp_path):
     assert len(truth["llvm_api_breaks"]) == 2
     assert truth == make_world(tmp_path / "again", api_breaks=2).truth
     bad = subprocess.run(
-        [sys.executable, "-m", "tritonbisect.toyworld", str(tmp_path / "x"), "--api-breaks", "9"],
+        [sys.executable, "-m", "testing.toyworld", str(tmp_path / "x"), "--api-breaks", "9"],
         capture_output=True,
         text=True,
     )

@@ -24,8 +24,8 @@ import pytest
 
 from oracle_support import REPO, cli, needs_torch_triton
 from real_triton import triton_release_python
-from tritonbisect.tritonparse.reader import load_trace, resolve_blob
-from tritonbisect.tritonparse.trace_cmd import exit_status
+from tritonbisect.traces.capture import exit_status
+from tritonbisect.traces.reader import load_trace, resolve_blob
 
 pytestmark = needs_torch_triton
 

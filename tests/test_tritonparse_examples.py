@@ -24,7 +24,7 @@ import pytest
 
 from compile_support import needs_triton, run_oracle
 from oracle_support import cli, needs_torch_triton, traces_root, tritonparse_examples
-from tritonbisect.tritonparse.reader import load_trace
+from tritonbisect.traces.reader import load_trace
 
 EXAMPLES = tritonparse_examples()
 pytestmark = pytest.mark.skipif(

@@ -247,10 +247,10 @@ def test_without_test_and_without_a_terminal_the_run_is_refused(tmp_path: Path) 
 
 
 def test_a_mark_in_an_earlier_phase_supersedes_the_later_ones(tmp_path: Path) -> None:
-    from tritonbisect.bisect.session import PhaseSpec, Session, drive
-    from tritonbisect.build.command_recipe import CommandRecipe
-    from tritonbisect.build.recipes import TestSpec
+    from tritonbisect.builds.recipes import TestSpec
     from tritonbisect.commands.options import bisect_settings
+    from tritonbisect.domains.command.recipe import CommandRecipe
+    from tritonbisect.session.session import PhaseSpec, Session, drive
 
     home = tmp_path / "home"
     first, second = tmp_path / "first", tmp_path / "second"

@@ -1,4 +1,4 @@
-"""build/wheel_index.py on real file names: `packaging`'s PEP 440 order, wheel names and the
+"""builds/wheel_index.py on real file names: `packaging`'s PEP 440 order, wheel names and the
 tags the target interpreter takes; index pages; and the version ladder's choices
 (bisect/wheels.choose_rungs) over releases, +git nightlies, dated .dev builds, manylinux
 variants and wheels for another Python."""
@@ -11,8 +11,7 @@ import sys
 
 import pytest
 
-from tritonbisect.bisect.wheels import ancestry_order, choose_rungs
-from tritonbisect.build.wheel_index import (
+from tritonbisect.builds.wheel_index import (
     BadVersion,
     Platform,
     WheelFile,
@@ -26,7 +25,8 @@ from tritonbisect.build.wheel_index import (
     unordered_locals,
     version_key,
 )
-from tritonbisect.errors import InputError
+from tritonbisect.core.errors import InputError
+from tritonbisect.domains.wheels.bisector import ancestry_order, choose_rungs
 
 # file names as published: PyPI releases, Triton's nightly index, PyTorch's nightly index
 REAL_NAMES = [
@@ -188,7 +188,7 @@ def test_nearest_versions():
 
 
 def test_the_cli_names_every_feed():
-    from tritonbisect.build.wheel_feeds import FEEDS, feed_named
+    from tritonbisect.builds.wheel_feeds import FEEDS, feed_named
     from tritonbisect.commands.domains import NIGHTLY_FEEDS
     from tritonbisect.commands.wheels import FEED_NAMES
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bisectors_world import error_line, run_cli, run_json
-from tritonbisect.build.wheel_fetch import download_dir
+from tritonbisect.builds.wheel_fetch import download_dir
 from wheel_index_world import (
     BAD_FROM,
     TEST_SCRIPT,

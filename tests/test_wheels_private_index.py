@@ -106,9 +106,9 @@ def test_credentials_from_netrc_toy_nightlies_and_without_them(index, tmp_path):
 
 def test_feed_survey_lists_what_the_index_holds(index, monkeypatch, tmp_path):
     """The survey behind --feed, over the private index (found by its .netrc)."""
-    from tritonbisect.build import index_config
-    from tritonbisect.build.wheel_feeds import Feed, pick, survey
-    from tritonbisect.build.wheel_index import list_wheels
+    from tritonbisect.builds import index_config
+    from tritonbisect.builds.wheel_feeds import Feed, pick, survey
+    from tritonbisect.builds.wheel_index import list_wheels
 
     netrc = tmp_path / "netrc"
     netrc.write_text(f"machine 127.0.0.1 login {USER} password {PASSWORD}\n")
@@ -124,8 +124,8 @@ def test_feed_survey_lists_what_the_index_holds(index, monkeypatch, tmp_path):
 def test_credentials_do_not_follow_a_redirect_to_another_host(tmp_path, monkeypatch):
     """pypiserver sends a package it lacks to its fallback index: the request that follows
     the redirect to another host carries no Authorization header (the first one did)."""
-    from tritonbisect.build import index_config
-    from tritonbisect.build.wheel_index import list_wheels
+    from tritonbisect.builds import index_config
+    from tritonbisect.builds.wheel_index import list_wheels
 
     other = HeaderRecorder()  # "localhost": another host than 127.0.0.1 for the credentials
     idx = PrivateIndex(tmp_path / "idx", [], fallback_url=f"http://localhost:{other.port}/simple/").start()

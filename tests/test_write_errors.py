@@ -117,7 +117,7 @@ def test_trace_into_a_read_only_place_runs_nothing(tmp_path: Path) -> None:
 
 
 def test_an_unrelated_os_error_is_not_hidden(tmp_path: Path) -> None:
-    from tritonbisect.oserrors import place_error
+    from tritonbisect.core.oserrors import place_error
 
     assert place_error(OSError(5, "Input/output error")) is None  # no path: a real failure
     err = place_error(OSError(30, "Read-only file system", "/x"))

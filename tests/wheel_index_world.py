@@ -61,7 +61,7 @@ def write_wheel(out: Path, version: str, *, bad: bool, plat: str = "any", dist: 
 
 
 def write_wheels(out: Path) -> list[Path]:
-    from tritonbisect.build.wheel_index import version_key
+    from tritonbisect.builds.wheel_index import version_key
 
     wheels = [write_wheel(out, v, bad=version_key(v) >= version_key(BAD_FROM)) for v in VERSIONS]
     wheels.append(write_wheel(out, WINDOWS_ONLY, bad=True, plat="win_amd64"))

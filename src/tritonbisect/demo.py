@@ -46,7 +46,7 @@ print("built", sorted(config))
 '''
 
 TEST_PY = '''\
-"""Test: "launch the kernel" built by build.py; out-of-bounds tiles crash like a GPU would."""
+"""Test: "launch the kernel" built by builds.py; out-of-bounds tiles crash like a GPU would."""
 import json, os, pathlib, signal, sys
 config = json.loads((pathlib.Path(__file__).parent / "build" / "kernel.json").read_text())
 block, shared = config["BLOCK"], config["SHARED_MEMORY"]
@@ -119,7 +119,7 @@ def make_demo_repo(path: Path) -> DemoSample:
         if i == 0:
             files = {
                 ".gitignore": "build/\n",
-                "build.py": BUILD_PY,
+                "builds.py": BUILD_PY,
                 "test_kernel.py": TEST_PY,
                 "src/kernel.py": KERNEL.format(block=64, scale=3),
                 "src/util.py": UTIL_OK.format(n=0),
@@ -165,7 +165,7 @@ def make_demo_repo(path: Path) -> DemoSample:
     py = shlex.quote(sys.executable)
     return DemoSample(
         repo=path,
-        build=f"{py} build.py",
+        build=f"{py} builds.py",
         test=f"{py} test_kernel.py",
         culprit=order[CULPRIT_INDEX],
         broken=[order[i] for i in BROKEN],
@@ -176,9 +176,9 @@ def make_demo_repo(path: Path) -> DemoSample:
 
 
 def demo_phase(sample: DemoSample):
-    from tritonbisect.bisect.session import PhaseSpec
-    from tritonbisect.build.command_recipe import CommandRecipe
-    from tritonbisect.build.recipes import TestSpec
+    from tritonbisect.builds.recipes import TestSpec
+    from tritonbisect.domains.command.recipe import CommandRecipe
+    from tritonbisect.session.session import PhaseSpec
 
     recipe = CommandRecipe(sample.build, TestSpec(sample.test))
     return PhaseSpec(

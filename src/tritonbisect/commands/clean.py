@@ -1,4 +1,4 @@
-"""`tritonbisect clean`: remove what runs left in the workdir (bisect/cleanup.py says what)."""
+"""`tritonbisect clean`: remove what runs left in the workdir (session/cleanup.py says what)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from tritonbisect.commands.options import resolve_workdir
-from tritonbisect.errors import InputError
+from tritonbisect.core.errors import InputError
 
 
 @click.command("clean")
@@ -21,8 +21,8 @@ def clean_cmd(session_id: str | None, everything: bool, keep_cache: bool, workdi
     Workers keep their git worktrees between runs for incremental builds; they are registered
     in your repository (`git worktree list` shows them) until cleaned.
     """
-    from tritonbisect.bisect.cleanup import clean_all, clean_session
-    from tritonbisect.bisect.session import Session
+    from tritonbisect.session.cleanup import clean_all, clean_session
+    from tritonbisect.session.session import Session
 
     root = resolve_workdir(workdir)
     if everything == bool(session_id):

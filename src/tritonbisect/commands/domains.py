@@ -1,6 +1,6 @@
 """Domain bisectors: `triton`, `llvm`, `torch`, `pairs`, and the artifact `cache` group.
 
-Thin: parse options, build the domain's Bisector (bisect/triton.py, llvm.py, torch.py,
+Thin: parse options, build the domain's Bisector (domains/triton/bisector.py, llvm.py, torch.py,
 pairs.py), create the session and hand it to the engine (`commands.engine.execute`).
 """
 
@@ -13,12 +13,13 @@ from typing import Any
 
 import click
 
+import tritonbisect.domains.llvm.descent  # noqa: F401
+
 # registered at start-up so that `resume` finds them: the "triton-llvm" (descent) and
 # "pairs" workflows
-import tritonbisect.bisect.pairs  # noqa: F401
-import tritonbisect.bisect.workflow  # noqa: F401
+import tritonbisect.domains.llvm.pairs  # noqa: F401
 from tritonbisect.commands.options import bisect_settings, common_bisect_options
-from tritonbisect.errors import InputError
+from tritonbisect.core.errors import InputError
 
 _dir = click.Path(file_okay=False, path_type=Path)
 _file = click.Path(dir_okay=False, path_type=Path)
@@ -64,7 +65,7 @@ def _llvm_options(f):
 
 
 def _build(kwargs: dict[str, Any]):
-    from tritonbisect.bisect.triton import TritonBuildOptions
+    from tritonbisect.domains.triton.bisector import TritonBuildOptions
 
     if kwargs.get("python") and kwargs.get("venv"):
         raise InputError("--python and --venv are mutually exclusive; give one")
@@ -82,7 +83,7 @@ def _build(kwargs: dict[str, Any]):
 
 
 def _llvm_config(kwargs: dict[str, Any]) -> dict[str, Any]:
-    from tritonbisect.build.llvm_recipe import DEFAULT_TARGETS, targets_for_backends
+    from tritonbisect.domains.llvm.recipe import DEFAULT_TARGETS, targets_for_backends
 
     if kwargs.get("llvm_targets") and kwargs.get("backends"):
         raise InputError("--llvm-targets and --backends both choose LLVM's targets; give one")
@@ -122,9 +123,9 @@ def _test(settings, history, commit: str) -> dict:
 
 
 def _start(settings, phases, *, workflow: str | None = None, before_run=None):
-    from tritonbisect.bisect.phase_hint import check_hint
-    from tritonbisect.bisect.session import Session
     from tritonbisect.commands.engine import execute
+    from tritonbisect.session.phase_hint import check_hint
+    from tritonbisect.session.session import Session
 
     check_hint(settings, [getattr(p, "spec", p) for p in phases])
     session = Session.create(
@@ -160,11 +161,11 @@ def triton_cmd(triton_dir: Path, good: str, bad: str, no_descend_llvm: bool, llv
                compat_map: Path | None, wheel_index: tuple[str, ...], wheels_mode: str,
                wheel_package: str, wheel_feed: str | None, **kwargs: Any) -> None:
     """Bisect Triton; a culprit that bumps LLVM is followed into llvm-project."""
-    from tritonbisect.bisect.triton import TritonBisector
-    from tritonbisect.bisect.workflow import WORKFLOW, DescentPlan, preflight
+    from tritonbisect.domains.llvm.descent import WORKFLOW, DescentPlan, preflight
+    from tritonbisect.domains.triton.bisector import TritonBisector
 
     if wheel_feed:
-        from tritonbisect.build.wheel_feeds import feed_named
+        from tritonbisect.builds.wheel_feeds import feed_named
 
         wheel_index = (*wheel_index, feed_named(wheel_feed).index_url)
     settings = bisect_settings(**kwargs)
@@ -218,7 +219,7 @@ def triton_cmd(triton_dir: Path, good: str, bad: str, no_descend_llvm: bool, llv
 def llvm_cmd(triton_dir: Path, llvm_dir: Path, good_llvm: str, bad_llvm: str, compat_map: Path | None,
              triton_commit: str | None, **kwargs: Any) -> None:
     """Bisect llvm-project, building at each LLVM commit a Triton that builds against it."""
-    from tritonbisect.bisect.llvm import LLVMBisector
+    from tritonbisect.domains.llvm.bisector import LLVMBisector
 
     settings = bisect_settings(**kwargs)
     if compat_map is not None and triton_commit:
@@ -248,7 +249,7 @@ def llvm_cmd(triton_dir: Path, llvm_dir: Path, good_llvm: str, bad_llvm: str, co
 def pairs_cmd(compat_map: Path, triton_dir: Path, llvm_dir: Path, good_llvm: str | None,
               bad_llvm: str | None, **kwargs: Any) -> None:
     """Binary search over the map's (Triton, LLVM) pairs: the first bad pair."""
-    from tritonbisect.bisect.pairs import WORKFLOW, PairsBisector, max_pairs_tested
+    from tritonbisect.domains.llvm.pairs import WORKFLOW, PairsBisector, max_pairs_tested
 
     settings = bisect_settings(**kwargs)
     bisector = PairsBisector(
@@ -286,7 +287,7 @@ def torch_cmd(torch_dir: Path, good: str, bad: str, triton_dir: Path | None, use
               llvm_dir: Path | None, wheel_index: tuple[str, ...], wheels_mode: str, wheel_package: str,
               device: str, **kwargs: Any) -> None:
     """Bisect PyTorch, with the Triton each commit pins."""
-    from tritonbisect.bisect.torch import TorchBisector, parse_use_flags
+    from tritonbisect.domains.torch.bisector import TorchBisector, parse_use_flags
 
     settings = bisect_settings(**kwargs)
     if wheels_mode == "only" and not wheel_index:
@@ -301,7 +302,7 @@ def torch_cmd(torch_dir: Path, good: str, bad: str, triton_dir: Path | None, use
     if not wheel_index:
         _start(settings, [bisector.phase()])
         return
-    from tritonbisect.bisect.workflow import TORCH_NIGHTLIES
+    from tritonbisect.domains.llvm.descent import TORCH_NIGHTLIES
 
     phases = [bisector.phase()]
     if wheels_mode != "off":
@@ -318,7 +319,7 @@ def torch_cmd(torch_dir: Path, good: str, bad: str, triton_dir: Path | None, use
 
 def _cache_commands() -> list[click.Command]:
     try:
-        from tritonbisect.build.cache_cli import cache_group
+        from tritonbisect.commands.artifact_cache import cache_group
     except ImportError:  # pragma: no cover - the build layer is part of the package
         return []
     return [cache_group]

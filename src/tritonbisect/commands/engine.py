@@ -18,7 +18,7 @@ from tritonbisect.commands.options import (
     common_bisect_options,
     resolve_workdir,
 )
-from tritonbisect.errors import InputError
+from tritonbisect.core.errors import InputError
 
 # --- shared by every bisecting command ---------------------------------------------------
 
@@ -41,7 +41,7 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
         "session": session.id,
         "session_dir": str(session.dir),
         "phase": result.phase,
-        # the probability of the answer and the top candidates (bisect/phase_flaky.py)
+        # the probability of the answer and the top candidates (session/phase_flaky.py)
         "posterior": session.extra.get("posterior", {}).get(result.phase),
         "phases": [
             {
@@ -58,13 +58,13 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
         "reason": result.reason,
     }
     if session.extra.get("revert"):  # --verify-revert: the revert's verdict, and the culprits
-        from tritonbisect.bisect.revert_check import revert_json
+        from tritonbisect.session.revert_check import revert_json
 
         out.update(revert_json(session))
     if session.extra.get("hint"):  # --prefer-pass / --prefer-files: what it weighed, what came of it
         out["hint"] = session.extra["hint"]
     if session.extra.get("wheels_mode") is not None:  # triton --wheel-index: installs vs builds
-        from tritonbisect.bisect.nightlies import wheels_summary
+        from tritonbisect.domains.triton.nightlies import wheels_summary
 
         summary = wheels_summary(session)
         if summary is not None:
@@ -79,11 +79,11 @@ def execute(session: Any, *, json_out: bool = False, ui: Any = None) -> NoReturn
 
     Used by `run`, `resume` and the domain bisectors (`triton`, `llvm`, ...).
     """
-    from tritonbisect.bisect.display import make_ui
-    from tritonbisect.bisect.session import drive
+    from tritonbisect.reports.display import make_ui
+    from tritonbisect.session.session import drive
 
     if getattr(session.settings, "sandbox", False):
-        from tritonbisect.build.sandbox import announce
+        from tritonbisect.builds.sandbox import announce
 
         click.echo(f"tritonbisect: {announce()}", err=True)
     ui = ui or make_ui()
@@ -110,8 +110,8 @@ def narrow_after(session: Any, result: Any, *, quiet: bool) -> dict[str, Any] | 
     if not getattr(session.settings, "narrow", False) or result.status != "found":
         return None
     from tritonbisect.commands.narrow import echo_narrowing
-    from tritonbisect.errors import TritonBisectError
-    from tritonbisect.narrow.run import narrow_session
+    from tritonbisect.core.errors import TritonBisectError
+    from tritonbisect.narrow.narrowing import narrow_session
 
     try:
         narrowed = narrow_session(session)
@@ -134,12 +134,12 @@ def reduce_after(session: Any, result: Any, *, quiet: bool) -> dict[str, Any] | 
     from pathlib import Path
 
     from tritonbisect.commands.reduce import echo_reduced, reduced_record
-    from tritonbisect.errors import TritonBisectError
+    from tritonbisect.core.errors import TritonBisectError
     from tritonbisect.reduce import oracle_io
+    from tritonbisect.reduce.candidate_runner import Settings
     from tritonbisect.reduce.driver import LEVELS, NotReproducible
     from tritonbisect.reduce.from_session import endpoints
-    from tritonbisect.reduce.run import run_reduction
-    from tritonbisect.reduce.runner import Settings
+    from tritonbisect.reduce.reduction import run_reduction
 
     t0 = time.monotonic()
     scratch = Path(tempfile.mkdtemp(prefix="tritonbisect-reduce-envs-"))
@@ -174,7 +174,7 @@ def summary(session: Any, result: Any) -> str:
         phase = next((p for p in session.phases() if p.spec.name == result.phase), None)
         if phase is not None:
             try:
-                from tritonbisect.bisect.history import History
+                from tritonbisect.core.history import History
 
                 subject = " " + History(phase.spec.repo).commit_info(result.culprit).subject
             except Exception:  # noqa: BLE001
@@ -190,7 +190,7 @@ def summary(session: Any, result: Any) -> str:
         if result.confidence == "low":
             lines.append(f"low confidence (exit {result.exit_code}): {result.reason}")
     elif result.status == "inconclusive":
-        from tritonbisect.bisect.evidence import candidate_states, candidates_summary
+        from tritonbisect.session.evidence import candidate_states, candidates_summary
 
         records = [r for r in session.records() if r.get("phase") == result.phase]
         states = candidate_states(records, result.candidates)
@@ -205,12 +205,12 @@ def summary(session: Any, result: Any) -> str:
         lines.append(f"hint ({hint.get('described')}), phase {name}: "
                      + (hint.get("verdict") or f"weighed {hint.get('commits')} commits"))
     if session.extra.get("revert"):  # --verify-revert
-        from tritonbisect.bisect.revert_check import summary_lines
+        from tritonbisect.session.revert_check import summary_lines
 
         lines.extend(summary_lines(session))
     c = session.counters()
     if session.extra.get("wheels_mode") is not None:
-        from tritonbisect.bisect.nightlies import summary_line
+        from tritonbisect.domains.triton.nightlies import summary_line
 
         lines.append(summary_line(session))
     lines.append(
@@ -239,9 +239,9 @@ def _workdir_flag(session: Any) -> str:
 @common_bisect_options
 def run_cmd(repo: Path, good: str, bad: str, build_cmd: str | None, artifact: str | None, **kwargs: Any) -> None:
     """Bisect REPO between GOOD and BAD with your own build and test commands."""
-    from tritonbisect.bisect.history import History
-    from tritonbisect.bisect.session import PhaseSpec, Session, candidates_of
-    from tritonbisect.build.command_recipe import CommandRecipe
+    from tritonbisect.core.history import History
+    from tritonbisect.domains.command.recipe import CommandRecipe
+    from tritonbisect.session.session import PhaseSpec, Session, candidates_of
 
     settings = bisect_settings(**kwargs)
     if not settings.wants_test:
@@ -261,7 +261,7 @@ def run_cmd(repo: Path, good: str, bad: str, build_cmd: str | None, artifact: st
         recipe_config=recipe.config(),
         first_parent=settings.first_parent,
     )
-    from tritonbisect.bisect.phase_hint import check_hint
+    from tritonbisect.session.phase_hint import check_hint
 
     check_hint(settings, [phase])
     session = Session.create(settings.workdir, settings, [phase], argv=list(sys.argv[1:]))
@@ -297,12 +297,12 @@ _workdir_option = click.option(
 @click.option("--json", "json_out", is_flag=True, help="Print one JSON object with the result.")
 def resume_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> None:
     """Continue an interrupted session (the latest when SESSION is omitted)."""
-    from tritonbisect.bisect.session import Session
+    from tritonbisect.session.session import Session
 
     session = Session.open(resolve_workdir(workdir), session_id)
     session.journal.records()  # a corrupt journal is reported before anything runs
     if session.settings.manual:
-        from tritonbisect.bisect.manual import require_terminal
+        from tritonbisect.session.manual import require_terminal
 
         require_terminal()
     execute(session, json_out=json_out)
@@ -314,8 +314,8 @@ def resume_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
 @click.option("--json", "json_out", is_flag=True, help="Print the session's state as one JSON object.")
 def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> None:
     """Show where a session stands (the latest when SESSION is omitted)."""
-    from tritonbisect.bisect.display import format_eta
-    from tritonbisect.bisect.session import Session, counters_of
+    from tritonbisect.reports.display import format_eta
+    from tritonbisect.session.session import Session, counters_of
 
     session = Session.open(resolve_workdir(workdir), session_id)
     records = session.records()
@@ -366,7 +366,7 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
         click.echo(f"    {_status_line(rec)}")
     if not running and any(p.status in ("pending", "running", "aborted") for p in session.phases()):
         click.echo(f"  resume with: {session.resume_command()}")
-    from tritonbisect.bisect.cleanup import describe
+    from tritonbisect.session.cleanup import describe
 
     kept = describe(session, session.dir.parent.parent)
     if kept:
@@ -391,7 +391,7 @@ def _status_line(rec: dict[str, Any]) -> str:
 
 def _outcome_of(session: Any) -> dict[str, Any]:
     """The outcome and exit code of a finished session (nothing while it is not finished)."""
-    from tritonbisect.bisect.phases import RESUMABLE
+    from tritonbisect.session.phases import RESUMABLE
 
     if not session.phases() or any(p.status in RESUMABLE for p in session.phases()):
         return {}
@@ -407,13 +407,13 @@ def _outcome_of(session: Any) -> dict[str, Any]:
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write to a file instead of stdout.")
 def report_cmd(session_id: str | None, workdir: Path | None, fmt: str, output: Path | None) -> None:
     """A report of a session: Markdown for a GitHub issue, or JSON."""
-    from tritonbisect.bisect.report import render_json, render_markdown
-    from tritonbisect.bisect.session import Session
+    from tritonbisect.reports.session_report import render_json, render_markdown
+    from tritonbisect.session.session import Session
 
     session = Session.open(resolve_workdir(workdir), session_id)
     text = render_markdown(session) if fmt == "md" else json.dumps(render_json(session), indent=2) + "\n"
     if output:
-        from tritonbisect.oserrors import at_path
+        from tritonbisect.core.oserrors import at_path
 
         with at_path(output):
             output.write_text(text, encoding="utf-8")
@@ -434,10 +434,10 @@ def demo_cmd(jobs: int, keep: bool, json_out: bool) -> None:
     import shutil
     import tempfile
 
-    from tritonbisect.bisect.display import make_ui
-    from tritonbisect.bisect.report import render_json, render_markdown
-    from tritonbisect.bisect.session import Session, drive
     from tritonbisect.demo import demo_phase, make_demo_repo
+    from tritonbisect.reports.display import make_ui
+    from tritonbisect.reports.session_report import render_json, render_markdown
+    from tritonbisect.session.session import Session, drive
 
     tmp = Path(tempfile.mkdtemp(prefix="tritonbisect-demo-"))
     try:

@@ -25,7 +25,7 @@ from click.core import ParameterSource
 
 from tritonbisect.commands.domains import _build, _build_options, _llvm_config, _llvm_options, _test
 from tritonbisect.commands.options import BisectSettings, bisect_settings, common_bisect_options
-from tritonbisect.errors import InputError
+from tritonbisect.core.errors import InputError
 
 _dir = click.Path(file_okay=False, path_type=Path)
 _file = click.Path(dir_okay=False, path_type=Path)
@@ -68,7 +68,7 @@ def _triton_target(kw: dict[str, Any], settings: BisectSettings):
 
 
 def _torch_target(kw: dict[str, Any], settings: BisectSettings):
-    from tritonbisect.bisect.torch import parse_use_flags
+    from tritonbisect.domains.torch.bisector import parse_use_flags
     from tritonbisect.hunt.targets import TorchTarget
 
     return TorchTarget(
@@ -183,11 +183,11 @@ def hunt_cmd(ctx: click.Context, state_path: Path, bad: str | None, good: str | 
     each culprit is reported once. Exit: 0 nothing new, 5 new regression, 1 inconclusive,
     3 environment change, 2/4/130 as every command.
     """
-    from tritonbisect.bisect.display import make_ui
-    from tritonbisect.bisect.process import cancel_all
-    from tritonbisect.bisect.session import InterruptedRun, _sigterm_as_interrupt
+    from tritonbisect.core.process import cancel_all
+    from tritonbisect.hunt.memory import HuntState, StateLock
     from tritonbisect.hunt.night import Night, NightOptions
-    from tritonbisect.hunt.state import HuntState, StateLock
+    from tritonbisect.reports.display import make_ui
+    from tritonbisect.session.session import InterruptedRun, _sigterm_as_interrupt
 
     if kwargs.get("manual") or not (kwargs.get("test") or kwargs.get("repro")):
         # a nightly job has nobody to judge by hand: refuse before the options turn manual on

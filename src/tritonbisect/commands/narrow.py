@@ -49,8 +49,8 @@ def echo_narrowing(result: dict[str, Any]) -> None:
 @click.option("--json", "json_out", is_flag=True, help="Print the result as JSON.")
 def narrow_cmd(session_id: str | None, workdir: Path | None, timeout: float, keep: Path | None, json_out: bool) -> None:
     """Name the compiler pass where the culprit's IR first differs from its parent's (cached builds, MLIR_ENABLE_DUMP=1)."""
-    from tritonbisect.bisect.session import Session
-    from tritonbisect.narrow.run import narrow_session
+    from tritonbisect.narrow.narrowing import narrow_session
+    from tritonbisect.session.session import Session
 
     session = Session.open(resolve_workdir(workdir), session_id)
     with session.locked():

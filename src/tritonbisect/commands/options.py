@@ -17,23 +17,23 @@ from typing import Any, TypeVar
 
 import click
 
-from tritonbisect.bisect.outcome import BUILD_FAILURE_MODES, REGRESS_MODES
-from tritonbisect.bisect.perf import (
+from tritonbisect.cli.help import hidden_alias
+from tritonbisect.core.errors import InputError
+from tritonbisect.core.outcome import BUILD_FAILURE_MODES, REGRESS_MODES
+
+# click-free helpers live in bisect/step_args (`tritonbisect step` imports them without click)
+from tritonbisect.core.step_args import HOME_ENV as HOME_ENV
+from tritonbisect.core.step_args import check_test_command as check_test_command
+from tritonbisect.core.step_args import default_workdir as default_workdir
+from tritonbisect.core.step_args import parse_env as parse_env
+from tritonbisect.core.step_args import resolve_workdir as resolve_workdir
+from tritonbisect.session.perf import (
     DEFAULT_SAMPLES,
     parse_threshold,
 )
-from tritonbisect.bisect.settings import BisectSettings as BisectSettings
-from tritonbisect.bisect.settings import perf_from_values
-from tritonbisect.bisect.settings import perf_settings_of as perf_settings_of
-
-# click-free helpers live in bisect/step_args (`tritonbisect step` imports them without click)
-from tritonbisect.bisect.step_args import HOME_ENV as HOME_ENV
-from tritonbisect.bisect.step_args import check_test_command as check_test_command
-from tritonbisect.bisect.step_args import default_workdir as default_workdir
-from tritonbisect.bisect.step_args import parse_env as parse_env
-from tritonbisect.bisect.step_args import resolve_workdir as resolve_workdir
-from tritonbisect.cli_help import hidden_alias
-from tritonbisect.errors import InputError
+from tritonbisect.session.settings import BisectSettings as BisectSettings
+from tritonbisect.session.settings import perf_from_values
+from tritonbisect.session.settings import perf_settings_of as perf_settings_of
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -81,8 +81,8 @@ def executor_options(f: F | None = None, *, test_resources: bool = True) -> Any:
 
 def executor_values(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """The validated executor fields of BisectSettings from the options' values."""
-    from tritonbisect.bisect.executor import check_address, parse_resources, require_ray
-    from tritonbisect.build.store import check_location
+    from tritonbisect.builds.store import check_location
+    from tritonbisect.executors.choose import check_address, parse_resources, require_ray
 
     executor = kwargs.get("executor") or "local"
     build = parse_resources(kwargs.get("build_resources"), "--build-resources")
@@ -190,8 +190,8 @@ def _hint_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 
 def _verdict_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """The issue-12 fields of BisectSettings from the command's keyword arguments."""
-    from tritonbisect.bisect.manual import require_terminal
-    from tritonbisect.bisect.phase_flaky import parse_flake_rate
+    from tritonbisect.session.manual import require_terminal
+    from tritonbisect.session.phase_flaky import parse_flake_rate
 
     out: dict[str, Any] = {"flaky": kwargs.get("flaky") or "detect"}
     rate = kwargs.get("flake_rate")
@@ -249,7 +249,7 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
         raise InputError("--jobs and --repeat must be at least 1")
     perf = perf_option_values(kwargs, regress=regress, repeat=repeat)
     if kwargs.get("sandbox"):
-        from tritonbisect.build.sandbox import require
+        from tritonbisect.builds.sandbox import require
 
         require()  # refuse before a session exists
     return BisectSettings(
@@ -289,7 +289,7 @@ def _verify_revert(kwargs: Mapping[str, Any]) -> bool:
 def _with_log_limit(env: dict[str, str], given: str | None) -> dict[str, str]:
     """--log-limit travels with the step environment (to every worker, and into session.json
     for `resume`), where the process runner reads it."""
-    from tritonbisect.bisect.loglimit import LOG_LIMIT_ENV, parse_size
+    from tritonbisect.core.loglimit import LOG_LIMIT_ENV, parse_size
 
     value = given if given is not None else env.get(LOG_LIMIT_ENV)
     if value is None:
@@ -339,14 +339,14 @@ def compile_oracle_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     if thresholds and "codegen" not in check:
         raise InputError("--codegen-threshold goes with --check codegen")
     if thresholds:
-        from tritonbisect.tritonparse.compileoracle.standalone import tb_codegen
+        from tritonbisect.oracles.compile.standalone import tb_codegen
 
         try:
             tb_codegen.parse_thresholds(thresholds)
         except ValueError as exc:
             raise InputError(f"--codegen-threshold: {exc}") from None
     if target:
-        from tritonbisect.tritonparse.compileoracle.spec import parse_target_text
+        from tritonbisect.oracles.compile.spec import parse_target_text
 
         parse_target_text(target)
     if kwargs.get("narrow") and oracle not in ("compile", "ir"):

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import click
 
-from tritonbisect.cli_help import hidden_alias
-from tritonbisect.errors import InputError
+from tritonbisect.cli.help import hidden_alias
+from tritonbisect.core.errors import InputError
 
 
 @click.command("info")
@@ -30,8 +30,8 @@ from tritonbisect.errors import InputError
 def info(trace: Path, kernel: str | None, json_out: bool) -> None:
     """Kernels, launches (id, grid, arguments), compile parameters, Triton version and target
     of a tritonparse trace (a file, or a folder of files)."""
-    from tritonbisect.tritonparse.info import info_dict, render_info
-    from tritonbisect.tritonparse.reader import load_trace
+    from tritonbisect.traces.info import info_dict, render_info
+    from tritonbisect.traces.reader import load_trace
 
     tr = load_trace(trace)
     if json_out:
@@ -71,9 +71,9 @@ def repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: i
     """Write a standalone reproducer oracle (repro.py, context.json, blobs/) for one launch;
     with --mode compile, a compile oracle (compile_repro.py) that needs no GPU; with --launches,
     a whole-program replay (replay.py)."""
-    from tritonbisect.tritonparse.bisect_test import oracle_commands
-    from tritonbisect.tritonparse.generate import generate_oracle
-    from tritonbisect.tritonparse.reader import load_trace
+    from tritonbisect.oracles.repro_spec import oracle_commands
+    from tritonbisect.oracles.runtime import generate_oracle
+    from tritonbisect.traces.reader import load_trace
 
     if launches is not None and (ir_file is not None or from_ != "source"):
         raise InputError("--launches replays kernels from their source: drop --from/--ir")
@@ -81,7 +81,7 @@ def repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: i
         raise InputError("--ir FILE compiles only (no arguments to launch it with): drop --mode runtime, "
                          "or replay a trace's IR with TRACE --from ttir|ttgir --mode runtime")
     if ir_file is not None or (from_ != "source" and mode != "runtime"):  # the IR compile oracle
-        from tritonbisect.commands.compile_repro import echo_ir_oracle
+        from tritonbisect.commands.compile_oracle import echo_ir_oracle
 
         echo_ir_oracle(trace, ir_file, from_, kernel, out_dir, launch_id=launch_id, line=line, target=target,
                        timeout=timeout)
@@ -93,7 +93,7 @@ def repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: i
         raise InputError("--target goes with --mode compile")
     tr = load_trace(trace)
     if launches is not None:
-        from tritonbisect.commands.replay_repro import echo_replay_oracle
+        from tritonbisect.commands.replay_oracle import echo_replay_oracle
 
         echo_replay_oracle(tr, launches, out_dir, kernel=kernel, launch_id=launch_id, line=line, mode=mode,
                            timeout=timeout)
@@ -104,7 +104,7 @@ def repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: i
             raise InputError(f"give --kernel: trace {trace} has kernels {', '.join(names) or 'none'}")
         kernel = names[0]
     if mode == "compile":
-        from tritonbisect.commands.compile_repro import echo_compile_oracle
+        from tritonbisect.commands.compile_oracle import echo_compile_oracle
 
         echo_compile_oracle(tr, kernel, out_dir, launch_id=launch_id, line=line, target=target, timeout=timeout)
         return
@@ -135,8 +135,8 @@ def trace(out_dir: Path, kernels: tuple[str, ...], max_blob_launches: int, outpu
     """Run a program with tracing in tritonparse's format, recording each launch's tensors
     before and (after a device sync) after the kernel ran: `tritonbisect trace --out DIR -- python app.py`.
     Exits with the program's exit status."""
-    from tritonbisect.tritonparse.trace_cmd import env_changes, run_traced
-    from tritonbisect.tritonparse.trace_summary import summary_lines
+    from tritonbisect.traces.capture import env_changes, run_traced
+    from tritonbisect.traces.capture_summary import summary_lines
 
     if command:
         for change in env_changes(os.environ):

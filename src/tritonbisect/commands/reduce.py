@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from tritonbisect.errors import InputError
+from tritonbisect.core.errors import InputError
 
 EXIT_NOT_REPRODUCIBLE = 3
 
@@ -80,7 +80,7 @@ def reduce_cmd(oracle_dir: Path | None, session_id: str | None, good_python: str
     oracle = oracle_io.load(oracle_dir)
     _check_out(out, oracle_dir)
     if good is not None and bad is not None:
-        from tritonbisect.bisect.step_args import resolve_workdir
+        from tritonbisect.core.step_args import resolve_workdir
         from tritonbisect.reduce.published_envs import install_endpoints
 
         click.echo(f"installing {package} {good} and {bad} ...", err=True)
@@ -99,10 +99,10 @@ def _check_out(out: Path, oracle_dir: Path) -> None:
 def _reduce_session(session_id: str, oracle_dir: Path | None, workdir: Path | None, out: Path,
                     levels: tuple[str, ...], jobs: int, timeout: float, thresholds: tuple[str, ...],
                     fresh: bool, json_out: bool) -> None:
-    from tritonbisect.bisect.session import Session
     from tritonbisect.commands.options import resolve_workdir
     from tritonbisect.reduce import oracle_io
     from tritonbisect.reduce.from_session import endpoints
+    from tritonbisect.session.session import Session
 
     session = Session.open(resolve_workdir(workdir), session_id)
     scratch = Path(tempfile.mkdtemp(prefix="tritonbisect-reduce-envs-"))
@@ -130,9 +130,9 @@ def reduced_record(result: dict[str, Any], culprit: str, parent: str) -> dict[st
 def _reduce_and_print(oracle: Any, good_python: str, bad_python: str, out: Path, levels: tuple[str, ...],
                       jobs: int, timeout: float, thresholds: tuple[str, ...], fresh: bool, json_out: bool,
                       env: dict[str, str] | None = None) -> dict[str, Any]:
+    from tritonbisect.reduce.candidate_runner import Settings
     from tritonbisect.reduce.driver import NotReproducible, dumps
-    from tritonbisect.reduce.run import run_reduction
-    from tritonbisect.reduce.runner import Settings
+    from tritonbisect.reduce.reduction import run_reduction
 
     settings = Settings(_python(good_python, "--good-python"), _python(bad_python, "--bad-python"), jobs, timeout,
                         codegen_thresholds=thresholds)

@@ -28,7 +28,7 @@ def _say(message: str) -> None:
 
 def guarded(run: Callable[[], int]) -> int:
     """`run()`'s exit code; any failure of the tool itself is reported and becomes 128."""
-    from tritonbisect.errors import TritonBisectError
+    from tritonbisect.core.errors import TritonBisectError
 
     try:
         code = run()
@@ -36,7 +36,7 @@ def guarded(run: Callable[[], int]) -> int:
         _say(f"{exc.message} (exit 128: abort)")
         return 128
     except OSError as exc:
-        from tritonbisect.oserrors import place_error
+        from tritonbisect.core.oserrors import place_error
 
         err = place_error(exc)
         _say(f"{err.message if err else f'{type(exc).__name__}: {exc}'} (exit 128: abort)")
@@ -59,16 +59,16 @@ def run_step(
     sandbox: bool = False,
 ) -> int:
     """Build and test the checkout in the current directory once; the git bisect exit code.
-    `sandbox`: the build and the test run in build/sandbox.py's sandbox."""
+    `sandbox`: the build and the test run in builds/sandbox.py's sandbox."""
     import dataclasses
     import time
 
-    from tritonbisect.bisect.outcome import EXIT_CODE_OF_VERDICT, Policy, Verdict
-    from tritonbisect.bisect.runner import execute_step, execute_with_retry, git
-    from tritonbisect.bisect.step_args import check_test_command, parse_env, resolve_workdir
-    from tritonbisect.build.command_recipe import CommandRecipe
-    from tritonbisect.build.recipes import StepContext, TestSpec
-    from tritonbisect.errors import InputError
+    from tritonbisect.builds.recipes import StepContext, TestSpec
+    from tritonbisect.core.errors import InputError
+    from tritonbisect.core.outcome import EXIT_CODE_OF_VERDICT, Policy, Verdict
+    from tritonbisect.core.step_args import check_test_command, parse_env, resolve_workdir
+    from tritonbisect.domains.command.recipe import CommandRecipe
+    from tritonbisect.executors.runner import execute_step, execute_with_retry, git
 
     if repeat < 1:
         raise InputError("--repeat must be at least 1")
@@ -87,7 +87,7 @@ def run_step(
     recipe = CommandRecipe(build_cmd, TestSpec(command))
     policy = Policy(regress=regress, on_build_failure=on_build_failure)
     if sandbox:
-        from tritonbisect.build.sandbox import announce
+        from tritonbisect.builds.sandbox import announce
 
         _say(announce())
     ctx = StepContext(worktree=cwd, log_dir=log_dir, worker=0, env=parse_env(env), timeout=timeout,

@@ -1,8 +1,8 @@
 """`tritonbisect wheels`: bisect published versions of Triton (installs, no builds).
 
-Thin: list the versions (build/wheel_index.py), make the version ladder and its phase
-(bisect/wheels.py), run it as a session with the engine, print the result in versions
-(bisect/wheels_report.py).
+Thin: list the versions (builds/wheel_index.py), make the version ladder and its phase
+(domains/wheels/bisector.py), run it as a session with the engine, print the result in versions
+(domains/wheels/versions_report.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 import click
 
 from tritonbisect.commands.options import bisect_settings, common_bisect_options
-from tritonbisect.errors import InputError
+from tritonbisect.core.errors import InputError
 
 _dir = click.Path(file_okay=False, path_type=Path)
 FEED_NAMES = ("pypi", "triton-nightly", "pytorch-nightly")  # build/wheel_feeds.FEEDS, without importing it
@@ -33,7 +33,7 @@ def _target_python(python: str | None, venv: Path | None) -> str:
 
 
 def _platform(python: str):
-    from tritonbisect.build.wheel_index import WheelIndexError, platform_of
+    from tritonbisect.builds.wheel_index import WheelIndexError, platform_of
 
     try:
         return platform_of(python)
@@ -58,14 +58,14 @@ def wheels_cmd(good: str, bad: str, package: str | None, feed: str | None, index
                find_links: tuple[str, ...], installer: str, pre: bool, python: str | None, venv: Path | None,
                triton_dir: Path | None, **kwargs: Any) -> None:
     """Bisect published versions (releases, nightlies): installs only, no builds."""
-    from tritonbisect.bisect.wheels import (
+    from tritonbisect.builds.wheel_index import list_wheels, normalize_name, unordered_locals
+    from tritonbisect.domains.wheels.bisector import (
         WheelsBisector,
         ancestry_order,
         choose_rungs,
         list_or_abort,
         make_ladder,
     )
-    from tritonbisect.build.wheel_index import list_wheels, normalize_name, unordered_locals
 
     settings = bisect_settings(**kwargs)
     if not settings.wants_test:
@@ -87,7 +87,7 @@ def wheels_cmd(good: str, bad: str, package: str | None, feed: str | None, index
 
     package, files = _package_files(feed, package, lister, good, bad)
     if not files:
-        from tritonbisect.build.index_config import redact
+        from tritonbisect.builds.index_config import redact
 
         where = ", ".join(redact(u) for u in (*config.index_urls, *config.find_links))
         raise InputError(f"{package}: no wheels on {where}; check --package and --index-url")
@@ -118,7 +118,7 @@ def wheels_cmd(good: str, bad: str, package: str | None, feed: str | None, index
 
 def _choose_installer(installer: str, target: str) -> None:
     """The installer for this process and the step processes it starts (they inherit it)."""
-    from tritonbisect.build.index_config import uv_binary
+    from tritonbisect.builds.index_config import uv_binary
 
     if installer == "uv" and uv_binary(target) is None:
         raise InputError("--installer uv: uv is not on PATH nor in the target environment (pip install uv)")
@@ -126,8 +126,8 @@ def _choose_installer(installer: str, target: str) -> None:
 
 
 def _index_config(target: str, feed: str | None, index_urls: tuple[str, ...], find_links: tuple[str, ...]):
-    from tritonbisect.build.index_config import activate, read_config
-    from tritonbisect.build.wheel_feeds import feed_named
+    from tritonbisect.builds.index_config import activate, read_config
+    from tritonbisect.builds.wheel_feeds import feed_named
 
     if feed and index_urls:
         raise InputError("--feed and --index-url both name the index; give one")
@@ -137,8 +137,8 @@ def _index_config(target: str, feed: str | None, index_urls: tuple[str, ...], fi
 
 def _package_files(feed: str | None, package: str | None, lister: Any, good: str,
                    bad: str) -> tuple[str, list]:
-    from tritonbisect.build.wheel_feeds import feed_named, pick, survey
-    from tritonbisect.build.wheel_index import normalize_name
+    from tritonbisect.builds.wheel_feeds import feed_named, pick, survey
+    from tritonbisect.builds.wheel_index import normalize_name
 
     if not feed:
         name = normalize_name(package or "triton")
@@ -156,9 +156,9 @@ def _package_files(feed: str | None, package: str | None, lister: Any, good: str
 
 
 def _run(settings: Any, bisector: Any, triton_dir: Path | None) -> NoReturn:
-    from tritonbisect.bisect.display import make_ui
-    from tritonbisect.bisect.session import Session, drive
-    from tritonbisect.bisect.wheels_report import commit_range, wheels_result
+    from tritonbisect.domains.wheels.versions_report import commit_range, wheels_result
+    from tritonbisect.reports.display import make_ui
+    from tritonbisect.session.session import Session, drive
 
     session = Session.create(settings.workdir, settings, [bisector.phase()],
                              argv=list(sys.argv[1:]))
@@ -210,8 +210,8 @@ def _summary(out: dict[str, Any], session: Any) -> str:
         lines = [f"{out['status']}: {out['reason']}"]
     for t in out["tested"]:
         lines.append(f"  {t['version']:<16} {t['outcome']:<14} {t['verdict']}")
-    from tritonbisect.bisect.phases import RESUMABLE
     from tritonbisect.commands.engine import _workdir_flag
+    from tritonbisect.session.phases import RESUMABLE
 
     if any(p.status in RESUMABLE for p in session.phases()):
         then = session.resume_command()
@@ -236,11 +236,11 @@ def nightly_phases(bisector: Any, source_phase: Any, settings: Any, index_urls: 
     the index has no nightly inside good..bad."""
     from dataclasses import replace
 
-    from tritonbisect.bisect.nightlies import nightly_commits, nightly_phase
-    from tritonbisect.bisect.phase_run import candidates_of
-    from tritonbisect.bisect.wheels import list_or_abort
-    from tritonbisect.build.index_config import activate, read_config, strip_auth
-    from tritonbisect.build.wheel_index import compatible, list_wheels, normalize_name
+    from tritonbisect.builds.index_config import activate, read_config, strip_auth
+    from tritonbisect.builds.wheel_index import compatible, list_wheels, normalize_name
+    from tritonbisect.domains.triton.nightlies import nightly_commits, nightly_phase
+    from tritonbisect.domains.wheels.bisector import list_or_abort
+    from tritonbisect.session.phase_run import candidates_of
 
     target = _target_python(bisector.build.python, Path(bisector.build.venv) if bisector.build.venv else None)
     activate(read_config(target, index_urls=index_urls))
@@ -282,11 +282,11 @@ def _torch_nightlies(bisector: Any, files: list, order: list[str], settings: Any
     bad's commit dates is downloaded (into the artifact cache the installs use) and read."""
     from datetime import datetime, timezone
 
-    from tritonbisect.bisect.nightlies import torch_nightly_commits
-    from tritonbisect.bisect.wheels import IndexUnreachable
-    from tritonbisect.build.store import open_cache
-    from tritonbisect.build.wheel_fetch import FetchError, fetch_wheel
-    from tritonbisect.build.wheel_version import git_version_of_wheel
+    from tritonbisect.builds.store import open_cache
+    from tritonbisect.builds.wheel_fetch import FetchError, fetch_wheel
+    from tritonbisect.domains.torch.wheel_version import git_version_of_wheel
+    from tritonbisect.domains.triton.nightlies import torch_nightly_commits
+    from tritonbisect.domains.wheels.bisector import IndexUnreachable
 
     def day(commit: str):
         return datetime.fromisoformat(bisector.history.committed_at(commit)).astimezone(timezone.utc).date()

@@ -28,7 +28,7 @@ from tenacity import (
 
 from tritonbisect.compat_builder.prompts import FixPrompt
 from tritonbisect.compat_builder.tools import EDIT_TOOLS, READ_ONLY_TOOLS, Workspace, schemas
-from tritonbisect.errors import InputError
+from tritonbisect.core.errors import InputError
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 

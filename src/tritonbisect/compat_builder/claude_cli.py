@@ -18,12 +18,12 @@ import os
 import shutil
 from pathlib import Path
 
-from tritonbisect.build.proc import SandboxedRunner, run_logged
-from tritonbisect.build.sandbox import Sandbox
+from tritonbisect.builds.build_process import SandboxedRunner, run_logged
+from tritonbisect.builds.sandbox import Sandbox
 from tritonbisect.compat_builder.agent import AgentError, AgentResult
 from tritonbisect.compat_builder.api_gate import ApiGate
 from tritonbisect.compat_builder.prompts import FixPrompt
-from tritonbisect.errors import InputError
+from tritonbisect.core.errors import InputError
 
 ALLOWED_TOOLS = "Read,Edit,Write,Grep,Glob,LS"
 # what the CLI needs from our environment to reach its API (beside the sandbox's allow-list);

@@ -13,10 +13,9 @@ from pathlib import Path
 import click
 
 from tritonbisect import __version__
-from tritonbisect.bisect.history import History
-from tritonbisect.build.sandbox import Sandbox, detect, why_unavailable
-from tritonbisect.cli_help import sectioned
-from tritonbisect.cli_main import run_cli
+from tritonbisect.builds.sandbox import Sandbox, detect, why_unavailable
+from tritonbisect.cli.entry import run_cli
+from tritonbisect.cli.help import sectioned
 from tritonbisect.commands.options import executor_options, executor_values, resolve_workdir
 from tritonbisect.compat_builder import gitops
 from tritonbisect.compat_builder.agent import (
@@ -28,7 +27,7 @@ from tritonbisect.compat_builder.agent import (
 from tritonbisect.compat_builder.fixer import Fixer
 from tritonbisect.compat_builder.mapper import Mapper, llvm_range, read_llvm_pin
 from tritonbisect.compat_builder.probe import COMPATIBLE, DEFAULT_SMOKE, SKIP, Prober
-from tritonbisect.compat_builder.state import (
+from tritonbisect.compat_builder.session_state import (
     DONE,
     FIXING,
     MANUAL,
@@ -38,8 +37,9 @@ from tritonbisect.compat_builder.state import (
     session_dir,
     sessions_root,
 )
-from tritonbisect.compatmap import order_problems, read_map
-from tritonbisect.errors import EXIT_MANUAL_FIX_NEEDED, InputError, TritonBisectError
+from tritonbisect.core.errors import EXIT_MANUAL_FIX_NEEDED, InputError, TritonBisectError
+from tritonbisect.core.history import History
+from tritonbisect.domains.llvm.compat_map import order_problems, read_map
 
 AI_CHOICES = ("anthropic", "claude-cli", "none")
 _EXECUTOR_KEY = "tritonbisect.executor"
@@ -106,8 +106,8 @@ def _new_prober(**kwargs):
     kwargs["cache_dir"] = executor.get("cache_dir")
     if executor.get("executor") != "ray":
         return Prober(**kwargs)
-    from tritonbisect.bisect.executor import DEFAULT_RESOURCES
     from tritonbisect.compat_builder.remote_probe import RemoteProber
+    from tritonbisect.executors.choose import DEFAULT_RESOURCES
 
     prober = RemoteProber(kwargs, address=executor["ray_address"],
                           build_resources=executor.get("build_resources") or DEFAULT_RESOURCES,

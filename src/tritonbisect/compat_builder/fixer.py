@@ -16,13 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tritonbisect.bisect.history import History
 from tritonbisect.compat_builder import gitops, prompts, provenance
 from tritonbisect.compat_builder.agent import DEFAULT_MODEL, AgentError
 from tritonbisect.compat_builder.probe import COMPATIBLE, SKIP, Prober
-from tritonbisect.compat_builder.state import MANUAL, MapState, now_iso
-from tritonbisect.errors import EXIT_MANUAL_FIX_NEEDED, AbortError, TritonBisectError
-from tritonbisect.llvmpin import write_pin
+from tritonbisect.compat_builder.session_state import MANUAL, MapState, now_iso
+from tritonbisect.core.errors import EXIT_MANUAL_FIX_NEEDED, AbortError, TritonBisectError
+from tritonbisect.core.history import History
+from tritonbisect.domains.triton.llvm_pin import write_pin
 
 
 class ManualFixNeeded(TritonBisectError):

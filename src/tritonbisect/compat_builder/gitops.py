@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from tritonbisect.errors import InputError
+from tritonbisect.core.errors import InputError
 
 COMMIT_NAME = "compat-builder"
 COMMIT_EMAIL = "compat-builder@tritonbisect.invalid"

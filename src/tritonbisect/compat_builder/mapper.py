@@ -1,6 +1,6 @@
 """The `map` walk over one LLVM bump, and the one-off `fix`.
 
-From the bump's old LLVM hash (the pin of T~1, `tritonbisect.llvmpin`) to its new one:
+From the bump's old LLVM hash (the pin of T~1, `tritonbisect.domains.triton.llvm_pin`) to its new one:
 
     current = T~1, good = old_llvm
     loop:
@@ -24,8 +24,22 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tritonbisect import __version__
-from tritonbisect.bisect.history import History
-from tritonbisect.bisect.search import (
+from tritonbisect.compat_builder import gitops, provenance
+from tritonbisect.compat_builder.fixer import Fixer, ManualFixNeeded, manual_instructions
+from tritonbisect.compat_builder.probe import COMPATIBLE, INCOMPATIBLE, SEARCH_VERDICT, Prober
+from tritonbisect.compat_builder.session_state import (
+    DONE,
+    FIXING,
+    MANUAL,
+    SEARCHING,
+    MapState,
+    now_iso,
+)
+from tritonbisect.core.errors import AbortError, InputError
+from tritonbisect.core.history import History
+from tritonbisect.domains.llvm.compat_map import CompatMap, CompatRow, write_map
+from tritonbisect.domains.triton.llvm_pin import LLVMPin, require_pin
+from tritonbisect.search.classic import (
     Candidates,
     Conflict,
     Found,
@@ -33,13 +47,6 @@ from tritonbisect.bisect.search import (
     TestNext,
     next_step,
 )
-from tritonbisect.compat_builder import gitops, provenance
-from tritonbisect.compat_builder.fixer import Fixer, ManualFixNeeded, manual_instructions
-from tritonbisect.compat_builder.probe import COMPATIBLE, INCOMPATIBLE, SEARCH_VERDICT, Prober
-from tritonbisect.compat_builder.state import DONE, FIXING, MANUAL, SEARCHING, MapState, now_iso
-from tritonbisect.compatmap import CompatMap, CompatRow, write_map
-from tritonbisect.errors import AbortError, InputError
-from tritonbisect.llvmpin import LLVMPin, require_pin
 
 
 class Mapper:

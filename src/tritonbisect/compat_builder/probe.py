@@ -5,7 +5,7 @@
    tree -- through the build layer's "llvm-triton" recipe, so every artifact lands in the
    same cache the `tritonbisect llvm` bisect reads (keys: Triton commit + {"llvm": L}).
 
-With `sandbox`, Triton's build and smoke test run in build/sandbox.py's sandbox (the tree
+With `sandbox`, Triton's build and smoke test run in builds/sandbox.py's sandbox (the tree
 may hold a model's edits); LLVM, upstream code, is built as usual.
 
 Verdicts: COMPATIBLE; INCOMPATIBLE (Triton fails to build, install-import or smoke against
@@ -20,14 +20,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tritonbisect.bisect.outcome import Kind
-from tritonbisect.build.llvm_recipe import LLVMConfig, build_llvm, llvm_cache_key
-from tritonbisect.build.llvm_triton_recipe import LLVMTritonRecipe
-from tritonbisect.build.recipes import StepContext, TestSpec
-from tritonbisect.build.store import open_cache
-from tritonbisect.build.triton_recipe import base_build_env, checkout_worktree
+from tritonbisect.builds.recipes import StepContext, TestSpec
+from tritonbisect.builds.store import open_cache
 from tritonbisect.compat_builder import gitops
-from tritonbisect.errors import AbortError
+from tritonbisect.core.errors import AbortError
+from tritonbisect.core.outcome import Kind
+from tritonbisect.domains.llvm.recipe import LLVMConfig, build_llvm, llvm_cache_key
+from tritonbisect.domains.llvm.triton_recipe import LLVMTritonRecipe
+from tritonbisect.domains.triton.recipe import base_build_env, checkout_worktree
 
 COMPATIBLE = "compatible"
 INCOMPATIBLE = "incompatible"

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from tritonbisect.bisect.history import History
 from tritonbisect.compat_builder import gitops
+from tritonbisect.core.history import History
 
 MAX_LLVM_DIFF = 40_000
 MAX_ERRORS = 20_000

@@ -23,11 +23,11 @@ from typing import Any
 import ray
 from ray import exceptions as ray_errors
 
-from tritonbisect.bisect.logsync import LogMirror, read_new, relocate
-from tritonbisect.bisect.process import kill_child_groups
-from tritonbisect.bisect.ray_cluster import actor_options, check_fits, connect
 from tritonbisect.compat_builder.probe import Prober, ProbeResult
-from tritonbisect.errors import AbortError, TritonBisectError
+from tritonbisect.core.errors import AbortError, TritonBisectError
+from tritonbisect.core.process import kill_child_groups
+from tritonbisect.executors.logsync import LogMirror, read_new, relocate
+from tritonbisect.executors.ray_cluster import actor_options, check_fits, connect
 
 POLL_S = 0.5
 

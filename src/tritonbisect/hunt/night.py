@@ -23,14 +23,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tritonbisect.bisect.session import Session, counters_of, drive
-from tritonbisect.errors import (
+from tritonbisect.core.errors import (
     EXIT_ABORTED,
     EXIT_ENDPOINTS_INVALID,
     EXIT_INCONCLUSIVE,
     EXIT_NEW_REGRESSION,
 )
-from tritonbisect.hunt.probe import (
+from tritonbisect.hunt.memory import FIXED, OPEN, HuntState, Regression, now_iso
+from tritonbisect.hunt.night_steps import (
     ROLE_HEAD,
     ROLE_LAST_GOOD,
     ROLE_REFERENCE,
@@ -38,8 +38,8 @@ from tritonbisect.hunt.probe import (
     Prober,
     as_endpoint,
 )
-from tritonbisect.hunt.state import FIXED, OPEN, HuntState, Regression, now_iso
 from tritonbisect.hunt.targets import HuntTarget
+from tritonbisect.session.session import Session, counters_of, drive
 
 MAX_NIGHT_DIRS = 60  # night folders kept (those a regression points to are kept too)
 
@@ -439,7 +439,7 @@ def _unique_dir(root: Path, name: str) -> Path:
 
 
 def _subject_in(session: Session, phase_name: str, commit: str) -> str:
-    from tritonbisect.bisect.history import History
+    from tritonbisect.core.history import History
 
     phase = next((p for p in session.phases() if p.spec.name == phase_name), None)
     if phase is None:

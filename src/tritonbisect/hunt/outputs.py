@@ -14,9 +14,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from tritonbisect.bisect.journal import atomic_write_text
+from tritonbisect.hunt.memory import HuntState, Regression
 from tritonbisect.hunt.night import NightResult
-from tritonbisect.hunt.state import HuntState, Regression
+from tritonbisect.session.journal import atomic_write_text
 
 TITLE_PREFIX = "tritonbisect:"
 
@@ -45,7 +45,7 @@ def issue_body(
 ) -> str:
     """The Markdown of the issue for a new regression: the hunt's context, one command that
     reproduces it, and the bisect's full report."""
-    from tritonbisect.bisect.report import render_markdown, reproduce_command
+    from tritonbisect.reports.session_report import render_markdown, reproduce_command
 
     session = result.session
     out = []

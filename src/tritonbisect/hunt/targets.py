@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from tritonbisect.bisect.history import History
-from tritonbisect.bisect.session import PhaseSpec, Session
+from tritonbisect.core.history import History
+from tritonbisect.session.session import PhaseSpec, Session
 
 
 class HuntTarget(Protocol):
@@ -87,7 +87,7 @@ class GitTarget:
     def count_between(self, good: str, bad: str) -> int:
         if good == bad:
             return 0
-        from tritonbisect.bisect.session import candidates_of
+        from tritonbisect.session.session import candidates_of
 
         return len(candidates_of(self.history, good, bad, first_parent=self.first_parent).order)
 
@@ -101,7 +101,7 @@ class GitTarget:
         return None
 
     def check_range(self, good: str, bad: str) -> None:
-        from tritonbisect.bisect.session import candidates_of
+        from tritonbisect.session.session import candidates_of
 
         candidates_of(self.history, good, bad, first_parent=self.first_parent)
 
@@ -118,8 +118,8 @@ class CommandTarget(GitTarget):
         self.test = test
 
     def phase(self, good: str, bad: str) -> PhaseSpec:
-        from tritonbisect.build.command_recipe import CommandRecipe
-        from tritonbisect.build.recipes import TestSpec
+        from tritonbisect.builds.recipes import TestSpec
+        from tritonbisect.domains.command.recipe import CommandRecipe
 
         recipe = CommandRecipe(self.build, TestSpec.from_dict(self.test))
         return PhaseSpec(
@@ -150,7 +150,7 @@ class TritonTarget(GitTarget):
         self.config = config
 
     def _bisector(self, good: str, bad: str):
-        from tritonbisect.bisect.triton import TritonBisector
+        from tritonbisect.domains.triton.bisector import TritonBisector
 
         return TritonBisector(
             self.repo, good, bad, test=self.test, build=self.config.build,
@@ -158,7 +158,7 @@ class TritonTarget(GitTarget):
         )
 
     def _plan(self):
-        from tritonbisect.bisect.workflow import DescentPlan
+        from tritonbisect.domains.llvm.descent import DescentPlan
 
         c = self.config
         return DescentPlan(
@@ -174,7 +174,7 @@ class TritonTarget(GitTarget):
         return self._bisector(good, bad).phase()
 
     def workflow(self) -> str | None:
-        from tritonbisect.bisect.workflow import WORKFLOW
+        from tritonbisect.domains.llvm.descent import WORKFLOW
 
         return WORKFLOW
 
@@ -182,7 +182,7 @@ class TritonTarget(GitTarget):
         self._plan().save(session)
 
     def check_range(self, good: str, bad: str) -> None:
-        from tritonbisect.bisect.workflow import preflight
+        from tritonbisect.domains.llvm.descent import preflight
 
         super().check_range(good, bad)
         preflight(self._bisector(good, bad), self._plan())
@@ -204,7 +204,7 @@ class TorchTarget(GitTarget):
         self.llvm_dir = llvm_dir
 
     def phase(self, good: str, bad: str) -> PhaseSpec:
-        from tritonbisect.bisect.torch import TorchBisector
+        from tritonbisect.domains.torch.bisector import TorchBisector
 
         return TorchBisector(
             self.repo, good, bad, test=self.test, build=self.build, triton_dir=self.triton_dir,

@@ -1,7 +1,7 @@
 """The next command after a narrowing: the commit bisect with `--prefer-pass` filled in.
 
 `next_hint(narrowed, repo, good, bad, base)` names the pass (bisect/prior.narrowed_passes),
-finds its files in `repo` at `bad` (bisect/hint.py) and returns what `narrow` prints and
+finds its files in `repo` at `bad` (session/hint.py) and returns what `narrow` prints and
 `--json` carries: {"passes", "files", "commits", "command", "note"}.
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tritonbisect.bisect.prior import narrowed_passes
-from tritonbisect.errors import InputError
+from tritonbisect.core.errors import InputError
+from tritonbisect.search.prior import narrowed_passes
 
 
 def next_hint(narrowed: Mapping[str, Any], repo: Path | None, good: str | None, bad: str | None,
@@ -28,7 +28,7 @@ def next_hint(narrowed: Mapping[str, Any], repo: Path | None, good: str | None, 
     if repo is None or not good or not bad:
         out["note"] = "no commit range to weigh (give --triton-dir for the Triton checkout)"
         return out
-    from tritonbisect.bisect.hint import find_hint
+    from tritonbisect.session.hint import find_hint
 
     try:
         hint = find_hint(Path(repo), good, bad, passes=names, globs=[])

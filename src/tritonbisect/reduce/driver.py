@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tritonbisect.core import pyast
 from tritonbisect.reduce import inputs_pass, source_pass
+from tritonbisect.reduce.candidate_runner import Runner, Settings
 from tritonbisect.reduce.context_edit import elements, options, params, scalar_values
 from tritonbisect.reduce.inputs_pass import BlobPlan
 from tritonbisect.reduce.oracle_io import Candidate, OracleDir
 from tritonbisect.reduce.pool import Pool
-from tritonbisect.reduce.runner import Runner, Settings
 from tritonbisect.reduce.verdict import BROKEN, PASSES
-from tritonbisect.tritonparse import pyast
 
 LEVELS = ("source", "ir", "inputs")
 HELPERS = Path(__file__).parent

@@ -1,7 +1,7 @@
 """`reduce --session S` and `--reduce`: the two Tritons of a finished session, from its build cache.
 
 The culprit's parent is the good Triton and the culprit the bad one; each comes from the
-cache exactly as `narrow` gets it (narrow/builds.py: a cached wheel in a scratch venv, or a
+cache exactly as `narrow` gets it (narrow/compilers.py: a cached wheel in a scratch venv, or a
 `run --build --artifact` session's cached output), so reducing never builds. The oracle is
 the one the session's test runs (`repro.py` or `compile_repro.py` in its command)."""
 
@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tritonbisect.bisect.history import History
-from tritonbisect.bisect.session import Session
-from tritonbisect.errors import InputError
-from tritonbisect.narrow.builds import builds_for
-from tritonbisect.narrow.run import culprit_phase
+from tritonbisect.core.errors import InputError
+from tritonbisect.core.history import History
+from tritonbisect.narrow.compilers import builds_for
+from tritonbisect.narrow.narrowing import culprit_phase
+from tritonbisect.session.session import Session
 
 _ORACLE_SCRIPT = re.compile(r"(\S+)/(?:compile_repro|repro)\.py")
 

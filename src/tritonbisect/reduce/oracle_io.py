@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tritonbisect.errors import InputError
-from tritonbisect.tritonparse import pyast
+from tritonbisect.core import pyast
+from tritonbisect.core.errors import InputError
 
 RUNTIME_SCRIPT = "repro.py"
 CONTEXT = "context.json"

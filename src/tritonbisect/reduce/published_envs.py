@@ -1,5 +1,5 @@
 """`reduce --good VERSION --bad VERSION`: one venv per published version, its wheel fetched
-and installed as `wheels` installs it (build/published.py), and linked to the torch of the
+and installed as `wheels` installs it (builds/published.py), and linked to the torch of the
 interpreter given (`--python`, default the tool's): a `.pth` file lists that interpreter's
 site directories, after the venv's own, so the venv's Triton shadows any other."""
 
@@ -8,13 +8,13 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tritonbisect.bisect.outcome import Kind
-from tritonbisect.bisect.wheels import choose_rungs, list_or_abort
-from tritonbisect.build.env import EnvError, TargetEnv
-from tritonbisect.build.published import install_published
-from tritonbisect.build.recipes import StepContext
-from tritonbisect.build.wheel_index import WheelFile, list_wheels, normalize_name, platform_of
-from tritonbisect.errors import AbortError, InputError
+from tritonbisect.builds.env import EnvError, TargetEnv
+from tritonbisect.builds.published import install_published
+from tritonbisect.builds.recipes import StepContext
+from tritonbisect.builds.wheel_index import WheelFile, list_wheels, normalize_name, platform_of
+from tritonbisect.core.errors import AbortError, InputError
+from tritonbisect.core.outcome import Kind
+from tritonbisect.domains.wheels.bisector import choose_rungs, list_or_abort
 
 LINK = "_tritonbisect_linked_env.pth"
 
@@ -55,7 +55,7 @@ def install_endpoints(good: str, bad: str, *, package: str, python: str, workdir
     except Exception:
         raise InputError(f"--python {python}: cannot run it; give the python whose torch the Tritons should use") from None
     # the indexes as pip reads them for this python (an --index-url replaces them), as `wheels` does
-    from tritonbisect.build.index_config import activate, read_config
+    from tritonbisect.builds.index_config import activate, read_config
 
     config = activate(read_config(python, index_urls=index_urls))
     files = list_or_abort(list_wheels, package, index_urls=config.index_urls, find_links=config.find_links)

@@ -9,6 +9,7 @@ import copy
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from tritonbisect.core import pyast
 from tritonbisect.reduce.context_edit import (
     drop_arg,
     options,
@@ -17,7 +18,6 @@ from tritonbisect.reduce.context_edit import (
     set_scalar,
 )
 from tritonbisect.reduce.oracle_io import Candidate
-from tritonbisect.tritonparse import pyast
 
 Edit = Callable[[ast.Module], bool]  # mutates a fresh tree; False: nothing to do
 

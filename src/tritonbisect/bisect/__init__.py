@@ -1,1 +1,0 @@
-"""What to test next, and the record of what was tested."""

@@ -1,0 +1,76 @@
+"""Git plumbing the build recipes share: helper worktrees (an LLVM or Triton checkout a
+worker owns besides the bisected one) and resolving pinned commits.
+
+Every git call runs with `base_build_env()`: the engine's clean environment, so a user's
+GIT_DIR/GIT_WORK_TREE (e.g. when run from a hook) cannot redirect it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+from tritonbisect.domains.triton.llvm_pin import HASH_FILE  # re-exported: the pre-2026 pin file
+
+
+class GitFailure(Exception):
+    """A git operation on a helper worktree failed (INFRA)."""
+
+
+class PinMissing(Exception):
+    """The commit does not say which LLVM it needs (BUILD_FAILED: it cannot be built)."""
+
+
+def base_build_env() -> dict[str, str]:
+    """The environment builds, tests and git calls start from (the engine's clean one)."""
+    try:
+        from tritonbisect.core.process import clean_env
+    except ImportError:  # pragma: no cover - the engine is part of the package
+        return dict(os.environ)
+    return clean_env()
+
+
+def resolve_commit(repo: Path, rev: str, *, what: str) -> str:
+    """The full sha of rev in repo; GitFailure (one line, with the fix) when it is absent."""
+    proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", f"{rev}^{{commit}}"],
+                          capture_output=True, text=True, timeout=120, env=base_build_env())
+    sha = proc.stdout.strip()
+    if proc.returncode != 0 or not sha:
+        raise GitFailure(f"{what} not found in {repo}; fetch it first (git -C {repo} fetch origin)")
+    return sha
+
+
+# `git worktree add/prune` edit the shared repository's metadata: one worker at a time
+_WT_LOCK = threading.Lock()
+
+
+def checkout_worktree(repo: Path, path: Path, commit: str) -> Path:
+    """A detached worktree of repo at path, at commit; untracked files removed, ignored build
+    outputs (e.g. python/build) kept for incremental builds."""
+
+    def git(*args: str, cwd: Path) -> str:
+        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=600,
+                              env=base_build_env())
+        if proc.returncode != 0:
+            raise GitFailure(f"git {' '.join(args)} failed in {cwd}: "
+                             f"{(proc.stderr.strip().splitlines() or [''])[-1]}")
+        return proc.stdout
+
+    with _WT_LOCK:
+        if not (path / ".git").exists():
+            if path.exists():
+                shutil.rmtree(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            git("worktree", "prune", cwd=repo)
+            git("worktree", "add", "--detach", "--force", str(path), commit, cwd=repo)
+            return path
+    git("checkout", "--detach", "--force", commit, cwd=path)
+    git("clean", "-fdq", cwd=path)
+    return path
+
+
+__all__ = ["HASH_FILE", "GitFailure", "PinMissing", "base_build_env", "checkout_worktree",
+           "resolve_commit"]

@@ -1,0 +1,166 @@
+"""The state of one compat-builder session: <workdir>/compat/<id>/state.json.
+
+Written atomically after every transition (found-incompatible, attempt-started,
+attempt-failed, fix-accepted, pair-recorded, ...), so that a crash at any point resumes from
+the last one. One process at a time holds the session's lock (flock on <dir>/lock; the OS
+releases it when the holder dies, even by kill -9).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from tritonbisect.core.errors import InputError, SessionLockedError
+from tritonbisect.session.journal import atomic_write_text
+
+STATE_FILE = "state.json"
+STATE_VERSION = 1
+
+# phases of a session
+SEARCHING = "searching"  # looking for the next LLVM commit the current Triton does not build against
+FIXING = "fixing"  # an incompatible LLVM commit is confirmed; fix attempts are running
+MANUAL = "manual"  # attempts exhausted or --ai none: waiting for `resume --fix-commit`
+DONE = "done"
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+@dataclass
+class MapState:
+    id: str
+    kind: str  # "map" | "fix"
+    triton_repo: str  # the user's Triton repository (never checked out by us)
+    llvm_repo: str
+    worktree: str  # our Triton worktree (on `branch`)
+    branch: str
+    ai: str
+    ai_model: str
+    max_attempts: int
+    smoke: str
+    out_csv: str | None = None
+    bump: str | None = None
+    old_llvm: str | None = None
+    new_llvm: str | None = None
+    strategy: str = "continue"  # "continue" (from the last fix) | "restart" (benchmark baseline)
+    phase: str = SEARCHING
+    current_triton: str = ""  # Triton commit that builds against current_good
+    current_good: str = ""  # last LLVM commit known to be compatible with current_triton
+    verdicts: dict[str, str] = field(default_factory=dict)  # LLVM sha -> good|bad|skip, for current_triton
+    incompatible: str | None = None  # confirmed incompatible LLVM commit being fixed
+    incompatible_log: str | None = None  # full build log of the clean probe that confirmed it
+    attempts: list[dict[str, Any]] = field(default_factory=list)  # of the current fix
+    pairs: list[list[str]] = field(default_factory=list)  # [triton, llvm_last_compatible]
+    fixes: list[dict[str, Any]] = field(default_factory=list)  # accepted fixes, in order
+    probes: list[dict[str, Any]] = field(default_factory=list)  # every probe, in order
+    events: list[dict[str, Any]] = field(default_factory=list)
+    argv: list[str] = field(default_factory=list)
+    result: str | None = None  # final fix commit (fix sessions) or csv path (map sessions)
+    created: str = field(default_factory=now_iso)
+    version: int = STATE_VERSION
+
+    # --- persistence ------------------------------------------------------------------
+    @property
+    def dir(self) -> Path:
+        return Path(self._dir)  # type: ignore[attr-defined]
+
+    def save(self, event: str | None = None, **details: Any) -> None:
+        """Record `event` (a transition) and write state.json atomically."""
+        if event:
+            self.events.append({"event": event, "at": now_iso(), **details})
+        data = asdict(self)
+        atomic_write_text(self.dir / STATE_FILE, json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+    @classmethod
+    def create(cls, session_dir: Path, **values: Any) -> MapState:
+        session_dir.mkdir(parents=True, exist_ok=False)
+        state = cls(**values)
+        state._dir = session_dir  # type: ignore[attr-defined]
+        state.save("created")
+        return state
+
+    @classmethod
+    def load(cls, session_dir: Path) -> MapState:
+        path = session_dir / STATE_FILE
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise InputError(f"{session_dir}: not a compat-builder session (no {STATE_FILE})") from None
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{path}: unreadable session state: {exc}") from None
+        if data.get("version") != STATE_VERSION:
+            raise InputError(f"{path}: state version {data.get('version')!r} is not supported")
+        known = set(cls.__dataclass_fields__)
+        state = cls(**{k: v for k, v in data.items() if k in known})
+        state._dir = session_dir  # type: ignore[attr-defined]
+        return state
+
+    # --- helpers ----------------------------------------------------------------------
+    def current_attempt(self) -> dict[str, Any] | None:
+        return self.attempts[-1] if self.attempts else None
+
+    def usage_total(self) -> dict[str, int]:
+        total = {"input_tokens": 0, "output_tokens": 0, "requests": 0}
+        for attempt in [*self.attempts, *(a for f in self.fixes for a in f.get("attempts", []))]:
+            for key in total:
+                total[key] += int(attempt.get("usage", {}).get(key, 0))
+        return total
+
+
+def sessions_root(workdir: Path) -> Path:
+    return Path(workdir) / "compat"
+
+
+def new_session_id(prefix: str) -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{prefix}-{os.getpid() % 10000:04d}"
+
+
+def session_dir(workdir: Path, session_id: str | None) -> Path:
+    """The folder of `session_id`, or of the newest session when None."""
+    root = sessions_root(workdir)
+    if session_id:
+        path = root / session_id
+        if not (path / STATE_FILE).is_file():
+            raise InputError(f"no compat-builder session {session_id!r} in {root}")
+        return path
+    # ids start with a creation timestamp: the newest sorts last
+    found = sorted(p.name for p in root.glob("*") if (p / STATE_FILE).is_file())
+    if not found:
+        raise InputError(f"no compat-builder session in {root}")
+    return root / found[-1]
+
+
+class SessionLock:
+    """Exclusive lock on a session folder, held for the lifetime of the process's work."""
+
+    def __init__(self, session_dir: Path) -> None:
+        self.path = session_dir / "lock"
+        self._fd: int | None = None
+
+    def __enter__(self) -> SessionLock:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise SessionLockedError(
+                f"session {self.path.parent.name} is in use by another process"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None

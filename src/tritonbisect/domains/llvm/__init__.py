@@ -1,0 +1,1 @@
+"""LLVM: its build recipe, the bisector through Triton, the descent from a Triton LLVM bump, the compatibility map."""

@@ -1,0 +1,183 @@
+"""The Triton → LLVM descent.
+
+`tritonbisect triton` runs a session with the workflow "triton-llvm". When its Triton phase
+ends at a culprit that changes the pinned LLVM commit (`cmake/llvm-hash.txt` or
+`cmake/llvm-info.json`), the continuation registered here says
+so and (unless --no-descend-llvm) appends an "llvm" phase that bisects llvm-project between
+the old and the new hash, building at each LLVM commit the Triton commit the compatibility
+map assigns to it (without a map: the bump's parent; LLVM commits it cannot build against
+are skipped; the bad endpoint uses the bump itself). The plan (llvm dir, map, build
+options) is kept in session.json so that `resume` can continue either phase.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import click
+
+from tritonbisect.core.errors import InputError
+from tritonbisect.core.history import History
+from tritonbisect.domains.llvm.bisector import (
+    LLVMBisector,
+    check_map_commits,
+    load_compat_map,
+    open_llvm_repo,
+    resolve_llvm,
+)
+from tritonbisect.domains.triton.bisector import (
+    PIN_FILES_TEXT,
+    LLVMBump,
+    TritonBisector,
+    TritonBuildOptions,
+    llvm_bump,
+    pin_change_at,
+    pinned_llvm,
+)
+from tritonbisect.domains.triton.nightlies import PHASE as NIGHTLIES
+from tritonbisect.domains.triton.nightlies import continue_after_nightlies
+from tritonbisect.session.phases import STATUS_SUPERSEDED
+from tritonbisect.session.session import PhaseSpec, register_workflow
+
+WORKFLOW = "triton-llvm"
+EXTRA_KEY = "descent"
+
+
+@dataclass
+class DescentPlan:
+    """What the descent needs, decided when the session is created."""
+
+    descend: bool = True
+    llvm_dir: str | None = None
+    compat_map: str | None = None
+    test: dict = field(default_factory=dict)
+    build: dict = field(default_factory=dict)  # TritonBuildOptions fields
+    llvm: dict = field(default_factory=dict)  # LLVMConfig fields
+    bump: dict | None = None  # filled when the Triton culprit is an LLVM bump
+
+    def save(self, session) -> None:
+        """Kept in session.json (`extra`), written atomically with the session."""
+        session.extra[EXTRA_KEY] = asdict(self)
+        session.save()
+
+    @classmethod
+    def load(cls, session) -> DescentPlan:
+        data = session.extra.get(EXTRA_KEY)
+        if not isinstance(data, dict):
+            raise InputError(f"session {session.id} has no LLVM descent plan; is it corrupt?")
+        return cls(**data)
+
+
+def preflight(bisector: TritonBisector, plan: DescentPlan) -> list[str]:
+    """Check, before any build, what the descent will need; returns the bumps in range.
+
+    A range that contains LLVM bumps needs --llvm-dir (or --no-descend-llvm), a Triton
+    checkout that pins LLVM, and both hashes of every bump present in llvm-project. A bad
+    compatibility map is reported now, with its line, rather than after hours of builds.
+    """
+    if not plan.descend:
+        return []
+    bumps = bisector.bumps()
+    if not bumps and plan.llvm_dir is None:
+        return []
+    pinned_llvm(bisector.history, bisector.bad)  # one line if this is not a Triton checkout
+    llvm = open_llvm_repo(
+        Path(plan.llvm_dir) if plan.llvm_dir else None,
+        why=(
+            f" to descend into LLVM: {len(bumps)} commit(s) in the range change the LLVM pin ({PIN_FILES_TEXT});"
+            " or pass --no-descend-llvm"
+        ),
+    )
+    for sha in bumps:
+        try:
+            bump = llvm_bump(bisector.history, sha)
+        except InputError:
+            continue  # the file appears or disappears there: not a bump one can descend into
+        if bump is not None:
+            for rev, side in ((bump.old, "old"), (bump.new, "new")):
+                resolve_llvm(llvm, rev, what=f"{side} LLVM pin of {sha[:12]}")
+    if plan.compat_map:
+        cmap = load_compat_map(Path(plan.compat_map))
+        check_map_commits(cmap, Path(plan.compat_map), bisector.history, llvm)
+    return bumps
+
+
+def descent_phase(triton_repo: Path, bump: LLVMBump, plan: DescentPlan) -> PhaseSpec:
+    """The "llvm" phase bisecting llvm-project over the bump's range."""
+    return LLVMBisector(
+        triton_dir=triton_repo,
+        llvm_dir=Path(plan.llvm_dir) if plan.llvm_dir else None,
+        good_llvm=bump.old,
+        bad_llvm=bump.new,
+        test=plan.test,
+        build=TritonBuildOptions(**plan.build),
+        compat_map=Path(plan.compat_map) if plan.compat_map else None,
+        triton_commit=bump.parent,
+        bad_triton=bump.commit,
+        llvm=plan.llvm,
+    ).phase()
+
+
+def continue_after_triton(session, result) -> bool:
+    """Workflow continuation: append the LLVM phase after a Triton bump culprit."""
+    phases = [p for p in session.phases() if p.status != STATUS_SUPERSEDED]  # corrected away
+    if not phases:
+        return False
+    last = phases[-1]
+    if last.spec.name == NIGHTLIES:  # --wheel-index: now build inside the nightlies' bracket
+        return continue_after_nightlies(session, last)
+    if last.spec.name != "triton" or last.status != "found" or not last.culprit:
+        return False
+    history = History(Path(last.spec.repo))
+    bump = llvm_bump(history, last.culprit)
+    if bump is None:
+        try:
+            change = pin_change_at(history, last.culprit)
+        except InputError:
+            change = None
+        if change is not None:  # a build-number-only change or a format switch: say so
+            click.echo(change.describe(), err=True)
+        return False
+    plan = DescentPlan.load(session)
+    click.echo(f"{bump.describe()}: the regression may come from LLVM", err=True)
+    plan.bump = asdict(bump)
+    plan.save(session)
+    if not plan.descend:
+        click.echo(
+            "not descending into LLVM (--no-descend-llvm); to do it: tritonbisect llvm "
+            f"--triton-dir {history.root} --llvm-dir LLVM_DIR --good-llvm {bump.old} "
+            f"--bad-llvm {bump.new} --triton-commit {bump.parent[:12]} --test ...",
+            err=True,
+        )
+        return False
+    spec = descent_phase(history.root, bump, plan)
+    session.append_phase(spec)
+    how = (
+        f"the Triton commit {Path(plan.compat_map).name} assigns"
+        if plan.compat_map
+        else f"Triton {bump.parent[:12]} (the bump's parent; LLVM commits it cannot build with are skipped)"
+    )
+    click.echo(
+        f"descending into llvm-project {bump.old[:12]}..{bump.new[:12]}, building at each "
+        f"LLVM commit {how}",
+        err=True,
+    )
+    return True
+
+
+register_workflow(WORKFLOW, continue_after_triton)
+
+
+TORCH_NIGHTLIES = "torch-nightlies"
+
+
+def continue_after_torch_nightlies(session, result) -> bool:
+    """`tritonbisect torch --wheel-index`: build from source inside the nightlies' bracket."""
+    phases = [p for p in session.phases() if p.status != STATUS_SUPERSEDED]
+    if phases and phases[-1].spec.name == NIGHTLIES:
+        return continue_after_nightlies(session, phases[-1])
+    return False
+
+
+register_workflow(TORCH_NIGHTLIES, continue_after_torch_nightlies)

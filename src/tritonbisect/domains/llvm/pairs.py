@@ -1,0 +1,140 @@
+"""Pairs search: a binary search over the compatibility map's (Triton, LLVM) pairs.
+
+Each row of commits.csv is a pair (Triton commit, the last LLVM commit it builds against).
+Testing pairs instead of every LLVM commit costs one LLVM + one Triton build per pair, and a
+binary search over P pairs tests at most ceil(log2 P) + 1 of them (the bad endpoint plus the
+search), where a walk from the oldest pair tests up to P. The first bad pair brackets the
+regression between the previous pair's LLVM commit and its own.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tritonbisect.core.errors import InputError
+from tritonbisect.core.history import History
+from tritonbisect.domains.llvm.bisector import (
+    assign_triton,
+    check_map_commits,
+    llvm_order,
+    llvm_phase,
+    load_compat_map,
+    open_llvm_repo,
+    resolve_llvm,
+)
+from tritonbisect.domains.triton.bisector import TritonBuildOptions
+from tritonbisect.session.session import PhaseSpec, register_workflow
+
+
+@dataclass(frozen=True)
+class Pair:
+    triton: str
+    llvm: str
+    line: int | None = None  # the CSV line, None for an endpoint not in the map
+
+    def describe(self) -> str:
+        where = f" (commits.csv line {self.line})" if self.line else ""
+        return f"triton {self.triton[:12]} + llvm {self.llvm[:12]}{where}"
+
+
+def max_pairs_tested(p: int) -> int:
+    """Upper bound on pairs tested for P candidate pairs: ceil(log2 P) + 1."""
+    return (math.ceil(math.log2(p)) if p > 1 else 0) + 1
+
+
+def select_pairs(cmap, order: list[str], map_order: list[str]) -> tuple[Pair, list[Pair]]:
+    """The good endpoint's pair and the candidate pairs in (good, bad], oldest first.
+
+    `order` is the LLVM history from the good endpoint to the bad one, `map_order` the map's
+    whole range (old_llvm..new_llvm). Rows whose LLVM commit is outside `order` are left out;
+    the bad endpoint is always the last candidate.
+    """
+    good, bad = order[0], order[-1]
+    assign_triton([good, bad], cmap=cmap, map_order=map_order)  # both inside the map's range
+    position = {sha: i for i, sha in enumerate(order)}
+    by_llvm: dict[int, Pair] = {}
+    for row in cmap.rows:
+        i = position.get(row.llvm_commit_last_compatible)
+        if i is not None and 0 < i < len(order) - 1:
+            by_llvm.setdefault(
+                i, Pair(row.triton_commit, row.llvm_commit_last_compatible, row.line)
+            )
+    inner = [by_llvm[i] for i in sorted(by_llvm)]
+    bad_row = next((r for r in cmap.rows if r.llvm_commit_last_compatible == bad), None)
+    bad_pair = (
+        Pair(bad_row.triton_commit, bad, bad_row.line)
+        if bad_row
+        else Pair(cmap.triton_for_llvm(bad, map_order), bad)
+    )
+    good_pair = Pair(cmap.triton_for_llvm(good, map_order), good)
+    return good_pair, [*inner, bad_pair]
+
+
+@dataclass
+class PairsBisector:
+    """`tritonbisect pairs`: binary search over the map's pairs with the "llvm-triton" recipe."""
+
+    triton_dir: Path
+    llvm_dir: Path
+    compat_map: Path
+    test: dict
+    build: TritonBuildOptions
+    good_llvm: str | None = None  # default: the map's old_llvm
+    bad_llvm: str | None = None  # default: the map's new_llvm
+    llvm: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.triton = History(self.triton_dir)
+        self.llvm_history = open_llvm_repo(self.llvm_dir)
+        self.cmap = load_compat_map(self.compat_map)
+        map_order = check_map_commits(self.cmap, self.compat_map, self.triton, self.llvm_history)
+        for attr, key in (("good_llvm", "old_llvm"), ("bad_llvm", "new_llvm")):
+            rev = getattr(self, attr) or self.cmap.metadata.get(key)
+            if not rev:
+                raise InputError(
+                    f"--{attr.replace('_', '-')} not given and {self.compat_map} has no {key}"
+                )
+            setattr(self, attr, resolve_llvm(self.llvm_history, rev, what=attr.split("_")[0]))
+        assert self.good_llvm is not None and self.bad_llvm is not None  # resolved just above
+        order = llvm_order(self.llvm_history, self.good_llvm, self.bad_llvm)
+        self.good_pair, self.pairs = select_pairs(self.cmap, order, map_order)
+        self.good_pair = Pair(self.triton.resolve(self.good_pair.triton), self.good_pair.llvm)
+        self.pairs = [Pair(self.triton.resolve(p.triton), p.llvm, p.line) for p in self.pairs]
+
+    def phase(self) -> PhaseSpec:
+        assignment = {self.good_pair.llvm: self.good_pair.triton}
+        assignment.update({p.llvm: p.triton for p in self.pairs})
+        return llvm_phase(self, name="pairs", assignment=assignment,
+                          default_triton=self.pairs[-1].triton, prefer_cached=False,
+                          candidates=[p.llvm for p in self.pairs])
+
+
+def report_first_bad_pair(session, result) -> bool:
+    """Workflow continuation of `tritonbisect pairs`: name the first bad pair and the LLVM
+    range it brackets. Appends no phase."""
+    import click
+
+    phases = session.phases()
+    if not phases or phases[-1].status != "found" or not phases[-1].culprit:
+        return False
+    phase = phases[-1]
+    assigned = phase.spec.recipe_config.get("triton_commits") or {}
+    order = [phase.spec.good, *(phase.spec.candidates or [])]
+    culprit = phase.culprit
+    if culprit not in order:
+        return False
+    previous = order[order.index(culprit) - 1]
+    click.echo(
+        f"first bad pair: triton {assigned.get(culprit, '?')[:12]} + llvm {culprit[:12]}; "
+        f"last good pair: triton {assigned.get(previous, '?')[:12]} + llvm {previous[:12]}; "
+        f"the LLVM regression is in {previous[:12]}..{culprit[:12]} "
+        f"(narrow it with: tritonbisect llvm --good-llvm {previous[:12]} --bad-llvm {culprit[:12]} ...)",
+        err=True,
+    )
+    return False
+
+
+WORKFLOW = "pairs"
+register_workflow(WORKFLOW, report_first_bad_pair)

@@ -1,0 +1,1 @@
+"""PyTorch: its wheel recipe, its bisector, its published nightlies."""

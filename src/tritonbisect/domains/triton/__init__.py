@@ -1,0 +1,1 @@
+"""Triton: its wheel recipe, its bisector, its LLVM pin, nightlies as free builds."""

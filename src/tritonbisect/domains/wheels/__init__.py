@@ -1,0 +1,1 @@
+"""Published wheels: bisect released and nightly versions with installs only."""

@@ -1,0 +1,180 @@
+"""One worker slot on a Ray node (the body of a Ray actor; `ray_pool` makes it remote).
+
+It owns a worktree of the bisected repository (and, through the recipe, the build folders
+keyed by that worktree) for the whole session, so incremental builds stay incremental. A
+step's logs go to a scratch folder on the node, which the driver copies as they grow
+(`read_logs`) and drops when it has them all (`forget`). `cancel` kills the process groups
+of a step, as Ctrl-C or a step whose verdict no longer matters does locally. Methods run on
+several threads of the actor: `run` on one, `read_logs`/`cancel` beside it.
+
+Nothing of the driver's filesystem is used: the repository is this node's clone
+(`ray_repo.NodeRepo`, filled from --repo-url or from bundles the driver sends), and the
+worktrees, build folders, step scratch and (unless --cache-dir names a shared directory or
+--cache-url an object store) the artifact cache live in the node's folder. A builder hands
+its artifact to a tester through Ray's object store (`export` / `import_entries`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+from tritonbisect.builds.recipes import recipe_from_config
+from tritonbisect.core.outcome import Policy
+from tritonbisect.core.process import CancelToken
+from tritonbisect.executors.logsync import read_new
+from tritonbisect.executors.ray_repo import NodeRepo, node_root
+from tritonbisect.executors.runner import StepSettings, run_in_worktree
+from tritonbisect.executors.worktree import Worktree, acquire_worktree
+
+
+@dataclasses.dataclass
+class WorkerSpec:
+    """Everything an actor needs to rebuild the phase's step runner on its node."""
+
+    repo: str
+    workdir: str
+    repo_id: str
+    recipe_name: str
+    recipe_config: dict[str, Any]
+    regress: str
+    on_build_failure: str
+    repeat: int = 1
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+    timeout: float | None = None
+    cache_dir: str | None = None
+    sandbox: bool = False  # --sandbox: builds and tests in builds/sandbox.py's sandbox
+    prefer_worktree: int = 0  # take this worktree slot when free (a dead worker's, say)
+    repo_url: str | None = None  # where a node fetches the repository itself (--repo-url)
+
+
+class StepWorker:
+    def __init__(self, spec: WorkerSpec) -> None:
+        self.spec = spec
+        root = node_root()
+        self.repo = NodeRepo(root, spec.repo_id, spec.repo_url, local=spec.repo)
+        self.workdir = root / "work"
+        self.recipe = recipe_from_config(spec.recipe_name, spec.recipe_config)
+        self.settings = StepSettings(
+            policy=Policy(regress=spec.regress, on_build_failure=spec.on_build_failure),
+            repeat=spec.repeat, env=dict(spec.env), timeout=spec.timeout,
+            workdir=self.workdir, cache_dir=spec.cache_dir, sandbox=spec.sandbox,
+        )
+        self._lock = threading.Lock()
+        self._tokens: dict[str, CancelToken] = {}
+        self._worktree: Worktree | None = None
+        self.scratch = self.workdir / "ray-steps" / f"{socket.gethostname()}-{os.getpid()}"
+
+    def _wt(self) -> Worktree:
+        with self._lock:
+            if self._worktree is None:
+                with self.repo.locked():  # the node's other workers add theirs beside it
+                    self._worktree = acquire_worktree(
+                        self.repo.path, self.workdir, self.spec.repo_id,
+                        start=self.spec.prefer_worktree,
+                    )
+            return self._worktree
+
+    def describe(self) -> dict[str, Any]:
+        """Where this worker lives (asked once, when the driver first uses it)."""
+        import ray
+
+        from tritonbisect import __version__
+
+        return {
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "version": __version__,
+        }
+
+    def worktree(self) -> int:
+        """Take this worker's worktree (once the node has a commit); its slot index."""
+        return self._wt().index
+
+    # --- the repository on this node (see ray_repo) ---------------------------------------
+
+    def lacks(self, commit: str) -> list[str] | None:
+        return self.repo.lacks(commit)
+
+    def receive(self, bundle: bytes) -> None:
+        self.repo.receive(bundle)
+
+    # --- artifacts between builder and tester ---------------------------------------------
+
+    def _local_cache(self) -> Any:
+        """This node's own directory cache, or None when the session's cache is shared
+        (a --cache-dir every node reaches, or an object store): nothing to hand over."""
+        if self.spec.cache_dir:
+            return None
+        from tritonbisect.builds.store import open_cache
+
+        return open_cache(None, workdir=self.workdir)
+
+    def export(self, commit: str) -> list[Any]:
+        """The cache entries built from `commit` here, packed and put in the object store:
+        [a reference to them], or [] when the cache is shared (nothing to hand over)."""
+        import ray
+
+        from tritonbisect.builds.cache_transfer import keys_of_commit, pack
+
+        cache = self._local_cache()
+        return [ray.put(pack(cache, keys_of_commit(cache, commit)))] if cache is not None else []
+
+    def import_entries(self, box: list[Any]) -> list[str]:
+        """Put what `export` handed over (fetched from the builder's node) in this cache."""
+        import ray
+
+        from tritonbisect.builds.cache_transfer import unpack
+
+        cache = self._local_cache()
+        if cache is None or not box:
+            return []
+        return unpack(cache, ray.get(box[0]))
+
+    def _token(self, step_id: str) -> CancelToken:
+        with self._lock:
+            return self._tokens.setdefault(step_id, CancelToken())
+
+    def run(self, step_id: str, commit: str, record: bool, build_only: bool,
+            baseline: tuple[float, ...] | None = None) -> dict[str, Any]:
+        """Check out and run the step (or only its build); the StepResult as a dict, with
+        paths in this node's scratch folder (`scratch_of(step_id)`)."""
+        token = self._token(step_id)
+        result = run_in_worktree(
+            self._wt, self.recipe, commit, self.scratch_of(step_id), self.settings,
+            token=token, record=record, baseline=baseline, build_only=build_only,
+        )
+        return dataclasses.asdict(result)
+
+    def scratch_of(self, step_id: str) -> Path:
+        return self.scratch / step_id
+
+    def read_logs(self, step_id: str, offsets: dict[str, int]) -> dict[str, tuple[int, bytes]]:
+        return read_new(self.scratch_of(step_id), offsets)
+
+    def cancel(self, step_id: str) -> bool:
+        """Kill the step's processes (and any it would start later)."""
+        self._token(step_id).cancel()
+        return True
+
+    def forget(self, step_id: str) -> None:
+        with self._lock:
+            self._tokens.pop(step_id, None)
+        shutil.rmtree(self.scratch_of(step_id), ignore_errors=True)
+
+    def release(self) -> None:
+        """End of the session: cancel what still runs, unlock the worktree, drop the scratch."""
+        with self._lock:
+            tokens = list(self._tokens.values())
+            wt, self._worktree = self._worktree, None
+        for token in tokens:
+            token.cancel()
+        if wt is not None:
+            wt.release()
+        shutil.rmtree(self.scratch, ignore_errors=True)

@@ -1,0 +1,480 @@
+"""Runs steps: one commit's build, install and test, in a worker's own git worktree.
+
+The worktrees are managed by `bisect.worktree`, the processes run through `bisect.process`
+(own process group, killed on timeout, cancellation or Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tritonbisect.builds.recipes import PrepareResult, Recipe, StepContext, TestRun
+from tritonbisect.core.outcome import Kind, Policy, Verdict, classify_test
+from tritonbisect.core.process import (
+    CancelToken,
+    GitError,
+    track_token,
+    untrack_token,
+)
+
+# re-exported: other modules import these process helpers from here
+from tritonbisect.core.process import cancel_all as cancel_all
+from tritonbisect.core.process import clean_env as clean_env
+from tritonbisect.core.process import git as git
+from tritonbisect.core.process import kill_strays as kill_strays
+from tritonbisect.core.process import read_tail as read_tail
+from tritonbisect.core.process import run_logged as run_logged
+from tritonbisect.core.process import tail_lines as tail_lines
+from tritonbisect.executors.worktree import Worktree, acquire_worktree
+
+if TYPE_CHECKING:  # pragma: no cover
+    from concurrent.futures import Future
+
+    from tritonbisect.session.perf import PerfSettings
+
+# concurrent.futures (with logging) and bisect.perf are imported where they are used:
+# `tritonbisect step` runs one step per process and needs neither.
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+# --- one step ----------------------------------------------------------------------------
+
+
+@dataclass
+class StepResult:
+    """A finished step, as written to the journal (see `to_record`)."""
+
+    commit: str
+    kind: str
+    verdict: str
+    reason: str
+    worker: int
+    started: str
+    finished: str
+    seconds: float
+    build: dict[str, Any] | None = None
+    tests: list[dict[str, Any]] = field(default_factory=list)
+    record: dict[str, Any] | None = None
+    attempts: list[dict[str, Any]] = field(default_factory=list)  # earlier infra attempts
+    log_dir: str = ""
+    cancelled: bool = False
+    node: str | None = None  # the cluster node the step ran on (Ray executor only)
+    perf: dict[str, Any] | None = None  # --regress perf: samples and their judgement
+
+    def to_record(self) -> dict[str, Any]:
+        rec: dict[str, Any] = {
+            "commit": self.commit,
+            "kind": self.kind,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "worker": self.worker,
+            "started": self.started,
+            "finished": self.finished,
+            "seconds": round(self.seconds, 3),
+            "build": self.build,
+            "tests": self.tests,
+            "dir": self.log_dir,
+        }
+        if self.record is not None:
+            rec["record"] = self.record
+        if self.attempts:
+            rec["attempts"] = self.attempts
+        if self.node:
+            rec["node"] = self.node
+        if self.perf is not None:
+            rec["perf"] = self.perf
+        return rec
+
+
+def _build_entry(prep: PrepareResult, *, performed: bool) -> dict[str, Any]:
+    return {
+        "cached": bool(prep.cached),
+        "performed": performed,
+        "seconds": round(prep.seconds, 3),
+        "log": str(prep.log) if prep.log else None,
+        "kind": prep.kind.value if isinstance(prep.kind, Kind) else str(prep.kind),
+        "reason": prep.reason,
+        # an install of a published wheel (a release or a nightly), not a build
+        **({"published": True} if prep.published else {}),
+    }
+
+
+def _test_entry(run: TestRun, kind: Kind, reason: str) -> dict[str, Any]:
+    return {
+        "exit": run.returncode if run.returncode is None or run.returncode >= 0 else None,
+        "signal": run.signal,
+        "seconds": round(run.seconds, 3),
+        "log": str(run.log),
+        "kind": kind.value,
+        "reason": reason,
+        "timed_out": bool(run.timed_out),
+    }
+
+
+def _classify_run(run: TestRun) -> tuple[Kind, str]:
+    cls = classify_test(
+        run.returncode, read_tail(run.log), timed_out=run.timed_out, result=run.result
+    )
+    return cls.kind, cls.reason
+
+
+def execute_step(
+    recipe: Recipe,
+    commit: str,
+    ctx: StepContext,
+    policy: Policy,
+    *,
+    repeat: int = 1,
+    record: bool = False,
+    token: CancelToken | None = None,
+    baseline: Sequence[float] | None = None,
+) -> StepResult:
+    """Build/install `commit` (already checked out in ctx.worktree) and test it `repeat` times.
+
+    The outcome kind is classified from the processes; the verdict comes from `policy`.
+    With `repeat` > 1 the verdict is the majority; runs that disagree make the kind "flaky".
+    Under --regress perf (`policy.perf`) the runs' metrics are judged against `baseline`
+    (the good endpoint's samples; None: this step is that reference) by
+    `bisect.perf.judge_step`, which may ask for more runs.
+    """
+    perf: PerfSettings | None = policy.perf
+    started_iso = now_iso()
+    t0 = time.monotonic()
+    ctx.log_dir.mkdir(parents=True, exist_ok=True)
+
+    def done(kind: Kind, verdict: Verdict, reason: str, **kw: Any) -> StepResult:
+        return StepResult(
+            commit=commit,
+            kind=kind.value,
+            verdict=verdict.value,
+            reason=reason,
+            worker=ctx.worker,
+            started=started_iso,
+            finished=now_iso(),
+            seconds=time.monotonic() - t0,
+            log_dir=str(ctx.log_dir),
+            cancelled=bool(token and token.cancelled),
+            **kw,
+        )
+
+    try:
+        prep = recipe.prepare(commit, ctx)
+    except Exception as exc:  # a recipe bug or an OSError: the infrastructure failed
+        return done(Kind.INFRA, Verdict.ABORT, _crash_reason("build", exc, ctx.log_dir))
+    prep_kind = prep.kind if isinstance(prep.kind, Kind) else Kind(prep.kind)
+    performed = not prep.cached and prep.log is not None
+    build = _build_entry(prep, performed=performed)
+    if prep_kind is not Kind.PASS:
+        reason = prep.reason or f"build {prep_kind.value}"
+        return done(prep_kind, policy.verdict(prep_kind), reason, build=build)
+
+    record_entry = None
+    if record:
+        try:
+            run = recipe.test(commit, ctx, record=True)
+        except Exception as exc:
+            return done(Kind.INFRA, Verdict.ABORT, _crash_reason("record", exc, ctx.log_dir), build=build)
+        kind, reason = _classify_run(run)
+        record_entry = _test_entry(run, kind, reason)
+        if kind is not Kind.PASS:
+            why = f"recording the reference at this commit failed: {reason}"
+            return done(kind, policy.verdict(kind), why, build=build, record=record_entry)
+
+    tests: list[dict[str, Any]] = []
+    kinds: list[Kind] = []
+
+    def run_tests(count: int) -> StepResult | None:
+        """Run the test `count` more times; a StepResult when the step must end now."""
+        for _ in range(count):
+            if token is not None and token.cancelled:
+                return None
+            try:
+                run = recipe.test(commit, ctx)
+            except Exception as exc:
+                return done(
+                    Kind.INFRA, Verdict.ABORT, _crash_reason("test", exc, ctx.log_dir),
+                    build=build, tests=tests, record=record_entry,
+                )
+            kind, reason = _classify_run(run)
+            entry = _test_entry(run, kind, reason)
+            if perf is not None:
+                from tritonbisect.session.perf import metric_of
+
+                entry["metric"] = metric_of(read_tail(run.log), run.result)
+            tests.append(entry)
+            kinds.append(kind)
+            if kind is Kind.INFRA:
+                return done(kind, policy.verdict(kind), reason, build=build, tests=tests, record=record_entry)
+        return None
+
+    ended = run_tests(perf.first_batch(baseline) if perf is not None else max(1, repeat))
+    if ended is not None:
+        return ended
+    if not kinds:
+        return done(Kind.INFRA, Verdict.ABORT, "step cancelled", build=build, tests=tests)
+    if perf is not None:
+        from tritonbisect.session.perf import judge_step
+
+        while True:
+            decision = judge_step(perf, policy, kinds, tests, baseline, combine_runs)
+            if not decision.more or (token is not None and token.cancelled):
+                break
+            ended = run_tests(decision.more)
+            if ended is not None:
+                return ended
+        return done(
+            decision.kind, decision.verdict, decision.reason,
+            build=build, tests=tests, record=record_entry, perf=decision.record,
+        )
+    kind, verdict, reason = combine_runs(kinds, [t["reason"] for t in tests], policy)
+    return done(kind, verdict, reason, build=build, tests=tests, record=record_entry)
+
+
+def execute_build(
+    recipe: Recipe, commit: str, ctx: StepContext, policy: Policy, *, token: CancelToken | None = None
+) -> StepResult:
+    """Only the build of a step (`recipe.prepare`), for an executor that builds on one node
+    and tests on another: the artifact reaches the tester through the shared cache."""
+    started_iso = now_iso()
+    t0 = time.monotonic()
+    ctx.log_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        prep = recipe.prepare(commit, ctx)
+    except Exception as exc:  # a recipe bug or an OSError: the infrastructure failed
+        kind, reason, build = Kind.INFRA, _crash_reason("build", exc, ctx.log_dir), None
+    else:
+        kind = prep.kind if isinstance(prep.kind, Kind) else Kind(prep.kind)
+        reason = prep.reason or f"build {kind.value}"
+        build = _build_entry(prep, performed=not prep.cached and prep.log is not None)
+    return StepResult(
+        commit=commit, kind=kind.value, verdict=policy.verdict(kind).value, reason=reason,
+        worker=ctx.worker, started=started_iso, finished=now_iso(),
+        seconds=time.monotonic() - t0, build=build, log_dir=str(ctx.log_dir),
+        cancelled=bool(token and token.cancelled),
+    )
+
+
+def combine_runs(kinds: Sequence[Kind], reasons: Sequence[str], policy: Policy) -> tuple[Kind, Verdict, str]:
+    """Majority verdict of repeated runs; disagreeing verdicts make the kind FLAKY."""
+    verdicts = [policy.verdict(k) for k in kinds]
+    counts = Counter(verdicts)
+    if len(counts) == 1:
+        # all runs agree: report the most common kind (first among equals)
+        kind = Counter(kinds).most_common(1)[0][0]
+        reason = reasons[kinds.index(kind)]
+        if len(kinds) > 1:
+            reason = f"{reason} ({len(kinds)} of {len(kinds)} runs agree)"
+        return kind, verdicts[0], reason
+    (top, top_n), *rest = counts.most_common()
+    majority = top if top_n * 2 > len(verdicts) else Verdict.SKIP
+    detail = ", ".join(k.value for k in kinds)
+    tally = f"{top_n} of {len(verdicts)} runs {top.value}"
+    if majority is Verdict.SKIP:
+        reason = f"flaky: runs disagree with no majority ({detail})"
+    else:
+        reason = f"flaky: {tally} ({detail})"
+    return Kind.FLAKY, majority, reason
+
+
+def _crash_reason(what: str, exc: BaseException, log_dir: Path) -> str:
+    import traceback
+
+    path = log_dir / "error.log"
+    with contextlib.suppress(OSError):
+        path.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+    return f"{what} could not run: {type(exc).__name__}: {exc}"[:300]
+
+
+def execute_with_retry(
+    run_once: Callable[[Path], StepResult], log_dir: Path
+) -> StepResult:
+    """Run a step; an infrastructure failure is retried once, then the verdict is abort."""
+    first = run_once(log_dir)
+    if first.kind != Kind.INFRA.value or first.cancelled:
+        return first
+    second = run_once(log_dir / "retry")
+    second.attempts = [
+        {"kind": first.kind, "reason": first.reason, "build": first.build, "tests": first.tests}
+    ]
+    if second.kind == Kind.INFRA.value:
+        second.verdict = Verdict.ABORT.value
+        second.reason = f"infrastructure failure, twice: {second.reason}"
+    return second
+
+
+# --- the worker pool ---------------------------------------------------------------------
+
+
+@dataclass
+class StepRequest:
+    commit: str
+    log_dir: Path
+    record: bool = False
+    token: CancelToken = field(default_factory=CancelToken)
+    # told (stage, where) when a stage of the step starts on a node: "build"/"test"/"step"
+    notify: Callable[[str, str], None] | None = None
+    baseline: tuple[float, ...] | None = None  # --regress perf: the reference's samples
+
+
+@dataclass
+class StepSettings:
+    """How every step of a phase runs, wherever it runs (a thread here, a Ray actor)."""
+
+    policy: Policy
+    repeat: int = 1
+    env: dict[str, str] = field(default_factory=dict)
+    timeout: float | None = None
+    workdir: Path | None = None
+    cache_dir: str | None = None
+    workers: int = 1  # steps building at once on this machine
+    sandbox: bool = False  # --sandbox: builds and tests in builds/sandbox.py's sandbox
+
+
+def run_in_worktree(
+    wt: Worktree | Callable[[], Worktree],
+    recipe: Recipe,
+    commit: str,
+    log_dir: Path,
+    settings: StepSettings,
+    *,
+    token: CancelToken,
+    record: bool = False,
+    baseline: Sequence[float] | None = None,
+    build_only: bool = False,
+    worker: int | None = None,
+) -> StepResult:
+    """Check `commit` out in the worker's worktree and run the step (or only its build)."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    started = now_iso()
+    try:
+        tree = wt() if callable(wt) else wt
+        tree.checkout(commit)
+    except (GitError, OSError) as exc:
+        reason = f"could not prepare the worktree: {exc}"[:300]
+        return StepResult(
+            commit=commit, kind=Kind.INFRA.value, verdict=Verdict.ABORT.value,
+            reason=reason, worker=worker if worker is not None else -1, started=started,
+            finished=now_iso(), seconds=0.0, log_dir=str(log_dir),
+        )
+    ctx = StepContext(
+        worktree=tree.path,
+        log_dir=log_dir,
+        worker=tree.index,
+        env=dict(settings.env),
+        timeout=settings.timeout,
+        workdir=settings.workdir,
+        cache_dir=settings.cache_dir,
+        workers=settings.workers,
+        sandbox=settings.sandbox,
+    )
+    _CTX_TOKENS[id(ctx)] = token
+    try:
+        if build_only:
+            return execute_build(recipe, commit, ctx, settings.policy, token=token)
+        return execute_step(
+            recipe, commit, ctx, settings.policy,
+            repeat=settings.repeat, record=record, token=token, baseline=baseline,
+        )
+    finally:
+        _CTX_TOKENS.pop(id(ctx), None)
+
+
+class WorkerPool:
+    """N threads, each with its own worktree, running StepRequests."""
+
+    def __init__(
+        self,
+        repo: Path,
+        workdir: Path,
+        repo_id: str,
+        jobs: int,
+        recipe: Recipe,
+        policy: Policy,
+        *,
+        repeat: int = 1,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        cache_dir: str | None = None,
+        sandbox: bool = False,
+    ) -> None:
+        self.repo = repo
+        self.workdir = workdir
+        self.repo_id = repo_id
+        self.jobs = max(1, jobs)
+        self.recipe = recipe
+        self.policy = policy
+        self.repeat = repeat
+        self.env = dict(env or {})
+        self.timeout = timeout
+        self.step_settings = StepSettings(
+            policy=policy, repeat=repeat, env=self.env, timeout=timeout, workdir=workdir,
+            cache_dir=cache_dir, workers=self.jobs, sandbox=sandbox,
+        )
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._executor = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="tb-worker")
+        self._free: queue.Queue[int] = queue.Queue()
+        for slot in range(self.jobs):
+            self._free.put(slot)
+        self._worktrees: dict[int, Worktree] = {}
+        self._alloc_lock = threading.Lock()
+
+    def _worktree(self, slot: int) -> Worktree:
+        with self._alloc_lock:
+            wt = self._worktrees.get(slot)
+            if wt is None:
+                taken = {w.index for w in self._worktrees.values()}
+                start = 0
+                while True:
+                    wt = acquire_worktree(self.repo, self.workdir, self.repo_id, start=start)
+                    if wt.index not in taken:
+                        break
+                    start = wt.index + 1  # pragma: no cover (flock is per open file)
+                self._worktrees[slot] = wt
+            return wt
+
+    def submit(self, request: StepRequest) -> Future[StepResult]:
+        track_token(request.token)
+        return self._executor.submit(self._run, request)
+
+    def _run(self, request: StepRequest) -> StepResult:
+        slot = self._free.get()
+        try:
+            return execute_with_retry(lambda d: self._attempt(request, slot, d), request.log_dir)
+        finally:
+            self._free.put(slot)
+            untrack_token(request.token)
+
+    def _attempt(self, request: StepRequest, slot: int, log_dir: Path) -> StepResult:
+        return run_in_worktree(
+            lambda: self._worktree(slot), self.recipe, request.commit, log_dir,
+            self.step_settings, token=request.token, record=request.record,
+            baseline=request.baseline, worker=slot,
+        )
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        for wt in self._worktrees.values():
+            wt.release()
+        self._worktrees.clear()
+
+
+# Recipes run processes through `run_logged(..., token=cancel_token_for(ctx))` so that a
+# cancelled step or Ctrl-C kills them.
+_CTX_TOKENS: dict[int, CancelToken] = {}
+
+
+def cancel_token_for(ctx: StepContext) -> CancelToken | None:
+    return _CTX_TOKENS.get(id(ctx))

@@ -1,0 +1,1 @@
+"""Reproducer oracles generated from a trace: runtime, compile, IR and whole-program replay; their self-check."""

@@ -1,0 +1,264 @@
+"""What the user sees while a session runs.
+
+On a terminal: a live display (rich) with the range left, the steps left, an ETA from the
+measured step times, and each finished step printed above it. Elsewhere (CI, pipes, tests):
+plain lines. Both write to stderr, so `--json` keeps stdout to the one JSON object.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable, Mapping
+from typing import IO, Any
+
+_VERDICT_MARK = {"good": "good", "bad": "BAD", "skip": "skip", "abort": "ABORT"}
+# --regress fixed looks for the commit that fixed it: "bad" is the new, fixed state
+_FIXED_MARK = {**_VERDICT_MARK, "good": "unfixed", "bad": "FIXED"}
+
+
+def short(commit: str | None) -> str:
+    return (commit or "")[:12]
+
+
+def log_of(rec: Mapping[str, Any] | None) -> str | None:
+    """The most telling log of a step: the last test's, else the build's."""
+    if not rec:
+        return None
+    tests = rec.get("tests") or []
+    if tests and tests[-1].get("log"):
+        return tests[-1]["log"]
+    if rec.get("record") and rec["record"].get("log"):
+        return rec["record"]["log"]
+    build = rec.get("build") or {}
+    return build.get("log")
+
+
+def where_of(rec: Mapping[str, Any]) -> str:
+    """Where a step ran, for its line: on which Ray node (built on one, tested on another);
+    nothing for a local step."""
+    node = rec.get("node")
+    if not node:
+        return ""
+    built = (rec.get("build") or {}).get("node")
+    if built and built != node:
+        return f" built on {built}, tested on {node}"
+    return f" on {node}"
+
+
+def format_eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+
+
+class NullUI:
+    """Shows nothing (library use)."""
+
+    def __init__(self) -> None:
+        self.durations: list[float] = []
+        self.jobs = 1
+        # names a command gave the phase's commits (`wheels`: versions, not its ladder's shas)
+        self.labels: dict[str, str] = {}
+        self.marks = _VERDICT_MARK
+
+    def phase_started(self, session: Any, phase: Any, n: int, subject: Callable[[str], str]) -> None:
+        self.jobs = getattr(getattr(session, "settings", None), "jobs", 1) or 1
+        extra = getattr(session, "extra", None) or {}
+        self.labels = (extra.get("labels") or {}).get(phase.spec.name) or {}
+        regress = getattr(getattr(session, "settings", None), "regress", "fail")
+        self.marks = _FIXED_MARK if regress == "fixed" else _VERDICT_MARK
+
+    def short(self, commit: str | None) -> str:
+        return self.labels.get(commit or "") or short(commit)
+
+    def note(self, text: str) -> None:
+        pass
+
+    def step_started(self, phase: str, commit: str, role: str, subject: str) -> None:
+        pass
+
+    def step_running(self, commit: str, stage: str, node: str) -> None:
+        """A stage ("build", "test", or the whole "step") of a step began on a Ray node."""
+
+    def step_finished(self, phase: str, rec: Mapping[str, Any], subject: str, progress: Any) -> None:
+        if rec.get("seconds") is not None:
+            self.durations.append(float(rec["seconds"]))
+
+    def endpoints_invalid(self, session: Any, phase: Any, good: Any, bad: Any) -> None:
+        pass
+
+    def phase_finished(self, session: Any, phase: Any) -> None:
+        pass
+
+    def interrupted(self, command: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def eta(self, progress: Any) -> float | None:
+        if progress is None or not self.durations:
+            return None
+        mean = sum(self.durations) / len(self.durations)
+        confirm = math.ceil(2 / max(1, self.jobs))
+        return mean * (progress.steps_left + confirm)
+
+
+class PlainUI(NullUI):
+    """One line per event on a stream (stderr by default)."""
+
+    def __init__(self, stream: IO[str] | None = None) -> None:
+        super().__init__()
+        self.stream = stream or sys.stderr
+
+    def _print(self, text: str) -> None:
+        print(text, file=self.stream, flush=True)
+
+    def phase_started(self, session: Any, phase: Any, n: int, subject: Callable[[str], str]) -> None:
+        super().phase_started(session, phase, n, subject)
+        spec = phase.spec
+        where = f"{n} versions" if self.labels else f"{n} commits in {spec.repo}"
+        self._print(
+            f"tritonbisect: session {session.id}, phase {spec.name}: bisecting {where} "
+            f"(good {self.short(spec.good)}, bad {self.short(spec.bad)}), "
+            f"{session.settings.jobs} worker(s)"
+        )
+
+    def note(self, text: str) -> None:
+        self._print(f"tritonbisect: {text}")
+
+    def step_finished(self, phase: str, rec: Mapping[str, Any], subject: str, progress: Any) -> None:
+        super().step_finished(phase, rec, subject, progress)
+        self._print(self.step_line(rec, subject, progress))
+
+    def step_line(self, rec: Mapping[str, Any], subject: str, progress: Any) -> str:
+        verdict = self.marks.get(str(rec.get("verdict")), str(rec.get("verdict")))
+        verdict = verdict.ljust(7 if self.marks is _FIXED_MARK else 5)
+        line = (
+            f"  [{rec.get('role')}] {self.short(rec.get('commit'))} {verdict} "
+            f"{rec.get('kind')} ({float(rec.get('seconds') or 0):.1f}s){where_of(rec)} {subject[:50]}"
+        )
+        if progress is not None:
+            line += (
+                f" | {progress.remaining} left, ~{progress.steps_left} steps,"
+                f" ETA {format_eta(self.eta(progress))}"
+            )
+        return line
+
+    def endpoints_invalid(self, session: Any, phase: Any, good: Any, bad: Any) -> None:
+        from tritonbisect.executors.runner import tail_lines
+
+        self._print(f"tritonbisect: endpoints invalid: {phase.reason}")
+        for name, rec in (("good", good), ("bad", bad)):
+            log = log_of(rec)
+            self._print(f"--- {name} endpoint: {rec.get('kind') if rec else 'not tested'}"
+                        f"{' — ' + log if log else ''}")
+            if log:
+                from pathlib import Path
+
+                tail = tail_lines(Path(log), 15)
+                for line in tail.splitlines():
+                    self._print(f"    {line}")
+
+    def phase_finished(self, session: Any, phase: Any) -> None:
+        if phase.status == "found" and self.labels:
+            self._print(
+                f"tritonbisect: phase {phase.spec.name}: first bad version {self.short(phase.culprit)} "
+                f"(confidence {phase.confidence})"
+            )
+        elif phase.status == "found":
+            self._print(
+                f"tritonbisect: phase {phase.spec.name}: culprit {phase.culprit} "
+                f"(confidence {phase.confidence})"
+            )
+        elif phase.status == "inconclusive":
+            self._print(
+                f"tritonbisect: phase {phase.spec.name}: inconclusive, "
+                f"{len(phase.candidates)} candidates: "
+                + " ".join(self.short(c) for c in phase.candidates[:20])
+            )
+        elif phase.status == "aborted":
+            self._print(f"tritonbisect: phase {phase.spec.name}: aborted: {phase.reason}")
+        if phase.reason and phase.status in ("found",) and phase.confidence == "low":
+            self._print(f"tritonbisect: {phase.reason}")
+
+    def interrupted(self, command: str) -> None:
+        # the command's last line (InterruptedRun, at the CLI boundary) says how to resume
+        self._print("tritonbisect: interrupted; the running steps were stopped")
+
+
+class RichUI(PlainUI):
+    """A live status line on a terminal; finished steps are printed above it."""
+
+    def __init__(self, console: Any = None) -> None:
+        """`console`: a rich Console to draw on (default: stderr's terminal)."""
+        super().__init__(sys.stderr)
+        from rich.console import Console
+        from rich.live import Live
+
+        self.console = console if console is not None else Console(stderr=True)
+        self._status = "starting"
+        self._started = time.monotonic()
+        self._phase = ""
+        self._flying: dict[str, str] = {}
+        self.live = Live(
+            get_renderable=self._render, console=self.console, refresh_per_second=4, transient=True
+        )
+        self.live.start()
+
+    def _render(self) -> Any:
+        from rich.text import Text
+
+        elapsed = format_eta(time.monotonic() - self._started)
+        flying = ", ".join(
+            f"{c}" + (f" ({where})" if "@" in where else "")
+            for c, where in list(self._flying.items())[:4]
+        )
+        text = Text(f"{self._phase} {self._status} | elapsed {elapsed}", style="bold cyan")
+        if flying:
+            text.append(f" | testing {flying}", style="yellow")
+        return text
+
+    def _print(self, text: str) -> None:
+        self.console.print(text, markup=False, highlight=False)
+
+    def phase_started(self, session: Any, phase: Any, n: int, subject: Callable[[str], str]) -> None:
+        super().phase_started(session, phase, n, subject)
+        self._phase = phase.spec.name
+        self._status = f"{n} {'versions' if self.labels else 'commits'} in range"
+
+    def step_started(self, phase: str, commit: str, role: str, subject: str) -> None:
+        self._flying.setdefault(short(commit), role)  # step_running may have come first
+
+    def step_running(self, commit: str, stage: str, node: str) -> None:
+        self._flying[short(commit)] = f"{stage}@{node}"
+
+    def step_finished(self, phase: str, rec: Mapping[str, Any], subject: str, progress: Any) -> None:
+        self._flying.pop(short(rec.get("commit")), None)
+        super().step_finished(phase, rec, subject, progress)
+        if progress is not None:
+            self._status = (
+                f"range left {progress.remaining} commits | steps left ~{progress.steps_left}"
+                f" | ETA {format_eta(self.eta(progress))}"
+            )
+
+    def close(self) -> None:
+        self.live.stop()
+
+
+def make_ui(*, quiet: bool = False) -> NullUI:
+    if quiet:
+        return NullUI()
+    if sys.stderr.isatty():
+        try:
+            return RichUI()
+        except Exception:  # noqa: BLE001 - a display problem must not stop a bisect
+            return PlainUI()
+    return PlainUI()

@@ -1,0 +1,109 @@
+"""What a report needs beyond the steps to be pasted into an issue: the failing test's
+output, the versions it ran with, and paths that say nothing of the user's machine."""
+
+from __future__ import annotations
+
+import html
+import os
+import platform
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+TAIL_LINES = 40
+
+
+def environment() -> dict[str, str]:
+    """The versions a session runs with (recorded when it is created)."""
+    from tritonbisect import __version__
+
+    try:
+        git = subprocess.run(["git", "--version"], capture_output=True, text=True, timeout=10,
+                             check=False).stdout.strip().removeprefix("git version ")
+    except (OSError, subprocess.SubprocessError):
+        git = "not found"
+    return {
+        "tritonbisect": __version__,
+        "python": platform.python_version(),
+        "git": git or "?",
+        "platform": platform.platform(),
+    }
+
+
+def environment_line(env: Mapping[str, str] | None) -> str:
+    env = env or environment()
+    return (f"tritonbisect {env.get('tritonbisect', '?')} · Python {env.get('python', '?')} · "
+            f"git {env.get('git', '?')} · {env.get('platform', '?')}")
+
+
+class PathScrubber:
+    """Rewrites the user's local paths: the workdir as `<workdir>`, what is under the
+    directory the command was run from as relative paths, the home directory as `~`."""
+
+    def __init__(self, *, workdir: str | os.PathLike[str] | None, cwd: str | None,
+                 home: str | None = None) -> None:
+        pairs: list[tuple[str, str]] = []
+        if workdir:
+            pairs.append((str(Path(workdir)), "<workdir>"))
+        if cwd and cwd != "/":
+            pairs.append((str(Path(cwd)).rstrip("/") + "/", ""))
+            pairs.append((str(Path(cwd)), "."))
+        home = home if home is not None else str(Path.home())
+        if home and home != "/":
+            pairs.append((home, "~"))
+        # the longest first: a workdir inside the home is `<workdir>`, not `~/...`
+        self.pairs = sorted(pairs, key=lambda p: len(p[0]), reverse=True)
+
+    def __call__(self, text: str | None) -> str:
+        out = text or ""
+        for old, new in self.pairs:
+            out = out.replace(old, new)
+        return out
+
+
+def failing_log(steps: Sequence[Mapping[str, Any]], culprit: str | None, bad: str) -> str | None:
+    """The test log that shows the regression: the culprit's last bad run, else the bad
+    endpoint's."""
+    for commit in (culprit, bad):
+        if not commit:
+            continue
+        for step in reversed(steps):
+            if step.get("commit") != commit or step.get("verdict") != "bad":
+                continue
+            logs = [t.get("log") for t in step.get("tests") or [] if t.get("log")]
+            if logs:
+                return str(logs[-1])
+    return None
+
+
+def log_tail(path: str | None, lines: int = TAIL_LINES) -> str | None:
+    if not path:
+        return None
+    from tritonbisect.core.process import tail_lines
+
+    text = tail_lines(Path(path), lines)
+    return text if text.strip() else None
+
+
+def failing_output_lines(log: str | None, scrub: PathScrubber, heading: str) -> list[str]:
+    """A collapsed block with the end of the failing test's output."""
+    tail = log_tail(log)
+    if tail is None:
+        return []
+    fence = "```"
+    while fence in tail:
+        fence += "`"
+    return [
+        "",
+        f"{heading} Failing test output",
+        "",
+        f"<details><summary>the last {TAIL_LINES} lines of <code>{html.escape(scrub(log))}</code></summary>",
+        "",
+        fence,
+        scrub(tail).rstrip("\n"),
+        fence,
+        "",
+        "</details>",
+    ]
+

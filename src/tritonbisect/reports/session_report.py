@@ -1,0 +1,371 @@
+"""Reports of a session: Markdown ready to paste into a GitHub issue, and JSON."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from tritonbisect.reports.extras import (
+    PathScrubber,
+    environment_line,
+    failing_log,
+    failing_output_lines,
+)
+from tritonbisect.reports.reduced import reduced_lines
+from tritonbisect.reports.where import where_lines
+from tritonbisect.session.perf import format_summary, summary_of
+from tritonbisect.session.session import Session, counters_of
+
+
+def reproduce_command(session: Session) -> str:
+    argv = list(session.argv)
+    if not argv:
+        return session.resume_command()
+    cmd = "tritonbisect " + shlex.join(argv)
+    if session.cwd:
+        cmd = f"cd {shlex.quote(str(session.cwd))} && {cmd}"
+    return cmd
+
+
+def _info(history: Any, commit: str | None) -> dict[str, str] | None:
+    if not commit or history is None:
+        return None
+    try:
+        info = history.commit_info(commit)
+    except Exception:  # noqa: BLE001 - the repository may be gone; the report still works
+        return None
+    return {
+        "sha": info.sha,
+        "subject": info.subject,
+        "author": info.author,
+        "email": info.email,
+        "date": info.date,
+    }
+
+
+def _history(phase: Any) -> Any:
+    try:
+        from tritonbisect.core.history import History
+
+        return History(phase.spec.repo)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _subjects(history: Any, commits: list[str]) -> dict[str, str]:
+    """Subjects of the steps' commits, one git call for all of them (not one per step)."""
+    if history is None:
+        return {}
+    unique = list(dict.fromkeys(commits))
+    try:
+        return history.subjects(unique)
+    except Exception:  # noqa: BLE001 - e.g. a commit is gone: look them up one by one
+        infos = {c: _info(history, c) for c in unique}
+        return {c: info["subject"] for c, info in infos.items() if info}
+
+
+def _step(rec: Mapping[str, Any], subject: str) -> dict[str, Any]:
+    build = rec.get("build") or {}
+    tests = rec.get("tests") or []
+    return {
+        "seq": rec.get("seq"),
+        "role": rec.get("role"),
+        "round": rec.get("round"),
+        "commit": rec.get("commit"),
+        "subject": subject,
+        "kind": rec.get("kind"),
+        "verdict": rec.get("verdict"),
+        "reason": rec.get("reason"),
+        "worker": rec.get("worker"),
+        "started": rec.get("started"),
+        "finished": rec.get("finished"),
+        "seconds": rec.get("seconds"),
+        "build": {
+            "cached": build.get("cached"),
+            "performed": build.get("performed"),
+            "seconds": build.get("seconds"),
+            "log": build.get("log"),
+            "published": bool(build.get("published")),
+        }
+        if build
+        else None,
+        "tests": [
+            {k: t.get(k) for k in ("kind", "exit", "signal", "seconds", "timed_out", "log")}
+            for t in tests
+        ],
+        "dir": rec.get("dir"),
+        "metric": summary_of(rec),  # --regress perf: median, samples, change vs the reference
+    }
+
+
+def report_data(session: Session) -> dict[str, Any]:
+    records = session.records()
+    phases = []
+    for phase in session.phases():
+        history = _history(phase)
+        recs = [r for r in records if r.get("phase") == phase.spec.name]
+        subjects = _subjects(history, [str(r.get("commit")) for r in recs] + phase.candidates[:50])
+
+        def subject(commit: str, subjects: dict[str, str] = subjects) -> str:
+            return subjects.get(commit, "")
+
+        phases.append(
+            {
+                "name": phase.spec.name,
+                "repo": str(phase.spec.repo),
+                "good": phase.spec.good,
+                "bad": phase.spec.bad,
+                "good_info": _info(history, phase.spec.good),
+                "bad_info": _info(history, phase.spec.bad),
+                "range_size": phase.range_size,
+                "status": phase.status,
+                "culprit": phase.culprit,
+                "culprit_info": _info(history, phase.culprit),
+                "candidates": phase.candidates,
+                "candidates_info": [
+                    {"sha": c, "subject": subject(c)} for c in phase.candidates[:50]
+                ]
+                if phase.status == "inconclusive"
+                else [],
+                "confidence": phase.confidence,
+                # P(culprit), top candidates, error rates (session/phase_flaky.py)
+                "posterior": session.extra.get("posterior", {}).get(phase.spec.name),
+                # --prefer-pass / --prefer-files: what the hint weighed, and what came of it
+                "hint": (session.extra.get("hint") or {}).get(phase.spec.name),
+                "reason": phase.reason,
+                "recipe": phase.spec.recipe_name,
+                "counters": counters_of(recs),
+                "steps": [_step(r, subject(str(r.get("commit")))) for r in recs],
+                # did any verdict disagree with another (a flaky test, a confirmation, a mark)?
+                "contradicted": _contradicted(recs, phase),
+            }
+        )
+    result = session.result()
+    return {
+        "session": session.id,
+        "created": session.created,
+        "workflow": session.workflow,
+        "status": result.status,
+        "culprit": result.culprit,
+        "confidence": result.confidence,
+        "candidates": result.candidates,
+        "counters": counters_of(records),
+        "settings": {k: v for k, v in session.settings.to_dict().items() if k != "json"},
+        "command": reproduce_command(session),
+        "phases": phases,
+        "revert": session.extra.get("revert"),  # --verify-revert: each culprit's revert verdict
+        "narrow": session.extra.get("narrow"),  # `narrow` / --narrow (issue 14): where in the compiler
+        "reduce": session.extra.get("reduce"),  # `reduce --session` / --reduce: the reduced kernel
+    }
+
+
+def _contradicted(recs: list[dict[str, Any]], phase: Any) -> bool:
+    from tritonbisect.session.evidence import evidence_of
+
+    ev = evidence_of(recs)
+    return ev.flakiness_seen or bool(ev.marks) or phase.confidence == "low"
+
+
+def _md_escape(text: str | None) -> str:
+    return (text or "").replace("|", "\\|").replace("\n", " ")
+
+
+def _fmt_seconds(value: Any) -> str:
+    if value is None:
+        return ""
+    value = float(value)
+    if value < 60:
+        return f"{value:.1f}s"
+    return f"{int(value // 60)}m{int(value % 60):02d}s"
+
+
+def _commit_line(info: Mapping[str, str] | None, sha: str | None) -> str:
+    if not sha:
+        return ""
+    if not info:
+        return f"`{sha}`"
+    return (
+        f"`{sha}` **{_md_escape(info['subject'])}** — {_md_escape(info['author'])} "
+        f"<{info['email']}>, {info['date']}"
+    )
+
+
+def _tests_cell(tests: list[dict[str, Any]]) -> str:
+    """Each run's time; many runs (perf samples) as a count and a total."""
+    if len(tests) > 4:
+        total = sum(float(t["seconds"] or 0) for t in tests)
+        return f"{len(tests)} runs, {_fmt_seconds(total)}"
+    return " + ".join(_fmt_seconds(t["seconds"]) for t in tests) or "—"
+
+
+def render_markdown(session: Session) -> str:
+    data = report_data(session)
+    out: list[str] = []
+    # the session's answer (with --verify-revert, later phases name the culprits after it)
+    culprit_phase = next((p for p in data["phases"] if data["culprit"] and p["culprit"] == data["culprit"]), None)
+    culprit_phase = culprit_phase or next((p for p in reversed(data["phases"]) if p["culprit"]), None)
+    if culprit_phase and data["status"] == "found":
+        info = culprit_phase["culprit_info"] or {}
+        title = f"`{culprit_phase['culprit'][:12]}` {info.get('subject', '')}".strip()
+        out.append(f"## Bisected: {title}")
+    else:
+        out.append(f"## Bisect result: {data['status']}")
+    out.append("")
+    c = data["counters"]
+    out.append(
+        f"Session `{data['session']}` · {c['tests']} test runs · {c['builds']} builds"
+        f" ({c['cached_builds']} cached) · {c['steps']} steps"
+    )
+    out.append("")
+    out.append(f"- **Environment:** {environment_line(session.extra.get('environment'))}")
+    scrub = PathScrubber(workdir=session.settings.workdir, cwd=session.cwd)
+    if session.extra.get("wheels_mode") is not None:  # triton --wheel-index
+        from tritonbisect.domains.triton.nightlies import summary_line
+
+        out.append("")
+        out.append(f"- **Published wheels:** {summary_line(session)}")
+    multi = len(data["phases"]) > 1
+    for phase in data["phases"]:
+        out.append("")
+        level = "###"
+        if multi:
+            out.append(f"### Phase `{phase['name']}`: {phase['status']}")
+            out.append("")
+            level = "####"
+        out.append(f"- **Repository:** `{scrub(phase['repo'])}`")
+        n = f" ({phase['range_size']} commits)" if phase["range_size"] is not None else ""
+        out.append(f"- **Range:** good `{phase['good'][:12]}` → bad `{phase['bad'][:12]}`{n}")
+        out.append(f"- **Status:** {phase['status']}")
+        if phase["culprit"]:
+            out.append(f"- **Culprit:** {_commit_line(phase['culprit_info'], phase['culprit'])}")
+        if phase["status"] == "inconclusive":
+            out.append(f"- **Candidates ({len(phase['candidates'])}), one of them is the culprit:**")
+            for cand in phase["candidates_info"]:
+                out.append(f"  - `{cand['sha'][:12]}` {_md_escape(cand['subject'])}")
+        if phase["confidence"]:
+            out.append(f"- **Confidence:** {phase['confidence']}")
+        out.extend(_posterior_lines(phase.get("posterior"), subject_of(phase), phase["contradicted"]))
+        out.extend(hint_lines(phase.get("hint")))
+        if phase["reason"]:
+            out.append(f"- **Note:** {_md_escape(scrub(phase['reason']))}")
+        out.extend(unreadable_ir_lines(phase["steps"]))
+        pc = phase["counters"]
+        out.append(
+            f"- **Cost:** {pc['tests']} test runs, {pc['builds']} builds"
+            f" ({pc['cached_builds']} cached), {pc['rounds']} search rounds"
+        )
+        out.append("")
+        out.append(f"{level} Steps")
+        out.append("")
+        metrics = any(step["metric"] for step in phase["steps"])
+        out.append(
+            "| # | role | commit | subject | outcome | verdict | build | test | worker |"
+            + (" metric |" if metrics else "")
+        )
+        out.append(
+            "|---|------|--------|---------|---------|---------|-------|------|--------|"
+            + ("--------|" if metrics else "")
+        )
+        for step in phase["steps"]:
+            build = step["build"] or {}
+            if not build or (not build.get("performed") and not build.get("cached")):
+                build_cell = "—"
+            elif build.get("published"):
+                build_cell = "install"
+            elif build.get("cached"):
+                build_cell = "cached"
+            else:
+                build_cell = _fmt_seconds(build.get("seconds"))
+            test_cell = _tests_cell(step["tests"])
+            out.append(
+                f"| {step['seq']} | {step['role']} | `{(step['commit'] or '')[:12]}` "
+                f"| {_md_escape(step['subject'])[:60]} | {step['kind']} | {step['verdict']} "
+                f"| {build_cell} | {test_cell} | {step['worker']} |"
+                + (f" {format_summary(step['metric'])} |" if metrics else "")
+            )
+        if phase["culprit"] or phase["status"] == "invalid-endpoints":
+            log = failing_log(phase["steps"], phase["culprit"], phase["bad"])
+            out.extend(failing_output_lines(log, scrub, level))
+    if session.extra.get("revert"):  # --verify-revert
+        from tritonbisect.session.revert_check import report_lines
+
+        out.append("")
+        out.extend(report_lines(session))
+    out.extend(where_lines(session.extra.get("narrow")))
+    out.extend(reduced_lines(session.extra.get("reduce"), scrub=scrub))
+    out.append("")
+    out.append("### Reproduce")
+    out.append("")
+    out.append("```sh")
+    # run from the directory the session was started in: its paths are relative to it
+    out.append(scrub("tritonbisect " + shlex.join(session.argv)) if session.argv else scrub(data["command"]))
+    out.append("```")
+    out.append("")
+    out.append("<sub>Generated by tritonbisect.</sub>")
+    return "\n".join(out) + "\n"
+
+
+def unreadable_ir_lines(steps: list[Mapping[str, Any]]) -> list[str]:
+    """IR-oracle steps skipped because the commit could not read the IR (dialect drift);
+    `--from source` is suggested when they are most of the steps."""
+    unreadable = sum(1 for s in steps if s.get("kind") == "unreadable_ir")
+    if not unreadable:
+        return []
+    line = f"- **Unreadable IR:** {unreadable} of {len(steps)} commits tested could not read the recorded IR (skipped)"
+    if unreadable * 2 >= len(steps):
+        line += "; most of the range speaks another IR dialect: bisect with `--from source` instead"
+    return [line]
+
+
+def hint_lines(hint: Mapping[str, Any] | None) -> list[str]:
+    """The hint of a phase (--prefer-pass/--prefer-files): what it weighed and its verdict."""
+    if not hint:
+        return []
+    files = hint.get("files") or []
+    shown = ", ".join(f"`{f}`" for f in files[:6]) + (f" and {len(files) - 6} more" if len(files) > 6 else "")
+    line = (f"- **Hint:** `{_md_escape(hint.get('described'))}` weighed {hint.get('commits')} of "
+            f"{hint.get('range_size')} commits (touching {shown or 'no file'})")
+    if hint.get("ratio"):
+        line += f", each {float(hint['ratio']):.0f}x a commit elsewhere"
+    out = [line]
+    for p in hint.get("passes") or []:
+        if p.get("note"):
+            out.append(f"  - `{_md_escape(p.get('query'))}`: {_md_escape(p['note'])}")
+    if hint.get("verdict"):
+        out.append(f"  - {'**' if hint.get('against') else ''}{_md_escape(hint['verdict'])}"
+                   f"{'**' if hint.get('against') else ''}")
+    return out
+
+
+def subject_of(phase: Mapping[str, Any]):
+    """A commit's subject from what a phase's report data already holds."""
+    known = {s["commit"]: s["subject"] for s in phase["steps"] if s.get("commit")}
+    known.update({c["sha"]: c["subject"] for c in phase.get("candidates_info") or []})
+    return lambda commit: known.get(commit, "")
+
+
+def _posterior_lines(post: Mapping[str, Any] | None, subject, contradicted: bool = True) -> list[str]:
+    """The probability behind the answer: what "high" means, the runner-up commits. Error
+    rates estimated from verdicts that never disagreed are noise: they are left out."""
+    if not post or post.get("probability") is None:
+        return []
+    fixed = post.get("rates") == "fixed"
+    rates = (f"; {'fixed' if fixed else 'estimated'} error rates p = {post.get('p')}, q = {post.get('q')}"
+             if fixed or contradicted else "; no verdict contradicted another")
+    lines = [
+        f"- **Posterior:** P = {post['probability']:.3f} (threshold {post.get('threshold')}; "
+        f"{post.get('search')} search; {post.get('verdicts')} verdicts{rates})"
+    ]
+    top = [t for t in post.get("top") or [] if t["probability"] >= 0.001]
+    if len(top) > 1:
+        lines.append("- **Top candidates:**")
+        for t in top:
+            lines.append(
+                f"  - `{t['commit'][:12]}` {t['probability']:.3f} {_md_escape(subject(t['commit']))}"
+            )
+    return lines
+
+
+def render_json(session: Session) -> dict[str, Any]:
+    return report_data(session)

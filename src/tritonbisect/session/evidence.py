@@ -1,0 +1,172 @@
+"""What a phase's journal says about each commit: verdicts, repeats, a person's corrections.
+
+Pure (journal records in, plain data out). The journal is append-only, so a correction is a
+new record and this module is where it takes effect:
+
+    {"role": "mark", "commit": C, "verdict": "good"|"bad"|"skip", "reason": why, ...}
+        a person's verdict (`tritonbisect mark`, or an answer given by hand). It beats every
+        test verdict of C, earlier or later; the latest mark of C wins.
+    {"role": "undo", "undoes": SEQ, "reason": why}
+        record SEQ no longer counts (a test run, a mark or an undo: undoing an undo restores).
+
+Test verdicts come from the endpoint, search and confirmation steps. Each step is one
+observation: with `--repeat N` a step's verdict is the majority of its runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+ROLE_MARK = "mark"
+ROLE_UNDO = "undo"
+# Steps whose verdicts are observations of the commit (journal roles of session/journal.py).
+OBSERVED_ROLES = ("endpoint", "search", "confirm")
+# Not steps: a person's corrections.
+CORRECTION_ROLES = (ROLE_MARK, ROLE_UNDO)
+VERDICTS = ("good", "bad", "skip")
+# The kind of a verdict given by a person rather than a test.
+KIND_MANUAL = "manual"
+
+
+@dataclass
+class Evidence:
+    """The verdicts of one phase, after corrections."""
+
+    counts: dict[str, tuple[int, int]] = field(default_factory=dict)  # commit -> (good, bad)
+    skipped: set[str] = field(default_factory=set)  # a step said skip (e.g. does not build)
+    marks: dict[str, str] = field(default_factory=dict)  # a person's verdicts, sticky
+    latest: dict[str, str] = field(default_factory=dict)  # last test verdict, marks applied
+    flaky_runs: bool = False  # a step's repeated runs disagreed (kind "flaky")
+    undone: set[int] = field(default_factory=set)  # seqs that no longer count
+    search_tests: int = 0  # search-role steps with a verdict (the test budget counts them)
+
+    @property
+    def disagreeing(self) -> list[str]:
+        """Commits that were tested both good and bad (a flaky test, or a wrong range)."""
+        return [c for c, (g, b) in self.counts.items() if g and b and c not in self.marks]
+
+    @property
+    def flakiness_seen(self) -> bool:
+        return self.flaky_runs or bool(self.disagreeing)
+
+    def verdict(self, commit: str) -> str | None:
+        """One verdict per commit: the mark, else the majority of its test verdicts (ties go to
+        the latest), else skip when it was only ever skipped."""
+        if commit in self.marks:
+            return self.marks[commit]
+        g, b = self.counts.get(commit, (0, 0))
+        if g != b:
+            return "good" if g > b else "bad"
+        if g:
+            return self.latest.get(commit)
+        return "skip" if commit in self.skipped else None
+
+
+def undone_seqs(records: Iterable[Mapping[str, Any]]) -> set[int]:
+    """The seqs that undo records cancel, in journal order (undoing an undo restores)."""
+    by_seq = {int(r["seq"]): r for r in records if r.get("seq") is not None}
+    undone: set[int] = set()
+    for seq in sorted(by_seq):
+        rec = by_seq[seq]
+        if rec.get("role") != ROLE_UNDO or seq in undone:
+            continue
+        target = rec.get("undoes")
+        if target is None:
+            continue
+        target = int(target)
+        if target in undone:
+            continue
+        undone.add(target)
+        inner = by_seq.get(target)
+        if inner is not None and inner.get("role") == ROLE_UNDO and inner.get("undoes") is not None:
+            undone.discard(int(inner["undoes"]))  # undoing an undo brings its target back
+    return undone
+
+
+def evidence_of(records: Iterable[Mapping[str, Any]]) -> Evidence:
+    """The Evidence of one phase's records (in journal order)."""
+    records = list(records)
+    ev = Evidence(undone=undone_seqs(records))
+    counts: dict[str, list[int]] = {}
+    for rec in records:
+        seq = rec.get("seq")
+        if seq is not None and int(seq) in ev.undone:
+            continue
+        role = rec.get("role")
+        commit = rec.get("commit")
+        verdict = rec.get("verdict")
+        if role == ROLE_MARK and commit and verdict in VERDICTS:
+            ev.marks[str(commit)] = verdict
+            continue
+        if role not in OBSERVED_ROLES or not commit or verdict not in VERDICTS:
+            continue
+        commit = str(commit)
+        if verdict == "skip":
+            ev.skipped.add(commit)
+        else:
+            pair = counts.setdefault(commit, [0, 0])
+            pair[0 if verdict == "good" else 1] += 1
+            if role == "search" and rec.get("tests"):
+                ev.search_tests += 1  # tests we ran (not verdicts replayed from a log)
+        ev.latest[commit] = verdict
+        if rec.get("kind") == "flaky":
+            ev.flaky_runs = True
+    ev.counts = {c: (g, b) for c, (g, b) in counts.items()}
+    for commit, verdict in ev.marks.items():
+        ev.latest[commit] = verdict
+    return ev
+
+
+def classic_verdicts(ev: Evidence, in_set: Iterable[str]) -> dict[str, str]:
+    """One verdict per commit of the set, for the classic search: marks first, else the
+    latest test verdict (a re-test after a contradiction replaces the earlier one)."""
+    keep = set(in_set)
+    return {c: v for c, v in ev.latest.items() if c in keep}
+
+
+def testable_skips(ev: Evidence) -> set[str]:
+    """Skipped commits that never gave a good or bad verdict and are not marked."""
+    return {c for c in ev.skipped if c not in ev.counts and c not in ev.marks}
+
+
+def candidate_states(records: Iterable[Mapping[str, Any]], candidates: Iterable[str]) -> dict[str, str]:
+    """What is known of each candidate of an inconclusive answer, in words: "does not build",
+    "skipped (<kind>)", "marked bad", "tested bad", "tested good 1, bad 2", or "never tested"."""
+    records = list(records)
+    ev = evidence_of(records)
+    skip_kind: dict[str, str] = {}
+    for rec in records:
+        if rec.get("verdict") == "skip" and rec.get("role") in OBSERVED_ROLES and rec.get("commit"):
+            skip_kind[str(rec["commit"])] = str(rec.get("kind") or "skip")
+    out: dict[str, str] = {}
+    for commit in candidates:
+        if commit in ev.marks:
+            out[commit] = f"marked {ev.marks[commit]}"
+        elif commit in ev.counts:
+            g, b = ev.counts[commit]
+            out[commit] = f"tested {'good' if g else 'bad'}" if not (g and b) else f"tested good {g}, bad {b}"
+        elif commit in skip_kind:
+            kind = skip_kind[commit]
+            out[commit] = "does not build" if kind == "build_failed" else f"skipped ({kind})"
+        else:
+            out[commit] = "never tested"
+    return out
+
+
+def candidates_summary(states: Mapping[str, str]) -> str:
+    """`3 do not build, 1 tested bad, 2 never tested` for the states of `candidate_states`."""
+    counts: dict[str, int] = {}
+    for state in states.values():
+        key = state.split(" (")[0] if state.startswith("skipped") else state
+        counts[key] = counts.get(key, 0) + 1
+    parts = []
+    for state, n in counts.items():
+        if state == "does not build":
+            parts.append(f"{n} {'does' if n == 1 else 'do'} not build")
+        elif state == "never tested":
+            parts.append(f"{n} never tested")
+        else:
+            parts.append(f"{n} {state}")
+    return ", ".join(parts)

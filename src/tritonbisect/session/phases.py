@@ -1,0 +1,151 @@
+"""The persistent state of a session's phases: what each bisects and how it ended.
+
+These are what session.json holds per phase (see CONTRACTS C); `bisect.session` re-exports
+them, so other modules import them from there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tritonbisect.core.errors import (
+    EXIT_ABORTED,
+    EXIT_ENDPOINTS_INVALID,
+    EXIT_FOUND,
+    EXIT_INCONCLUSIVE,
+    EXIT_LOW_CONFIDENCE,
+)
+
+STATUS_PENDING = "pending"
+STATUS_RUNNING = "running"
+STATUS_FOUND = "found"
+STATUS_INCONCLUSIVE = "inconclusive"
+STATUS_INVALID = "invalid-endpoints"
+STATUS_ABORTED = "aborted"
+# a phase that followed from a result a person has since corrected (session/corrections.py)
+STATUS_SUPERSEDED = "superseded"
+TERMINAL = (STATUS_FOUND, STATUS_INCONCLUSIVE, STATUS_INVALID, STATUS_SUPERSEDED)
+RESUMABLE = (STATUS_PENDING, STATUS_RUNNING, STATUS_ABORTED)
+
+EXIT_OF_STATUS = {
+    STATUS_FOUND: EXIT_FOUND,
+    STATUS_INCONCLUSIVE: EXIT_INCONCLUSIVE,
+    STATUS_INVALID: EXIT_ENDPOINTS_INVALID,
+    STATUS_ABORTED: EXIT_ABORTED,
+}
+
+
+@dataclass
+class PhaseSpec:
+    name: str  # "main", "triton", "llvm", "torch", "pairs"
+    repo: Path  # the repository whose commits are bisected (worktrees are made from it)
+    good: str  # full shas
+    bad: str
+    recipe_name: str
+    recipe_config: dict
+    first_parent: bool = False
+    candidates: list[str] | None = None  # explicit linear candidates, oldest first, bad last
+    # Trade an extra test for a build already in the cache. Off where a phase promises a bound
+    # on tests rather than on builds (the pairs search: at most ceil(log2 P)+1 pairs tested).
+    prefer_cached: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "repo": str(self.repo),
+            "good": self.good,
+            "bad": self.bad,
+            "recipe_name": self.recipe_name,
+            "recipe_config": self.recipe_config,
+            "first_parent": self.first_parent,
+            # not "candidates": PhaseState.to_dict merges this dict and uses that key
+            "search_candidates": self.candidates,
+            "prefer_cached": self.prefer_cached,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PhaseSpec:
+        return cls(
+            name=str(data["name"]),
+            repo=Path(data["repo"]),
+            good=str(data["good"]),
+            bad=str(data["bad"]),
+            recipe_name=str(data["recipe_name"]),
+            recipe_config=dict(data.get("recipe_config") or {}),
+            first_parent=bool(data.get("first_parent", False)),
+            candidates=list(data["search_candidates"]) if data.get("search_candidates") else None,
+            prefer_cached=bool(data.get("prefer_cached", True)),
+        )
+
+
+@dataclass
+class PhaseState:
+    spec: PhaseSpec
+    status: str = STATUS_PENDING
+    culprit: str | None = None
+    candidates: list[str] = field(default_factory=list)
+    confidence: str | None = None  # "high" | "low" once a culprit is confirmed
+    reason: str | None = None  # why it ended this way, one line
+    range_size: int | None = None  # commits in (good, bad]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.spec.to_dict(),
+            "status": self.status,
+            "culprit": self.culprit,
+            "candidates": self.candidates,
+            "confidence": self.confidence,
+            "reason": self.reason,
+            "range_size": self.range_size,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PhaseState:
+        return cls(
+            spec=PhaseSpec.from_dict(data),
+            status=str(data.get("status") or STATUS_PENDING),
+            culprit=data.get("culprit"),
+            candidates=list(data.get("candidates") or []),
+            confidence=data.get("confidence"),
+            reason=data.get("reason"),
+            range_size=data.get("range_size"),
+        )
+
+
+@dataclass
+class SessionResult:
+    session_id: str
+    phase: str
+    status: str
+    culprit: str | None = None
+    candidates: list[str] = field(default_factory=list)
+    confidence: str | None = None
+    reason: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        if self.status == STATUS_FOUND and self.confidence == "low":
+            return EXIT_LOW_CONFIDENCE
+        return EXIT_OF_STATUS.get(self.status, EXIT_ABORTED)
+
+    @property
+    def outcome(self) -> str:
+        """The status, with a low-confidence culprit told apart from a confirmed one."""
+        if self.status == STATUS_FOUND and self.confidence == "low":
+            return "found-low-confidence"
+        return self.status
+
+    @classmethod
+    def of_phase(cls, session_id: str, phase: PhaseState) -> SessionResult:
+        return cls(
+            session_id=session_id,
+            phase=phase.spec.name,
+            status=phase.status,
+            culprit=phase.culprit,
+            candidates=list(phase.candidates),
+            confidence=phase.confidence,
+            reason=phase.reason,
+        )

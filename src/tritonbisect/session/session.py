@@ -1,0 +1,361 @@
+"""A bisect session: endpoint checks, the search loop, culprit confirmation, resume.
+
+A session has one or more *phases* (e.g. "triton", then the "llvm" descent); each phase
+bisects one repository between a good and a bad commit with one recipe. Every finished step
+is journaled, so `resume` (after Ctrl-C, `kill -9`, or a reboot) rebuilds the search state
+from the journal and goes on without re-running finished steps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tritonbisect.builds.index_config import redact_text
+from tritonbisect.core.errors import EXIT_INTERRUPTED, InputError, TritonBisectError
+from tritonbisect.reports.extras import environment
+from tritonbisect.session.journal import (
+    JOURNAL_FILE,
+    LOCK_FILE,
+    ROLE_SEARCH,
+    SESSION_FILE,
+    Journal,
+    SessionLock,
+    atomic_write_json,
+    read_json_file,
+)
+from tritonbisect.session.phase_run import PhaseRun
+from tritonbisect.session.phase_run import candidates_of as candidates_of  # re-exported
+from tritonbisect.session.phases import (
+    RESUMABLE,
+    STATUS_ABORTED,
+    STATUS_RUNNING,
+    TERMINAL,
+    PhaseSpec,
+    PhaseState,
+    SessionResult,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.settings import BisectSettings
+
+
+class InterruptedRun(TritonBisectError):
+    """Ctrl-C (or SIGTERM): the session is saved and can be resumed. Exit 130."""
+
+    exit_code = EXIT_INTERRUPTED
+
+
+# --- workflows ---------------------------------------------------------------------------
+
+ContinueFn = Callable[["Session", "SessionResult"], bool]
+WORKFLOWS: dict[str, ContinueFn] = {}
+
+
+def register_workflow(name: str, continue_fn: ContinueFn) -> None:
+    """`continue_fn(session, result)` runs when a phase ends; it returns True when it appended
+    a phase that should run next (e.g. the LLVM descent after a Triton LLVM-bump culprit)."""
+    WORKFLOWS[name] = continue_fn
+
+
+def _load_workflows() -> None:
+    import importlib
+
+    for module in ("tritonbisect.domains.llvm.descent",):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+
+
+def _unique_name(name: str, taken: list[str]) -> str:
+    if name not in taken:
+        return name
+    n = 2
+    while f"{name}-{n}" in taken:
+        n += 1
+    return f"{name}-{n}"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _new_id() -> str:
+    return datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+# --- the session -------------------------------------------------------------------------
+
+
+class Session:
+    def __init__(self, directory: Path, data: Mapping[str, Any]) -> None:
+        from tritonbisect.session.settings import BisectSettings
+
+        self.dir = directory
+        try:
+            self.id = str(data["id"])
+            self.created = str(data.get("created", ""))
+            self.argv = list(data.get("argv") or [])
+            self.cwd = data.get("cwd")
+            self.workflow = data.get("workflow")
+            self.settings = BisectSettings.from_dict(data.get("settings") or {})
+            self._phases = [PhaseState.from_dict(p) for p in data.get("phases") or []]
+            self.current_phase = int(data.get("current_phase", 0))
+            self.extra: dict[str, Any] = dict(data.get("extra") or {})
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"session file {directory / SESSION_FILE} is corrupt: {exc!r}") from None
+        self.journal = Journal(directory / JOURNAL_FILE)
+        self.lock = SessionLock(directory / LOCK_FILE, self.id)
+
+    # construction ------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        workdir: Path,
+        settings: BisectSettings,
+        phases: list[PhaseSpec],
+        *,
+        workflow: str | None = None,
+        argv: list[str] | None = None,
+    ) -> Session:
+        workdir = Path(workdir).resolve()
+        sessions = workdir / "sessions"
+        sessions.mkdir(parents=True, exist_ok=True)
+        while True:
+            sid = _new_id()
+            directory = sessions / sid
+            try:
+                directory.mkdir()
+                break
+            except FileExistsError:
+                time.sleep(0.01)
+        settings.workdir = workdir
+        names: list[str] = []
+        for spec in phases:
+            spec.name = _unique_name(spec.name, names)
+            names.append(spec.name)
+        data = {
+            "id": sid,
+            "created": _now(),
+            "argv": [redact_text(a) for a in argv] if argv is not None else [],
+            "cwd": os.getcwd(),
+            "workflow": workflow,
+            "settings": settings.to_dict(),
+            "phases": [PhaseState(spec).to_dict() for spec in phases],
+            "current_phase": 0,
+            "extra": {"environment": environment()},  # the versions, for the report
+        }
+        session = cls(directory, data)
+        session.save()
+        return session
+
+    @classmethod
+    def open(cls, workdir: Path, session_id: str | None = None) -> Session:
+        """Open a session by id (or unique id prefix, or folder path); the latest when None."""
+        workdir = Path(workdir).resolve()
+        sessions = workdir / "sessions"
+        directory: Path | None = None
+        if session_id:
+            as_path = Path(session_id).expanduser()
+            if (as_path / SESSION_FILE).exists():
+                directory = as_path.resolve()
+            elif (sessions / session_id).is_dir():
+                directory = sessions / session_id
+            else:
+                matches = sorted(p for p in sessions.glob(f"{session_id}*") if p.is_dir()) if sessions.is_dir() else []
+                if len(matches) == 1:
+                    directory = matches[0]
+                elif len(matches) > 1:
+                    raise InputError(f"session id {session_id!r} is ambiguous in {sessions}")
+                else:
+                    raise InputError(f"no session {session_id!r} in {sessions}")
+        else:
+            found = sorted(p for p in sessions.glob("*") if p.is_dir()) if sessions.is_dir() else []
+            if not found:
+                raise InputError(f"no session in {workdir}; start one with `tritonbisect run`")
+            directory = found[-1]
+        data = read_json_file(directory / SESSION_FILE)
+        return cls(directory, data)
+
+    # state ---------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "created": self.created,
+            "argv": self.argv,
+            "cwd": self.cwd,
+            "workflow": self.workflow,
+            "settings": self.settings.to_dict(),
+            "phases": [p.to_dict() for p in self._phases],
+            "current_phase": self.current_phase,
+            "extra": self.extra,
+        }
+
+    def save(self) -> None:
+        atomic_write_json(self.dir / SESSION_FILE, self.to_dict())
+
+    def phases(self) -> list[PhaseState]:
+        return list(self._phases)
+
+    def append_phase(self, spec: PhaseSpec) -> None:
+        """Add a phase (it runs after the current one). Phase names are unique in a session:
+        a repeated name gets a suffix ("llvm-2"), since the journal tells phases by name."""
+        spec.name = _unique_name(spec.name, [p.spec.name for p in self._phases])
+        self._phases.append(PhaseState(spec))
+        if all(p.status in TERMINAL for p in self._phases[:-1]):
+            self.current_phase = len(self._phases) - 1
+        self.save()
+
+    def records(self, phase: str | None = None) -> list[dict[str, Any]]:
+        recs = self.journal.records()
+        return [r for r in recs if phase is None or r.get("phase") == phase]
+
+    def counters(self) -> dict[str, int]:
+        return counters_of(self.records())
+
+    def result(self) -> SessionResult:
+        """The result of the current (or last) phase."""
+        if not self._phases:
+            return SessionResult(self.id, "", STATUS_ABORTED, reason="session has no phase")
+        index = min(self.current_phase, len(self._phases) - 1)
+        return SessionResult.of_phase(self.id, self._phases[index])
+
+    def resume_command(self) -> str:
+        import shlex
+
+        from tritonbisect.core.step_args import default_workdir
+
+        cmd = f"tritonbisect resume {self.id}"
+        workdir = self.dir.parent.parent
+        with contextlib.suppress(OSError):
+            if workdir.resolve() != default_workdir().resolve():
+                cmd += f" --workdir {shlex.quote(str(workdir))}"
+        return cmd
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[Session]:
+        was_held = self.lock.held
+        self.lock.acquire()
+        try:
+            yield self
+        finally:
+            if not was_held:
+                self.lock.release()
+
+    # running -------------------------------------------------------------------------------
+
+    def run(self, ui: Any = None) -> SessionResult:
+        """Run the current phase to its end (holding the session lock)."""
+        from tritonbisect.reports.display import NullUI
+
+        ui = ui or NullUI()
+        with self.locked():
+            index = next(
+                (i for i, p in enumerate(self._phases) if p.status in RESUMABLE), None
+            )
+            if index is None:
+                return self.result()
+            self.current_phase = index
+            phase = self._phases[index]
+            phase.status = STATUS_RUNNING
+            phase.reason = None
+            self.save()
+            restore = _sigterm_as_interrupt()
+            try:
+                PhaseRun(self, phase, ui).run()
+                _after_phase(self, phase, ui)
+            except KeyboardInterrupt:
+                from tritonbisect.core.process import cancel_all
+
+                cancel_all()
+                phase.status = STATUS_RUNNING
+                self.save()
+                command = self.resume_command()
+                ui.interrupted(command)
+                raise InterruptedRun(
+                    f"interrupted; session {self.id} is saved. Resume with: {command}"
+                ) from None
+            finally:
+                restore()
+            self.save()
+            # an after-phase hook may have run more phases and made an earlier one current again
+            return SessionResult.of_phase(self.id, self._phases[min(self.current_phase, len(self._phases) - 1)])
+
+
+def drive(session: Session, ui: Any = None) -> SessionResult:
+    """Run the session's phases; when one ends and a workflow is set, let it add the next."""
+    with session.locked():
+        while True:
+            result = session.run(ui)
+            if not session.workflow:
+                return result
+            _load_workflows()
+            continue_fn = WORKFLOWS.get(session.workflow)
+            if continue_fn is None:
+                raise InputError(f"session uses unknown workflow {session.workflow!r}")
+            if not continue_fn(session, result):
+                return result
+
+
+def _after_phase(session: Session, phase: PhaseState, ui: Any) -> None:
+    """What runs when a phase ends, in the phase's lock and Ctrl-C handling: the revert
+    check of its culprit (--verify-revert), which may bisect again for a second culprit."""
+    if getattr(session.settings, "verify_revert", False):
+        from tritonbisect.session.revert_check import after_phase
+
+        after_phase(session, phase, ui)
+
+
+def _sigterm_as_interrupt() -> Callable[[], None]:
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # pragma: no cover
+        return lambda: None
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return restore
+
+
+def counters_of(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    tests = builds = cached = 0
+    rounds: dict[str, int] = {}
+    for rec in records:
+        for attempt in [rec, *(rec.get("attempts") or [])]:
+            tests += len(attempt.get("tests") or [])
+            build = attempt.get("build") or {}
+            if build.get("cached"):
+                cached += 1  # an artifact (or a recorded failure) was reused: nothing compiled
+            elif build.get("performed", bool(build.get("log"))):
+                builds += 1
+        if rec.get("role") == ROLE_SEARCH and rec.get("round"):
+            phase = str(rec.get("phase"))
+            rounds[phase] = max(rounds.get(phase, 0), int(rec["round"]))
+    return {
+        "tests": tests,
+        "builds": builds,
+        "cached_builds": cached,
+        # a person's corrections (mark, undo: session/evidence.py) are records, not steps
+        "steps": sum(1 for r in records if r.get("role") not in ("mark", "undo")),
+        "rounds": sum(rounds.values()),
+    }
+
