@@ -38,8 +38,8 @@ from results_md import RESULTS, write_section
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/: the toy worlds
 from testing.toyworld import make_world
 from testing.toyworld.gitstream import git_env
+from tritonbisect.core.perf import PerfSettings
 from tritonbisect.search.perfstats import judge
-from tritonbisect.session.perf import PerfSettings
 
 SECTION = "## CI regression hunting (hunt)"
 

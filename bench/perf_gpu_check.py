@@ -70,8 +70,8 @@ def decide(reference: list[float], candidate: list[float], threshold: float, rou
     """The runner's own rule (bisect.perf.judge_step) on random orderings of the measured
     candidate samples: 5 at a time until decided or 20 taken."""
     from tritonbisect.core.outcome import Kind, Policy
+    from tritonbisect.core.perf import PerfSettings, judge_step
     from tritonbisect.executors.runner import combine_runs
-    from tritonbisect.session.perf import PerfSettings, judge_step
 
     perf = PerfSettings(samples=5, max_samples=20, threshold=threshold, significance=0.01)
     policy = Policy(regress="perf", perf=perf)

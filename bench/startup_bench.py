@@ -179,7 +179,7 @@ def render(rows, times: dict[str, list[float]], args) -> str:
         f"- `tritonbisect step` ≤ {TARGET_S} s: {mark(step_now <= TARGET_S)} ({step_now:.3f} s, of "
         f"which the build and test scripts themselves take about {own:.3f} s).",
         "",
-        "`--help` imports click and the command table only (`tritonbisect.cli.COMMANDS`: name, "
+        "`--help` imports click and the command table only (`tritonbisect.cli.table.COMMANDS`: name, "
         "module and one-line help); a command's module is imported when it runs. `step` lives in "
         "its own module and imports the step runner, not GitPython, rich or the domain "
         "bisectors (tests/test_cli_lazy.py checks both through sys.modules).",

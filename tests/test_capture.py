@@ -19,10 +19,11 @@ import pytest
 from oracle_support import cli, needs_torch_triton
 from tritonbisect.core.errors import InputError
 from tritonbisect.oracles.replay import benchmark_only, generate_replay, plan_capture
-from tritonbisect.oracles.runtime import generate_oracle, refuse_reason
+from tritonbisect.oracles.runtime import generate_oracle
 from tritonbisect.traces.capture import TraceRun, env_changes, read_processes, trace_env
 from tritonbisect.traces.capture_summary import summary_lines
 from tritonbisect.traces.reader import load_trace
+from tritonbisect.traces.replayable import refuse_reason
 
 DATA = Path(__file__).resolve().parent / "data" / "capture"
 MLP = DATA / "mlp_reduce_overhead"  # mode="reduce-overhead": eager warm-up, then capture

@@ -15,7 +15,7 @@ import pytest
 from tritonbisect import __version__
 from tritonbisect.cli import COMMANDS
 from tritonbisect.cli.group import root as tritonbisect_root
-from tritonbisect.cli.help import (
+from tritonbisect.commands.help_sections import (
     COMMAND_SECTIONS,
     OPTION_SECTIONS,
     OTHER,

@@ -17,7 +17,7 @@ import pytest
 import tritonbisect.commands
 from engine_repo import env_for, git, linear
 from tritonbisect.cli import COMMANDS, load_command
-from tritonbisect.cli.help import COMMAND_SECTIONS
+from tritonbisect.commands.help_sections import COMMAND_SECTIONS
 
 # What `--help` and `step` must not import: the command modules (other than step's own),
 # GitPython, rich, the LLM client and tenacity.
@@ -79,7 +79,7 @@ def test_every_command_module_is_in_the_table() -> None:
 def test_help_lists_every_command_without_importing_them(tmp_path: Path) -> None:
     got, proc = _probe(["--help"], tmp_path, tmp_path)
     assert got["code"] == 0
-    # by task (cli_help.COMMAND_SECTIONS): each section's heading, then its commands
+    # by task (commands.help_sections.COMMAND_SECTIONS): each section's heading, then its commands
     listing = proc.stdout.split("-h, --help")[1].splitlines()[1:]
     listed = [line.split()[0] for line in listing if line.startswith("  ")]
     headings = [line[:-1] for line in listing if line.strip() and not line.startswith(" ")]

@@ -21,7 +21,7 @@ import click
 import pytest
 
 from tritonbisect.cli.group import root as tritonbisect_root
-from tritonbisect.cli.help import AliasOption
+from tritonbisect.commands.help_sections import AliasOption
 from tritonbisect.compat_builder.cli import root as compat_root
 
 ROOT = Path(__file__).resolve().parents[1]

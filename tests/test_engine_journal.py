@@ -132,7 +132,7 @@ def test_demo_finds_the_planted_regression(tmp_path: Path) -> None:
 def test_stray_processes_left_in_a_worktree_are_killed(tmp_path: Path) -> None:
     import subprocess
 
-    from tritonbisect.executors.runner import kill_strays
+    from tritonbisect.core.process import kill_strays
 
     stray = subprocess.Popen(["sleep", "30"], cwd=tmp_path, start_new_session=True)
     try:

@@ -397,7 +397,7 @@ def test_a_test_with_a_reference_output_records_it_once_at_a_good_commit(tmp_pat
     from tritonbisect.hunt.memory import HuntState
     from tritonbisect.hunt.night import Night, NightOptions
     from tritonbisect.hunt.targets import CommandTarget
-    from tritonbisect.reports.display import NullUI
+    from tritonbisect.session.observer import NullUI
 
     repo, home = tmp_path / "repo", tmp_path / "home"
     golden = tmp_path / "golden"

@@ -21,9 +21,9 @@ import pytest
 from compile_support import PLANTS, needs_triton, plant, run_oracle
 from oracle_support import cli, needs_traces, scenario
 from tritonbisect.core.outcome import REGRESS_MODES, Kind, Policy, Verdict, classify_test
+from tritonbisect.core.perf import PerfSettings
 from tritonbisect.oracles.compile.standalone import tb_runner
 from tritonbisect.reports.session_report import unreadable_ir_lines
-from tritonbisect.session.perf import PerfSettings
 
 RAISE_IN_LLIR = '''"""Planted: a pass of the llir stage fails with an MLIR error."""
 from triton.backends.nvidia import compiler as _nv

@@ -9,13 +9,19 @@ of an engine session in the same process does not cancel builds started directly
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from tritonbisect.builds.sandbox import Layout, Sandbox, wrap
+from tritonbisect.builds.downloads import store_dir
+from tritonbisect.builds.gitutil import base_build_env
+from tritonbisect.builds.recipes import StepContext
+from tritonbisect.builds.sandbox import Layout, Sandbox, require, wrap
+from tritonbisect.builds.store import open_cache
+from tritonbisect.builds.toolchain import ccache_dir
 from tritonbisect.core.process import CancelToken, ProcessResult
 from tritonbisect.core.process import read_tail as _read_tail
 from tritonbisect.core.process import run_logged as _run_logged
@@ -101,3 +107,47 @@ class SandboxedRunner:
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
+
+def default_runner() -> Callable:
+    """The build layer's runner (its own cancel token per call): for processes outside a step."""
+    return run_logged
+
+
+def step_runner(ctx: StepContext, *writable: Path, env: Mapping[str, str] | None = None) -> Callable:
+    """The process runner of a step, bound to its cancel token.
+
+    With ctx.sandbox, every command runs in the sandbox (builds/sandbox.py), writing only
+    `writable` (the tree being built or tested, its build folder), the step's log folder,
+    the cache's staging area and the caches builds keep between steps: TRITON_HOME (the
+    LLVM download), <workdir>/triton-cache and ccache's folder (found for `env`)."""
+    run = plain_runner(ctx)
+    if not ctx.sandbox:
+        return run
+    return sandboxed_runner(run, ctx, writable, env)
+
+
+def plain_runner(ctx: StepContext) -> Callable:
+    """The step's process runner, unsandboxed: bound to its cancel token when it has one."""
+    if ctx.token is None:
+        return default_runner()
+    return functools.partial(_run_logged, token=ctx.token)
+
+
+def sandboxed_runner(run: Callable, ctx: StepContext, writable: Sequence[Path],
+                     env: Mapping[str, str] | None = None, cache_dir: str | None = None) -> Callable:
+    """`run` in the sandbox, writing only `writable` and the step's folders and caches."""
+    workdir = Path(ctx.workdir) if ctx.workdir else ctx.worktree.parent
+    cache = open_cache(cache_dir or ctx.cache_dir, workdir=workdir)
+    caches = [ctx.log_dir, workdir / "triton-home", workdir / "triton-cache"]
+    staging = getattr(cache, "tmp_dir", None)
+    if staging is not None:
+        caches.append(Path(staging))
+    extra_env: dict[str, str] = {}
+    ccache = ccache_dir({**base_build_env(), **(env or {}), **ctx.env})
+    if ccache is not None:
+        caches.append(ccache)
+        extra_env["CCACHE_DIR"] = str(ccache)
+    # the shared downloads (prebuilt LLVM…) are linked into TRITON_HOME: readable, never
+    # writable, so a build cannot change what later builds will use
+    return SandboxedRunner(run, require(), writable=[*writable, *caches], readable=[store_dir(workdir)],
+                           keep_env=tuple(ctx.env), extra_env=extra_env)

@@ -7,13 +7,12 @@ GIT_DIR/GIT_WORK_TREE (e.g. when run from a hook) cannot redirect it.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import threading
 from pathlib import Path
 
-from tritonbisect.domains.triton.llvm_pin import HASH_FILE  # re-exported: the pre-2026 pin file
+from tritonbisect.core.process import clean_env
 
 
 class GitFailure(Exception):
@@ -26,10 +25,6 @@ class PinMissing(Exception):
 
 def base_build_env() -> dict[str, str]:
     """The environment builds, tests and git calls start from (the engine's clean one)."""
-    try:
-        from tritonbisect.core.process import clean_env
-    except ImportError:  # pragma: no cover - the engine is part of the package
-        return dict(os.environ)
     return clean_env()
 
 
@@ -72,5 +67,5 @@ def checkout_worktree(repo: Path, path: Path, commit: str) -> Path:
     return path
 
 
-__all__ = ["HASH_FILE", "GitFailure", "PinMissing", "base_build_env", "checkout_worktree",
+__all__ = ["GitFailure", "PinMissing", "base_build_env", "checkout_worktree",
            "resolve_commit"]

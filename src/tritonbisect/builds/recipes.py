@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tritonbisect.core.outcome import Kind
+from tritonbisect.core.process import CancelToken
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,9 @@ class StepContext:
     cache_dir: str | None = None  # --cache-dir: the artifact cache (default <workdir>/cache)
     workers: int = 1  # steps that may build at once on this machine (they share its CPUs)
     sandbox: bool = False  # --sandbox: builds and tests run in builds/sandbox.py's sandbox
+    # the step's cancel token: every process a recipe starts runs under it, so a cancelled
+    # step or Ctrl-C kills them (None outside a step: the process gets its own)
+    token: CancelToken | None = None
 
 
 @dataclass
@@ -151,3 +155,9 @@ def _load_builtin_recipes() -> None:
         except ModuleNotFoundError as exc:
             if exc.name != f"tritonbisect.builds.{module}":
                 raise
+
+
+def test_spec_of(recipe: object) -> TestSpec | None:
+    """The TestSpec a recipe runs, when it exposes one (`recipe.test_spec`)."""
+    spec = getattr(recipe, "test_spec", None)
+    return spec if isinstance(spec, TestSpec) else None

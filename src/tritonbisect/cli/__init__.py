@@ -11,7 +11,7 @@ Adding a command: one line in COMMANDS below,
     "name": ("package.module:attribute", "Its one-line help, the first sentence of its docstring."),
 
 where the attribute is the click command, and its name in one section of
-cli_help.COMMAND_SECTIONS (`--help` lists the commands by task). The one-line help is what
+commands.help_sections.COMMAND_SECTIONS (`--help` lists the commands by task). The one-line help is what
 `tritonbisect --help` lists; tests/test_cli_lazy.py checks that it equals the command's own first sentence, and
 that `--help` and `step` import none of the command modules.
 

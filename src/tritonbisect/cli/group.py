@@ -1,4 +1,4 @@
-"""The click root of `tritonbisect`, listing the commands of `tritonbisect.cli.COMMANDS`
+"""The click root of `tritonbisect`, listing the commands of `tritonbisect.cli.table.COMMANDS`
 without importing them; a command is imported when it is invoked."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import click
 
 from tritonbisect import __version__
-from tritonbisect.cli.help import command_rows, sectioned
 from tritonbisect.cli.table import COMMANDS, load_command
+from tritonbisect.commands.help_sections import command_rows, sectioned
 
 
 class LazyGroup(click.Group):
@@ -25,7 +25,7 @@ class LazyGroup(click.Group):
         names = self.list_commands(ctx)
         if not names:
             return
-        # click's own layout, by task (cli_help.COMMAND_SECTIONS), without importing the commands
+        # click's own layout, by task (commands.help_sections.COMMAND_SECTIONS), without importing the commands
         limit = formatter.width - 6 - max(len(n) for n in names)
         for title, members in command_rows(names):
             rows = []

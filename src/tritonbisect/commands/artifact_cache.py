@@ -3,29 +3,16 @@
 from __future__ import annotations
 
 import datetime as _dt
-import os
 from pathlib import Path
 
 import click
 
 from tritonbisect.builds.cache import ArtifactCache, human_size, parse_size
-
-
-def _default_workdir() -> Path:
-    try:
-        from tritonbisect.core.step_args import default_workdir
-    except ImportError:  # pragma: no cover - options.py is part of the package
-        env = os.environ.get("TRITONBISECT_HOME")
-        if env:
-            return Path(env)
-        import platformdirs
-
-        return Path(platformdirs.user_cache_dir("tritonbisect"))
-    return default_workdir()
+from tritonbisect.core.step_args import default_workdir
 
 
 def _cache(ctx: click.Context) -> ArtifactCache:
-    workdir = ctx.obj.get("workdir") or _default_workdir()
+    workdir = ctx.obj.get("workdir") or default_workdir()
     return ArtifactCache(Path(workdir) / "cache")
 
 

@@ -318,10 +318,8 @@ def torch_cmd(torch_dir: Path, good: str, bad: str, triton_dir: Path | None, use
 
 
 def _cache_commands() -> list[click.Command]:
-    try:
-        from tritonbisect.commands.artifact_cache import cache_group
-    except ImportError:  # pragma: no cover - the build layer is part of the package
-        return []
+    from tritonbisect.commands.artifact_cache import cache_group
+
     return [cache_group]
 
 

@@ -145,9 +145,9 @@ def replay_cmd(logfile: Path, repo: Path, build_cmd: str | None, **kwargs: Any) 
     """
     from tritonbisect.commands.engine import execute
     from tritonbisect.commands.options import bisect_settings
+    from tritonbisect.core.clock import now_iso
     from tritonbisect.core.history import History
     from tritonbisect.domains.command.recipe import CommandRecipe
-    from tritonbisect.executors.runner import now_iso
     from tritonbisect.session.bisect_log import BisectLogError, parse, replayed_records
     from tritonbisect.session.session import PhaseSpec, Session, candidates_of
 
@@ -189,7 +189,7 @@ def replay_cmd(logfile: Path, repo: Path, build_cmd: str | None, **kwargs: Any) 
                       first_parent=settings.first_parent)
     records, notes = replayed_records(
         log, phase="main", good=good, bad=bad, resolve=resolve, in_range=in_set.__contains__,
-        source=logfile.name, stamp=now_iso(),
+        source=logfile.name, stamp=now_iso("milliseconds"),
     )
     from tritonbisect.session.phase_hint import check_hint
 

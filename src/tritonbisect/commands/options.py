@@ -17,9 +17,13 @@ from typing import Any, TypeVar
 
 import click
 
-from tritonbisect.cli.help import hidden_alias
+from tritonbisect.commands.help_sections import hidden_alias
 from tritonbisect.core.errors import InputError
 from tritonbisect.core.outcome import BUILD_FAILURE_MODES, REGRESS_MODES
+from tritonbisect.core.perf import (
+    DEFAULT_SAMPLES,
+    parse_threshold,
+)
 
 # click-free helpers live in bisect/step_args (`tritonbisect step` imports them without click)
 from tritonbisect.core.step_args import HOME_ENV as HOME_ENV
@@ -27,10 +31,6 @@ from tritonbisect.core.step_args import check_test_command as check_test_command
 from tritonbisect.core.step_args import default_workdir as default_workdir
 from tritonbisect.core.step_args import parse_env as parse_env
 from tritonbisect.core.step_args import resolve_workdir as resolve_workdir
-from tritonbisect.session.perf import (
-    DEFAULT_SAMPLES,
-    parse_threshold,
-)
 from tritonbisect.session.settings import BisectSettings as BisectSettings
 from tritonbisect.session.settings import perf_from_values
 from tritonbisect.session.settings import perf_settings_of as perf_settings_of

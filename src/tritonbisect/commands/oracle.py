@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 
-from tritonbisect.cli.help import hidden_alias
+from tritonbisect.commands.help_sections import hidden_alias
 from tritonbisect.core.errors import InputError
 
 

@@ -66,9 +66,10 @@ def run_step(
     from tritonbisect.builds.recipes import StepContext, TestSpec
     from tritonbisect.core.errors import InputError
     from tritonbisect.core.outcome import EXIT_CODE_OF_VERDICT, Policy, Verdict
+    from tritonbisect.core.process import git
     from tritonbisect.core.step_args import check_test_command, parse_env, resolve_workdir
     from tritonbisect.domains.command.recipe import CommandRecipe
-    from tritonbisect.executors.runner import execute_step, execute_with_retry, git
+    from tritonbisect.executors.runner import execute_step, execute_with_retry
 
     if repeat < 1:
         raise InputError("--repeat must be at least 1")

@@ -15,7 +15,7 @@ import click
 from tritonbisect import __version__
 from tritonbisect.builds.sandbox import Sandbox, detect, why_unavailable
 from tritonbisect.cli.entry import run_cli
-from tritonbisect.cli.help import sectioned
+from tritonbisect.commands.help_sections import sectioned
 from tritonbisect.commands.options import executor_options, executor_values, resolve_workdir
 from tritonbisect.compat_builder import gitops
 from tritonbisect.compat_builder.agent import (
@@ -107,7 +107,7 @@ def _new_prober(**kwargs):
     if executor.get("executor") != "ray":
         return Prober(**kwargs)
     from tritonbisect.compat_builder.remote_probe import RemoteProber
-    from tritonbisect.executors.choose import DEFAULT_RESOURCES
+    from tritonbisect.executors.ray_cluster import DEFAULT_RESOURCES
 
     prober = RemoteProber(kwargs, address=executor["ray_address"],
                           build_resources=executor.get("build_resources") or DEFAULT_RESOURCES,
@@ -493,7 +493,7 @@ def _verify_builds(cmap, csv_path, order, triton_repo, llvm_repo, workdir, smoke
     return problems
 
 
-sectioned(root)  # --help by task (cli_help.OPTION_SECTIONS); subcommands in the order above
+sectioned(root)  # --help by task (commands.help_sections.OPTION_SECTIONS); subcommands in the order above
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,7 +19,8 @@ from typing import Any
 from tritonbisect.compat_builder import gitops, prompts, provenance
 from tritonbisect.compat_builder.agent import DEFAULT_MODEL, AgentError
 from tritonbisect.compat_builder.probe import COMPATIBLE, SKIP, Prober
-from tritonbisect.compat_builder.session_state import MANUAL, MapState, now_iso
+from tritonbisect.compat_builder.session_state import MANUAL, MapState
+from tritonbisect.core.clock import now_iso
 from tritonbisect.core.errors import EXIT_MANUAL_FIX_NEEDED, AbortError, TritonBisectError
 from tritonbisect.core.history import History
 from tritonbisect.domains.triton.llvm_pin import write_pin

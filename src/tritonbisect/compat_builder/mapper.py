@@ -33,8 +33,8 @@ from tritonbisect.compat_builder.session_state import (
     MANUAL,
     SEARCHING,
     MapState,
-    now_iso,
 )
+from tritonbisect.core.clock import now_iso
 from tritonbisect.core.errors import AbortError, InputError
 from tritonbisect.core.history import History
 from tritonbisect.domains.llvm.compat_map import CompatMap, CompatRow, write_map

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tritonbisect.builds.gitutil import base_build_env, checkout_worktree
 from tritonbisect.builds.recipes import StepContext, TestSpec
 from tritonbisect.builds.store import open_cache
 from tritonbisect.compat_builder import gitops
@@ -27,7 +28,6 @@ from tritonbisect.core.errors import AbortError
 from tritonbisect.core.outcome import Kind
 from tritonbisect.domains.llvm.recipe import LLVMConfig, build_llvm, llvm_cache_key
 from tritonbisect.domains.llvm.triton_recipe import LLVMTritonRecipe
-from tritonbisect.domains.triton.recipe import base_build_env, checkout_worktree
 
 COMPATIBLE = "compatible"
 INCOMPATIBLE = "incompatible"

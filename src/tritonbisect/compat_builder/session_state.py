@@ -8,17 +8,17 @@ releases it when the holder dies, even by kill -9).
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from tritonbisect.core.clock import now_iso
 from tritonbisect.core.errors import InputError, SessionLockedError
-from tritonbisect.session.journal import atomic_write_text
+from tritonbisect.core.files import atomic_write_text
+from tritonbisect.core.lock import PidLock
 
 STATE_FILE = "state.json"
 STATE_VERSION = 1
@@ -28,10 +28,6 @@ SEARCHING = "searching"  # looking for the next LLVM commit the current Triton d
 FIXING = "fixing"  # an incompatible LLVM commit is confirmed; fix attempts are running
 MANUAL = "manual"  # attempts exhausted or --ai none: waiting for `resume --fix-commit`
 DONE = "done"
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
 
 @dataclass
@@ -143,24 +139,13 @@ class SessionLock:
 
     def __init__(self, session_dir: Path) -> None:
         self.path = session_dir / "lock"
-        self._fd: int | None = None
+        self._lock = PidLock(self.path)
 
     def __enter__(self) -> SessionLock:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise SessionLockedError(
-                f"session {self.path.parent.name} is in use by another process"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd = fd
+        holder = self._lock.acquire()
+        if holder is not None:
+            raise SessionLockedError(f"session {self.path.parent.name} is in use by another process{holder}")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
+        self._lock.release()

@@ -1,7 +1,7 @@
 """A file-system failure where the tool reads or writes (a read-only place, no permission, a
 full disk, a file where a folder is needed) as one line naming the path and the problem.
 
-The CLI boundary (cli_main.run_cli) turns every such OSError into this line and its exit
+The CLI boundary (cli.entry.run_cli) turns every such OSError into this line and its exit
 code, wherever it was raised: exit 2 (choose another place), or 4 for a full disk (the run
 was aborted; what was recorded is kept, `resume` goes on once there is room).
 """

@@ -11,22 +11,13 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from tritonbisect.core.errors import InputError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from tritonbisect.builds.recipes import Recipe
-    from tritonbisect.core.outcome import Policy
-    from tritonbisect.session.phases import PhaseSpec
-    from tritonbisect.session.settings import BisectSettings
 
 EXECUTORS = ("local", "ray")
 RAY_INSTALL_HINT = (
     "--executor ray needs Ray, which is not installed here: pip install 'tritonbisect[ray]'"
 )
-DEFAULT_RESOURCES: dict[str, float] = {"CPU": 1.0}
 
 
 def ray_available() -> bool:
@@ -87,37 +78,3 @@ def check_address(address: str | None) -> str:
             "local (a private one on this machine), or HOST:PORT of the head node"
         )
     return address
-
-
-def resources_of(settings: BisectSettings) -> tuple[dict[str, float], dict[str, float]]:
-    """(build resources, test resources) of a ray session, defaults filled in."""
-    build = dict(settings.build_resources or DEFAULT_RESOURCES)
-    test = dict(settings.test_resources or DEFAULT_RESOURCES)
-    return build, test
-
-
-def make_pool(
-    settings: BisectSettings,
-    spec: PhaseSpec,
-    repo_id: str,
-    recipe: Recipe,
-    policy: Policy,
-    *,
-    note: Callable[[str], None] = lambda _text: None,
-) -> Any:
-    """The worker pool of one phase for the session's executor."""
-    kind = getattr(settings, "executor", "local") or "local"
-    if kind == "local":
-        from tritonbisect.executors.runner import WorkerPool
-
-        return WorkerPool(
-            spec.repo, settings.workdir, repo_id, settings.jobs, recipe, policy,
-            repeat=settings.repeat, env=settings.env, timeout=settings.timeout,
-            cache_dir=getattr(settings, "cache_dir", None), sandbox=bool(getattr(settings, "sandbox", False)),
-        )
-    if kind == "ray":
-        require_ray()
-        from tritonbisect.executors.ray_pool import RayPool
-
-        return RayPool(settings, spec, repo_id, recipe, policy, note=note)
-    raise InputError(f"session uses unknown executor {kind!r} (known: {', '.join(EXECUTORS)})")

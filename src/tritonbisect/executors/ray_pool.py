@@ -36,14 +36,20 @@ from typing import Any
 import ray
 from ray import exceptions as ray_errors
 
+from tritonbisect.core.clock import now_iso
 from tritonbisect.core.outcome import Kind, Verdict
 from tritonbisect.core.process import track_token, untrack_token
-from tritonbisect.executors.choose import resources_of
 from tritonbisect.executors.logsync import LogMirror, relocate
-from tritonbisect.executors.ray_cluster import Cluster, actor_options, check_fits, connect
+from tritonbisect.executors.ray_cluster import (
+    Cluster,
+    actor_options,
+    check_fits,
+    connect,
+    resources_of,
+)
 from tritonbisect.executors.ray_repo import bundle_for
 from tritonbisect.executors.ray_worker import StepWorker, WorkerSpec
-from tritonbisect.executors.runner import StepRequest, StepResult, execute_with_retry, now_iso
+from tritonbisect.executors.runner import StepRequest, StepResult, execute_with_retry
 
 POLL_S = 0.5  # how often a running step's new log bytes are fetched
 CALL_TIMEOUT_S = 60.0  # a small call (logs, describe) that takes longer: the worker is gone
@@ -219,7 +225,7 @@ class RayPool:
     def _stage(self, slot: _Slot, role: str, request: StepRequest, log_dir: Path, *,
                build_only: bool, handover: Any = None) -> StepResult:
         """One call of a slot's actor for the step: the build (builder) or the step (tester)."""
-        started = now_iso()
+        started = now_iso("milliseconds")
         t0 = time.monotonic()
         try:
             actor = self._actor(slot, role)
@@ -316,7 +322,7 @@ def _lost(commit: str, worker: int, started: str, t0: float, log_dir: Path, node
     """An `infra` outcome that no process of the step reported (the retry decides)."""
     return StepResult(
         commit=commit, kind=Kind.INFRA.value, verdict=Verdict.ABORT.value, reason=reason[:400],
-        worker=worker, started=started, finished=now_iso(), seconds=time.monotonic() - t0,
+        worker=worker, started=started, finished=now_iso("milliseconds"), seconds=time.monotonic() - t0,
         log_dir=str(log_dir), cancelled=cancelled, node=node or None,
     )
 

@@ -13,40 +13,28 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tritonbisect.builds.recipes import PrepareResult, Recipe, StepContext, TestRun
+from tritonbisect.core.clock import now_iso
 from tritonbisect.core.outcome import Kind, Policy, Verdict, classify_test
 from tritonbisect.core.process import (
     CancelToken,
     GitError,
+    read_tail,
     track_token,
     untrack_token,
 )
-
-# re-exported: other modules import these process helpers from here
-from tritonbisect.core.process import cancel_all as cancel_all
-from tritonbisect.core.process import clean_env as clean_env
-from tritonbisect.core.process import git as git
-from tritonbisect.core.process import kill_strays as kill_strays
-from tritonbisect.core.process import read_tail as read_tail
-from tritonbisect.core.process import run_logged as run_logged
-from tritonbisect.core.process import tail_lines as tail_lines
 from tritonbisect.executors.worktree import Worktree, acquire_worktree
 
 if TYPE_CHECKING:  # pragma: no cover
     from concurrent.futures import Future
 
-    from tritonbisect.session.perf import PerfSettings
+    from tritonbisect.core.perf import PerfSettings
 
 # concurrent.futures (with logging) and bisect.perf are imported where they are used:
 # `tritonbisect step` runs one step per process and needs neither.
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 # --- one step ----------------------------------------------------------------------------
@@ -150,7 +138,7 @@ def execute_step(
     `bisect.perf.judge_step`, which may ask for more runs.
     """
     perf: PerfSettings | None = policy.perf
-    started_iso = now_iso()
+    started_iso = now_iso("milliseconds")
     t0 = time.monotonic()
     ctx.log_dir.mkdir(parents=True, exist_ok=True)
 
@@ -162,7 +150,7 @@ def execute_step(
             reason=reason,
             worker=ctx.worker,
             started=started_iso,
-            finished=now_iso(),
+            finished=now_iso("milliseconds"),
             seconds=time.monotonic() - t0,
             log_dir=str(ctx.log_dir),
             cancelled=bool(token and token.cancelled),
@@ -210,7 +198,7 @@ def execute_step(
             kind, reason = _classify_run(run)
             entry = _test_entry(run, kind, reason)
             if perf is not None:
-                from tritonbisect.session.perf import metric_of
+                from tritonbisect.core.perf import metric_of
 
                 entry["metric"] = metric_of(read_tail(run.log), run.result)
             tests.append(entry)
@@ -225,7 +213,7 @@ def execute_step(
     if not kinds:
         return done(Kind.INFRA, Verdict.ABORT, "step cancelled", build=build, tests=tests)
     if perf is not None:
-        from tritonbisect.session.perf import judge_step
+        from tritonbisect.core.perf import judge_step
 
         while True:
             decision = judge_step(perf, policy, kinds, tests, baseline, combine_runs)
@@ -247,7 +235,7 @@ def execute_build(
 ) -> StepResult:
     """Only the build of a step (`recipe.prepare`), for an executor that builds on one node
     and tests on another: the artifact reaches the tester through the shared cache."""
-    started_iso = now_iso()
+    started_iso = now_iso("milliseconds")
     t0 = time.monotonic()
     ctx.log_dir.mkdir(parents=True, exist_ok=True)
     try:
@@ -260,7 +248,7 @@ def execute_build(
         build = _build_entry(prep, performed=not prep.cached and prep.log is not None)
     return StepResult(
         commit=commit, kind=kind.value, verdict=policy.verdict(kind).value, reason=reason,
-        worker=ctx.worker, started=started_iso, finished=now_iso(),
+        worker=ctx.worker, started=started_iso, finished=now_iso("milliseconds"),
         seconds=time.monotonic() - t0, build=build, log_dir=str(ctx.log_dir),
         cancelled=bool(token and token.cancelled),
     )
@@ -357,7 +345,7 @@ def run_in_worktree(
 ) -> StepResult:
     """Check `commit` out in the worker's worktree and run the step (or only its build)."""
     log_dir.mkdir(parents=True, exist_ok=True)
-    started = now_iso()
+    started = now_iso("milliseconds")
     try:
         tree = wt() if callable(wt) else wt
         tree.checkout(commit)
@@ -366,7 +354,7 @@ def run_in_worktree(
         return StepResult(
             commit=commit, kind=Kind.INFRA.value, verdict=Verdict.ABORT.value,
             reason=reason, worker=worker if worker is not None else -1, started=started,
-            finished=now_iso(), seconds=0.0, log_dir=str(log_dir),
+            finished=now_iso("milliseconds"), seconds=0.0, log_dir=str(log_dir),
         )
     ctx = StepContext(
         worktree=tree.path,
@@ -378,17 +366,14 @@ def run_in_worktree(
         cache_dir=settings.cache_dir,
         workers=settings.workers,
         sandbox=settings.sandbox,
+        token=token,
     )
-    _CTX_TOKENS[id(ctx)] = token
-    try:
-        if build_only:
-            return execute_build(recipe, commit, ctx, settings.policy, token=token)
-        return execute_step(
-            recipe, commit, ctx, settings.policy,
-            repeat=settings.repeat, record=record, token=token, baseline=baseline,
-        )
-    finally:
-        _CTX_TOKENS.pop(id(ctx), None)
+    if build_only:
+        return execute_build(recipe, commit, ctx, settings.policy, token=token)
+    return execute_step(
+        recipe, commit, ctx, settings.policy,
+        repeat=settings.repeat, record=record, token=token, baseline=baseline,
+    )
 
 
 class WorkerPool:
@@ -470,11 +455,3 @@ class WorkerPool:
             wt.release()
         self._worktrees.clear()
 
-
-# Recipes run processes through `run_logged(..., token=cancel_token_for(ctx))` so that a
-# cancelled step or Ctrl-C kills them.
-_CTX_TOKENS: dict[int, CancelToken] = {}
-
-
-def cancel_token_for(ctx: StepContext) -> CancelToken | None:
-    return _CTX_TOKENS.get(id(ctx))

@@ -17,26 +17,19 @@ A regression's `status` is "open" (the head still fails) or "fixed" (a later hea
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import os
 from dataclasses import asdict, dataclass, field, fields
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from tritonbisect.core.errors import InputError, SessionLockedError
-from tritonbisect.session.journal import atomic_write_json, read_json_file
+from tritonbisect.core.files import atomic_write_json, read_json_file
+from tritonbisect.core.lock import PidLock
 
 STATE_VERSION = 1
 MAX_NIGHTS = 100  # nights kept in the state file (one line each)
 
 OPEN = "open"
 FIXED = "fixed"
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 @dataclass
@@ -170,32 +163,16 @@ class StateLock:
 
     def __init__(self, state_path: Path) -> None:
         self.path = state_path.with_name(state_path.name + ".lock")
-        self._fd: int | None = None
+        self._lock = PidLock(self.path)
 
     def __enter__(self) -> StateLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = ""
-            with contextlib.suppress(OSError, ValueError):
-                pid = int(os.pread(fd, 32, 0).decode().strip() or "0")
-                holder = f" (pid {pid})" if pid else ""
-            os.close(fd)
+        holder = self._lock.acquire()
+        if holder is not None:
             raise SessionLockedError(
                 f"another tritonbisect hunt is using {self.path.with_suffix('')}{holder}; "
                 "wait for it to finish"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._fd = fd
+            )
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, 0)
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
+        self._lock.release()

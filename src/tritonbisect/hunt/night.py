@@ -23,13 +23,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from tritonbisect.core.clock import now_iso
 from tritonbisect.core.errors import (
     EXIT_ABORTED,
     EXIT_ENDPOINTS_INVALID,
     EXIT_INCONCLUSIVE,
     EXIT_NEW_REGRESSION,
 )
-from tritonbisect.hunt.memory import FIXED, OPEN, HuntState, Regression, now_iso
+from tritonbisect.hunt.memory import FIXED, OPEN, HuntState, Regression
 from tritonbisect.hunt.night_steps import (
     ROLE_HEAD,
     ROLE_LAST_GOOD,

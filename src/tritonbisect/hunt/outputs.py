@@ -14,9 +14,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from tritonbisect.core.files import atomic_write_text
 from tritonbisect.hunt.memory import HuntState, Regression
 from tritonbisect.hunt.night import NightResult
-from tritonbisect.session.journal import atomic_write_text
 
 TITLE_PREFIX = "tritonbisect:"
 

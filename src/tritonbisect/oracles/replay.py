@@ -36,13 +36,11 @@ from tritonbisect.oracles.runtime import (
     DTYPE_SIZES,
     _extent,
     _tensor_spec,
-    capture_reason,
     launch_arg_specs,
-    refuse_reason,
     render_script,
-    stand_in_words,
 )
 from tritonbisect.traces.reader import Launch, Trace, load_trace
+from tritonbisect.traces.replayable import capture_reason, refuse_reason, stand_in_words
 
 REPLAY_TEMPLATE = Path(__file__).with_name("replay_template.py")
 REPLAY_SCRIPT = "replay.py"

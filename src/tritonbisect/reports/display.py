@@ -7,19 +7,12 @@ plain lines. Both write to stderr, so `--json` keeps stdout to the one JSON obje
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
-_VERDICT_MARK = {"good": "good", "bad": "BAD", "skip": "skip", "abort": "ABORT"}
-# --regress fixed looks for the commit that fixed it: "bad" is the new, fixed state
-_FIXED_MARK = {**_VERDICT_MARK, "good": "unfixed", "bad": "FIXED"}
-
-
-def short(commit: str | None) -> str:
-    return (commit or "")[:12]
+from tritonbisect.session.observer import _FIXED_MARK, NullUI, short
 
 
 def log_of(rec: Mapping[str, Any] | None) -> str | None:
@@ -56,59 +49,6 @@ def format_eta(seconds: float | None) -> str:
     if seconds < 3600:
         return f"{seconds // 60}m{seconds % 60:02d}s"
     return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
-
-
-class NullUI:
-    """Shows nothing (library use)."""
-
-    def __init__(self) -> None:
-        self.durations: list[float] = []
-        self.jobs = 1
-        # names a command gave the phase's commits (`wheels`: versions, not its ladder's shas)
-        self.labels: dict[str, str] = {}
-        self.marks = _VERDICT_MARK
-
-    def phase_started(self, session: Any, phase: Any, n: int, subject: Callable[[str], str]) -> None:
-        self.jobs = getattr(getattr(session, "settings", None), "jobs", 1) or 1
-        extra = getattr(session, "extra", None) or {}
-        self.labels = (extra.get("labels") or {}).get(phase.spec.name) or {}
-        regress = getattr(getattr(session, "settings", None), "regress", "fail")
-        self.marks = _FIXED_MARK if regress == "fixed" else _VERDICT_MARK
-
-    def short(self, commit: str | None) -> str:
-        return self.labels.get(commit or "") or short(commit)
-
-    def note(self, text: str) -> None:
-        pass
-
-    def step_started(self, phase: str, commit: str, role: str, subject: str) -> None:
-        pass
-
-    def step_running(self, commit: str, stage: str, node: str) -> None:
-        """A stage ("build", "test", or the whole "step") of a step began on a Ray node."""
-
-    def step_finished(self, phase: str, rec: Mapping[str, Any], subject: str, progress: Any) -> None:
-        if rec.get("seconds") is not None:
-            self.durations.append(float(rec["seconds"]))
-
-    def endpoints_invalid(self, session: Any, phase: Any, good: Any, bad: Any) -> None:
-        pass
-
-    def phase_finished(self, session: Any, phase: Any) -> None:
-        pass
-
-    def interrupted(self, command: str) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-    def eta(self, progress: Any) -> float | None:
-        if progress is None or not self.durations:
-            return None
-        mean = sum(self.durations) / len(self.durations)
-        confirm = math.ceil(2 / max(1, self.jobs))
-        return mean * (progress.steps_left + confirm)
 
 
 class PlainUI(NullUI):
@@ -153,7 +93,7 @@ class PlainUI(NullUI):
         return line
 
     def endpoints_invalid(self, session: Any, phase: Any, good: Any, bad: Any) -> None:
-        from tritonbisect.executors.runner import tail_lines
+        from tritonbisect.core.process import tail_lines
 
         self._print(f"tritonbisect: endpoints invalid: {phase.reason}")
         for name, rec in (("good", good), ("bad", bad)):

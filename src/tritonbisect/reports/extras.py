@@ -5,30 +5,13 @@ from __future__ import annotations
 
 import html
 import os
-import platform
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tritonbisect.core.versions import environment
+
 TAIL_LINES = 40
-
-
-def environment() -> dict[str, str]:
-    """The versions a session runs with (recorded when it is created)."""
-    from tritonbisect import __version__
-
-    try:
-        git = subprocess.run(["git", "--version"], capture_output=True, text=True, timeout=10,
-                             check=False).stdout.strip().removeprefix("git version ")
-    except (OSError, subprocess.SubprocessError):
-        git = "not found"
-    return {
-        "tritonbisect": __version__,
-        "python": platform.python_version(),
-        "git": git or "?",
-        "platform": platform.platform(),
-    }
 
 
 def environment_line(env: Mapping[str, str] | None) -> str:

@@ -6,6 +6,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from tritonbisect.core.perf import format_summary, summary_of
 from tritonbisect.reports.extras import (
     PathScrubber,
     environment_line,
@@ -14,7 +15,6 @@ from tritonbisect.reports.extras import (
 )
 from tritonbisect.reports.reduced import reduced_lines
 from tritonbisect.reports.where import where_lines
-from tritonbisect.session.perf import format_summary, summary_of
 from tritonbisect.session.session import Session, counters_of
 
 

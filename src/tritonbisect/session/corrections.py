@@ -112,7 +112,7 @@ def _next_seq(records: list[Mapping[str, Any]]) -> int:
 def mark(session: Any, rev: str, verdict: str, why: str | None = None,
          phase_name: str | None = None) -> dict[str, Any]:
     """Record a person's verdict of a commit (a new journal record) and reopen its phase."""
-    from tritonbisect.executors.runner import now_iso
+    from tritonbisect.core.clock import now_iso
     from tritonbisect.search import bayes
 
     if verdict not in MARK_VERDICTS:
@@ -136,7 +136,7 @@ def mark(session: Any, rev: str, verdict: str, why: str | None = None,
             "seq": _next_seq(records), "phase": where.phase.spec.name, "role": ROLE_MARK,
             "commit": where.sha, "verdict": verdict, "kind": KIND_MANUAL,
             "reason": why or f"marked {verdict} by hand", "was": was,
-            "finished": now_iso(), "tests": [], "build": None,
+            "finished": now_iso("milliseconds"), "tests": [], "build": None,
         }
         session.journal.append(rec)
         _reopen(session, where, f"reopened: {where.sha[:12]} marked {verdict}"

@@ -12,16 +12,15 @@ Layout of `<workdir>/sessions/<id>/`:
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from tritonbisect.core.errors import InputError, SessionLockedError
+from tritonbisect.core.files import atomic_write_json, atomic_write_text, fsync_dir, read_json_file
+from tritonbisect.core.lock import PidLock
 from tritonbisect.core.oserrors import at_path
 
 SESSION_FILE = "session.json"
@@ -32,58 +31,6 @@ LOCK_FILE = "lock"
 ROLE_ENDPOINT = "endpoint"
 ROLE_SEARCH = "search"
 ROLE_CONFIRM = "confirm"
-
-
-def fsync_dir(directory: Path) -> None:
-    """Make a rename or a new file in `directory` durable."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write `text` to `path` so that a reader sees either the old or the new file, whole."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with at_path(path), os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    fsync_dir(path.parent)
-
-
-def atomic_write_json(path: Path, data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
-
-
-def read_json_file(path: Path, what: str = "session file") -> dict[str, Any]:
-    """Read a JSON object; InputError (one line) when unreadable or corrupt."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{what} {path} does not exist") from None
-    except OSError as exc:
-        raise InputError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise InputError(f"{what} {path} is corrupt: {exc}") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{what} {path} is corrupt: expected a JSON object")
-    return data
 
 
 class Journal:
@@ -194,56 +141,26 @@ class SessionLock:
     def __init__(self, path: Path, session_id: str) -> None:
         self.path = path
         self.session_id = session_id
-        self._fd: int | None = None
+        self._lock = PidLock(path)
 
     @property
     def held(self) -> bool:
-        return self._fd is not None
+        return self._lock.held
 
     def acquire(self) -> None:
-        if self._fd is not None:
-            return
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = ""
-            with contextlib.suppress(OSError, ValueError):
-                pid = int(os.pread(fd, 32, 0).decode().strip() or "0")
-                holder = f" (pid {pid})" if pid else ""
-            os.close(fd)
+        holder = self._lock.acquire()
+        if holder is not None:
             raise SessionLockedError(
                 f"session {self.session_id} is being run by another tritonbisect process{holder}; "
                 "wait for it to finish or stop it first"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._fd = fd
+            )
 
     def release(self) -> None:
-        if self._fd is None:
-            return
-        with contextlib.suppress(OSError):
-            os.ftruncate(self._fd, 0)
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-        os.close(self._fd)
-        self._fd = None
+        self._lock.release()
 
     def is_locked_elsewhere(self) -> bool:
         """True while another process holds the lock (for `status`)."""
-        if self._fd is not None:
-            return False
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except OSError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        finally:
-            os.close(fd)
-        return False
+        return self._lock.is_locked_elsewhere()
 
     def __enter__(self) -> SessionLock:
         self.acquire()
@@ -251,3 +168,6 @@ class SessionLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+__all__ = ["Journal", "SessionLock", "atomic_write_json", "atomic_write_text", "fsync_dir", "read_json_file"]

@@ -115,14 +115,14 @@ class ManualJudge:
 
     def declare_endpoints(self, run: Any) -> None:
         """Journal the person's --good and --bad as their verdicts (once)."""
-        from tritonbisect.executors.runner import now_iso
+        from tritonbisect.core.clock import now_iso
         from tritonbisect.session.evidence import KIND_MANUAL
 
         have = {r["commit"] for r in run.records if r.get("role") == "endpoint"}
         for commit, verdict in ((run.spec.good, "good"), (run.spec.bad, "bad")):
             if commit in have:
                 continue
-            stamp = now_iso()
+            stamp = now_iso("milliseconds")
             rec = {
                 "seq": run._next_seq(), "phase": run.spec.name, "role": "endpoint", "round": 0,
                 "commit": commit, "kind": KIND_MANUAL, "verdict": verdict,
@@ -237,12 +237,12 @@ class ManualJudge:
 
 def undo_record(seq: int, phase: str, target: dict[str, Any], why: str) -> dict[str, Any]:
     """The journal record that cancels `target` (see session/evidence.py)."""
-    from tritonbisect.executors.runner import now_iso
+    from tritonbisect.core.clock import now_iso
     from tritonbisect.session.evidence import ROLE_UNDO
 
     return {
         "seq": seq, "phase": phase, "role": ROLE_UNDO, "undoes": int(target["seq"]),
         "commit": target.get("commit"), "verdict": None, "kind": "correction",
-        "reason": why, "finished": now_iso(), "tests": [], "build": None,
+        "reason": why, "finished": now_iso("milliseconds"), "tests": [], "build": None,
     }
 

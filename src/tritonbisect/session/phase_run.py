@@ -119,7 +119,7 @@ class PhaseRun(SearchLoop):
         (None for the good endpoint itself, which measures them)."""
         if self.perf is None or commit == self.spec.good:
             return None
-        from tritonbisect.session.perf import baseline_of
+        from tritonbisect.core.perf import baseline_of
 
         return baseline_of(self.records, self.spec.good)
 
@@ -172,8 +172,8 @@ class PhaseRun(SearchLoop):
     def run(self) -> None:
         from tritonbisect.builds.recipes import recipe_from_config
         from tritonbisect.core.history import History
-        from tritonbisect.executors.choose import make_pool
         from tritonbisect.search.classic import Candidates
+        from tritonbisect.session.pool import make_pool
 
         spec = self.spec
         self.history = History(spec.repo)
@@ -258,7 +258,7 @@ class PhaseRun(SearchLoop):
     def _endpoints(self) -> bool:
         """Test the endpoints (each `_endpoint_runs()` times: several under --flaky auto) and
         check that they bracket a regression; a person's own endpoints are taken as given."""
-        from tritonbisect.domains.command.recipe import test_spec_of
+        from tritonbisect.builds.recipes import test_spec_of
 
         spec = self.spec
         if self.judge is not None:

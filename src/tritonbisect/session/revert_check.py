@@ -95,8 +95,8 @@ def _run_verify(session: Session, phase: PhaseState, reverts: list[str], ui: Any
     from tritonbisect.builds.recipes import recipe_from_config
     from tritonbisect.builds.revert_recipe import REVERT_FILE
     from tritonbisect.core.history import History
-    from tritonbisect.executors.choose import make_pool
     from tritonbisect.executors.runner import StepRequest
+    from tritonbisect.session.pool import make_pool
 
     spec = phase.spec
     inner_name, inner_config, _ = _reverts_of(spec)
@@ -109,7 +109,7 @@ def _run_verify(session: Session, phase: PhaseState, reverts: list[str], ui: Any
     log_dir = steps / f"{n:04d}-{spec.name}-revert-{spec.bad[:12]}"
     baseline = None
     if policy.perf is not None:
-        from tritonbisect.session.perf import baseline_of
+        from tritonbisect.core.perf import baseline_of
 
         baseline = baseline_of(session.records(spec.name), spec.good)
     # an executor that rebuilds the recipe from the spec on its nodes (Ray) must get this one

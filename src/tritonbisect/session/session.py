@@ -15,13 +15,14 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tritonbisect.builds.index_config import redact_text
+from tritonbisect.core.clock import now_iso
 from tritonbisect.core.errors import EXIT_INTERRUPTED, InputError, TritonBisectError
-from tritonbisect.reports.extras import environment
+from tritonbisect.core.versions import environment
 from tritonbisect.session.journal import (
     JOURNAL_FILE,
     LOCK_FILE,
@@ -86,10 +87,6 @@ def _unique_name(name: str, taken: list[str]) -> str:
     return f"{name}-{n}"
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
 def _new_id() -> str:
     return datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
 
@@ -147,7 +144,7 @@ class Session:
             names.append(spec.name)
         data = {
             "id": sid,
-            "created": _now(),
+            "created": now_iso(),
             "argv": [redact_text(a) for a in argv] if argv is not None else [],
             "cwd": os.getcwd(),
             "workflow": workflow,
@@ -258,7 +255,7 @@ class Session:
 
     def run(self, ui: Any = None) -> SessionResult:
         """Run the current phase to its end (holding the session lock)."""
-        from tritonbisect.reports.display import NullUI
+        from tritonbisect.session.observer import NullUI
 
         ui = ui or NullUI()
         with self.locked():

@@ -14,13 +14,13 @@ from typing import Any
 from tritonbisect.builds.recipes import TestSpec
 from tritonbisect.core.errors import InputError
 from tritonbisect.core.outcome import Policy
-from tritonbisect.core.step_args import check_test_command, default_workdir
-from tritonbisect.session.perf import (
+from tritonbisect.core.perf import (
     DEFAULT_SIGNIFICANCE,
     DEFAULT_THRESHOLD,
     MAX_SAMPLES_FACTOR,
     PerfSettings,
 )
+from tritonbisect.core.step_args import check_test_command, default_workdir
 
 
 @dataclass

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tritonbisect.oracles.runtime import refuse_reason
 from tritonbisect.traces.reader import GRAPH_CAPTURE_NOTE, Compilation, Launch, Trace
+from tritonbisect.traces.replayable import refuse_reason
 
 _SHORT_DTYPES = {
     "float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64",

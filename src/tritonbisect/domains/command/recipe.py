@@ -17,10 +17,10 @@ is tested on another.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import Any
 
+from tritonbisect.builds.build_process import step_runner
 from tritonbisect.builds.recipes import (
     PrepareResult,
     StepContext,
@@ -69,7 +69,7 @@ class CommandRecipe:
         )
 
     def _env(self, commit: str, ctx: StepContext) -> dict[str, str]:
-        from tritonbisect.executors.runner import clean_env
+        from tritonbisect.core.process import clean_env
 
         env = clean_env()
         env.update(ctx.env)
@@ -87,7 +87,7 @@ class CommandRecipe:
         return self._build(commit, ctx)
 
     def _build(self, commit: str, ctx: StepContext) -> PrepareResult:
-        from tritonbisect.executors.runner import read_tail
+        from tritonbisect.core.process import read_tail
 
         log = ctx.log_dir / "build.log"
         proc = _runner(ctx)(self.build, cwd=ctx.worktree, env=self._env(commit, ctx), log=log,
@@ -114,25 +114,13 @@ class CommandRecipe:
 def _runner(ctx: StepContext):
     """The step's process runner: sandboxed with --sandbox (writing only the checkout and
     the step's folders and caches)."""
-    if ctx.sandbox:
-        from tritonbisect.domains.triton.recipe import step_runner
-
-        return step_runner(ctx, ctx.worktree)
-    from tritonbisect.executors.runner import cancel_token_for, run_logged
-
-    return functools.partial(run_logged, token=cancel_token_for(ctx))
+    return step_runner(ctx, ctx.worktree)
 
 
 def _factory(config: Mapping[str, Any]) -> CommandRecipe:
     return CommandRecipe.from_config(config)
 
 
-def test_spec_of(recipe: object) -> TestSpec | None:
-    """The TestSpec a recipe runs, when it exposes one (`recipe.test_spec`)."""
-    spec = getattr(recipe, "test_spec", None)
-    return spec if isinstance(spec, TestSpec) else None
-
-
 register_recipe(NAME, _factory)
 
-__all__ = ["CommandRecipe", "NAME", "test_spec_of"]
+__all__ = ["CommandRecipe", "NAME"]

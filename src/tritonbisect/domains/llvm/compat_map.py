@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tritonbisect.core.errors import InputError
-from tritonbisect.session.journal import atomic_write_text
+from tritonbisect.core.files import atomic_write_text
 
 SCHEMA_VERSION = 1
 HEADER = "triton_commit,llvm_commit_last_compatible"

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from tritonbisect.builds.build_process import ProcResult
+from tritonbisect.builds.build_process import ProcResult, run_logged
 from tritonbisect.builds.cache import ArtifactCache
 from tritonbisect.builds.failures import classify_build_log
 from tritonbisect.builds.store import ArtifactStore
@@ -205,7 +205,7 @@ def build_llvm(
         env.setdefault("CCACHE_NOHASHDIR", "true")
     _reset_if_config_changed(build_dir, source, config, use_ccache)
 
-    run = runner or _default_runner()
+    run = runner or run_logged
     stage = cache.staging_dir(prefix=f"llvm-{commit[:12]}-")
     prefix = stage / "prefix"
     try:
@@ -272,12 +272,6 @@ def _failed(cache: ArtifactStore, key: str, commit: str, kind: Kind, reason: str
     if kind is Kind.BUILD_FAILED:
         cache.record_failure(key, kind.value, reason, log, commit=commit, recipe=RECIPE)
     return LLVMBuild(kind, reason, None, False, time.monotonic() - start, log)
-
-
-def _default_runner():
-    from tritonbisect.builds.build_process import run_logged
-
-    return run_logged
 
 
 def _run_appending(run, cmd, cwd: Path, env: Mapping[str, str], log: Path, timeout: float | None):

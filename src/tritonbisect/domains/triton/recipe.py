@@ -46,11 +46,12 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tritonbisect.builds.build_process import default_runner, plain_runner, sandboxed_runner
 from tritonbisect.builds.cache import ArtifactCache
 from tritonbisect.builds.downloads import (
     adopt_downloads,
@@ -62,7 +63,6 @@ from tritonbisect.builds.downloads import (
 from tritonbisect.builds.env import EnvError, TargetEnv
 from tritonbisect.builds.failures import classify_build_log
 from tritonbisect.builds.gitutil import (
-    HASH_FILE,
     GitFailure,
     PinMissing,
     base_build_env,
@@ -79,7 +79,7 @@ from tritonbisect.builds.recipes import (
     test_files,
 )
 from tritonbisect.builds.store import ArtifactStore, open_cache
-from tritonbisect.builds.toolchain import ccache_dir, compiler_id, which
+from tritonbisect.builds.toolchain import compiler_id, which
 from tritonbisect.builds.venv_pool import EnvPool, ensure_build_requirements, project_dir
 from tritonbisect.core.history import root_identity
 from tritonbisect.core.outcome import RESULT_ENV_VAR, Kind, read_result_json
@@ -280,7 +280,7 @@ def pip_wheel_to_cache(proj: Path, commit: str, *, cache: ArtifactStore, key: st
     try:
         cmd = [*pip, "wheel", "--no-build-isolation", "--no-deps",
                "--disable-pip-version-check", "-w", str(stage), str(proj)]
-        res = (runner or _default_runner())(cmd, cwd=proj, env=env, log=log, timeout=timeout)
+        res = (runner or default_runner())(cmd, cwd=proj, env=env, log=log, timeout=timeout)
         seconds = time.monotonic() - start
         if getattr(res, "cancelled", False):
             return WheelBuild(Kind.INFRA, "cancelled", None, False, seconds, log)
@@ -309,56 +309,6 @@ def _python_abi(python: str) -> str:
     return out.stdout.strip().replace("_", "-") or "unknown"
 
 
-def _default_runner() -> Callable:
-    from tritonbisect.builds.build_process import run_logged
-
-    return run_logged
-
-
-def step_runner(ctx: StepContext, *writable: Path, env: Mapping[str, str] | None = None) -> Callable:
-    """The engine's process runner bound to the step's cancel token, when the engine is there.
-
-    With ctx.sandbox, every command runs in the sandbox (builds/sandbox.py), writing only
-    `writable` (the tree being built or tested, its build folder), the step's log folder,
-    the cache's staging area and the caches builds keep between steps: TRITON_HOME (the
-    LLVM download), <workdir>/triton-cache and ccache's folder (found for `env`)."""
-    run = _plain_runner(ctx)
-    if not ctx.sandbox:
-        return run
-    return sandboxed_runner(run, ctx, writable, env)
-
-
-def _plain_runner(ctx: StepContext) -> Callable:
-    try:
-        from tritonbisect.executors.runner import cancel_token_for, run_logged
-    except ImportError:  # pragma: no cover - the engine is part of the package
-        return _default_runner()
-    return functools.partial(run_logged, token=cancel_token_for(ctx))
-
-
-def sandboxed_runner(run: Callable, ctx: StepContext, writable: Sequence[Path],
-                     env: Mapping[str, str] | None = None, cache_dir: str | None = None) -> Callable:
-    """`run` in the sandbox, writing only `writable` and the step's folders and caches."""
-    from tritonbisect.builds.build_process import SandboxedRunner
-    from tritonbisect.builds.sandbox import require
-
-    workdir = Path(ctx.workdir) if ctx.workdir else ctx.worktree.parent
-    cache = open_cache(cache_dir or ctx.cache_dir, workdir=workdir)
-    caches = [ctx.log_dir, workdir / "triton-home", workdir / "triton-cache"]
-    staging = getattr(cache, "tmp_dir", None)
-    if staging is not None:
-        caches.append(Path(staging))
-    extra_env: dict[str, str] = {}
-    ccache = ccache_dir({**base_build_env(), **(env or {}), **ctx.env})
-    if ccache is not None:
-        caches.append(ccache)
-        extra_env["CCACHE_DIR"] = str(ccache)
-    # the shared downloads (prebuilt LLVM…) are linked into TRITON_HOME: readable, never
-    # writable, so a build cannot change what later builds will use
-    return SandboxedRunner(run, require(), writable=[*writable, *caches], readable=[store_dir(workdir)],
-                           keep_env=tuple(ctx.env), extra_env=extra_env)
-
-
 def run_test(env: TargetEnv, spec: TestSpec, commit: str, ctx: StepContext, *, record: bool,
              runner: Callable | None = None) -> TestRun:
     """Run the test (or the record command) once in the worktree with the target env."""
@@ -371,7 +321,7 @@ def run_test(env: TargetEnv, spec: TestSpec, commit: str, ctx: StepContext, *, r
     tenv = env.test_env(base, cache_root)
     tenv[RESULT_ENV_VAR] = str(result_path)
     try:
-        res = (runner or _default_runner())(command, cwd=ctx.worktree, env=tenv, log=log,
+        res = (runner or default_runner())(command, cwd=ctx.worktree, env=tenv, log=log,
                                             timeout=ctx.timeout)
     finally:
         shutil.rmtree(tenv["TRITON_CACHE_DIR"], ignore_errors=True)
@@ -436,7 +386,7 @@ class TritonRecipe:
 
     def runner(self, ctx: StepContext, *writable: Path) -> Callable:
         """The step's process runner; sandboxed with ctx.sandbox (or the config's "sandbox")."""
-        run = _plain_runner(ctx)
+        run = plain_runner(ctx)
         if not (ctx.sandbox or self._config.get("sandbox")):
             return run
         return sandboxed_runner(run, ctx, writable, cache_dir=self._config.get("cache_dir"))
@@ -607,18 +557,8 @@ def _triton_factory(config: Mapping[str, Any]) -> TritonRecipe:
 register_recipe(RECIPE, _triton_factory)
 
 
-def __getattr__(name: str) -> Any:
-    """LLVMTritonRecipe moved to llvm_triton_recipe (which imports this module): re-exported
-    lazily so that `from tritonbisect.domains.triton.recipe import LLVMTritonRecipe` still works."""
-    if name == "LLVMTritonRecipe":
-        from tritonbisect.domains.llvm.triton_recipe import LLVMTritonRecipe
-
-        return LLVMTritonRecipe
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = [
-    "HASH_FILE", "EnvPool", "GitFailure", "PinMissing", "TritonConfig",
+    "EnvPool", "GitFailure", "PinMissing", "TritonConfig",
     "TritonRecipe", "WheelBuild", "base_build_env", "build_triton_wheel", "checkout_worktree",
-    "ensure_build_requirements", "project_dir", "resolve_commit", "run_test", "step_runner",
+    "ensure_build_requirements", "project_dir", "resolve_commit", "run_test",
 ]

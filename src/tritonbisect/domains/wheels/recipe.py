@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tritonbisect.builds.build_process import step_runner
 from tritonbisect.builds.index_config import active
 from tritonbisect.builds.published import STEP_FILE as STEP_FILE
 from tritonbisect.builds.published import install_published
@@ -33,7 +34,7 @@ from tritonbisect.builds.recipes import (
 from tritonbisect.builds.store import open_cache
 from tritonbisect.builds.venv_pool import EnvPool
 from tritonbisect.core.outcome import Kind
-from tritonbisect.domains.triton.recipe import run_test, step_runner
+from tritonbisect.domains.triton.recipe import run_test
 
 RECIPE = "wheel"
 LADDER_FILE = "WHEEL.json"

@@ -2,7 +2,7 @@
 spellings kept working without being shown.
 
 Click's own help machinery is used (no rich-click or cloup): the root lists its commands
-from `cli.COMMANDS` without importing them (a library that renders sections asks each
+from `cli.table.COMMANDS` without importing them (a library that renders sections asks each
 command object for its help, which would import every command module on `--help`), and the
 sections come from the tables below, keyed by parameter name, so the command modules keep
 plain `@click.option` declarations and one option has the same section in every command.
@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-# `tritonbisect --help`: the commands, by task (every command of cli.COMMANDS is in one)
+# `tritonbisect --help`: the commands, by task (every command of cli.table.COMMANDS is in one)
 COMMAND_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Bisect", ("run", "triton", "wheels", "torch", "llvm", "pairs")),
     ("Follow and correct a session", ("status", "resume", "report", "mark", "undo", "log", "replay")),
