@@ -37,7 +37,7 @@ from tritonbisect.core.errors import InputError  # noqa: E402
 from tritonbisect.oracles.compile.folder import generate_compile_oracle  # noqa: E402
 from tritonbisect.traces.reader import load_trace  # noqa: E402
 
-STANDALONE = REPO / "src" / "tritonbisect" / "tritonparse" / "compileoracle" / "standalone"
+STANDALONE = REPO / "src" / "tritonbisect" / "oracles" / "compile" / "standalone"
 
 
 def kernels(traces: Path) -> list[tuple[str, Path, str]]:

@@ -25,7 +25,7 @@ from tritonbisect.commands.help_sections import (
 from tritonbisect.compat_builder.cli import root as compat_root
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-STANDALONE = SRC / "tritonbisect" / "tritonparse" / "compileoracle" / "standalone"
+STANDALONE = SRC / "tritonbisect" / "oracles" / "compile" / "standalone"
 
 
 def _walk(command: click.Command, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], click.Command]]:
