@@ -10,7 +10,9 @@ and so shadows any other. (`python -m venv --system-site-packages` would not do:
 venv, it exposes the *base* interpreter's packages, not the venv's.) Venvs are kept between
 runs under $TRITONBISECT_TEST_CACHE (default ~/.cache/tritonbisect-tests), keyed by what they
 depend on (the running Python, its site directories, the torch and numpy it has), and made
-under a file lock, so parallel test processes share one download. Tests that use this carry
+under a file lock, so parallel test processes share one download. The wheels are downloaded
+once for every environment, installed with uv as hard links to its cache, and the venvs of an
+environment that is gone (a CI run's temporary venv) are removed when a new one is made. Tests that use this carry
 the `slow` marker.
 """
 
@@ -77,9 +79,59 @@ def make_linked_venv(root: Path) -> Path:
     return python
 
 
-def triton_release_python(version: str, *, extra: tuple[str, ...] = ()) -> Path:
-    """The python of a cached venv holding `triton==version` (and `extra` requirements)."""
-    tag = "-".join((version, *extra, environment_key())).replace("/", "_").replace("=", "")
+def _uv() -> list[str] | None:
+    """How to run uv from the running environment (the `test` extra installs it), or None."""
+    found = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+    return [found] if found else None
+
+
+def _release_wheel(version: str) -> Path:
+    """triton==version's wheel for this interpreter, downloaded once into the test cache (pip
+    reads the machine's index configuration); every environment's venvs share it."""
+    wheels = test_cache_dir() / "wheels"
+    wheels.mkdir(exist_ok=True)
+    with open(test_cache_dir() / f".lock-wheel-{version}", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+             "-d", str(wheels), f"triton=={version}"],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        if proc.returncode != 0:
+            pytest.skip(f"cannot download triton=={version} from the package index: {proc.stderr.strip()[-300:]}")
+    found = sorted(wheels.glob(f"triton-{version}-*.whl"))
+    if not found:
+        pytest.skip(f"pip downloaded no wheel of triton=={version}")
+    return found[-1]
+
+
+def _install(python: Path, requirements: list[str]) -> subprocess.CompletedProcess[str]:
+    """Install into the venv of `python`: with uv where it is (its files are hard links to uv's
+    cache, so eight releases in several environments cost the disk one unpacked copy each),
+    else with pip."""
+    uv = _uv()
+    if uv:
+        return subprocess.run([*uv, "pip", "install", "-q", "--no-deps", "--python", str(python), *requirements],
+                              capture_output=True, text=True)  # fmt: skip
+    return subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+                           *requirements], capture_output=True, text=True)  # fmt: skip
+
+
+def prune_orphan_venvs() -> list[Path]:
+    """Remove the release venvs made for an environment that no longer exists (a CI run's
+    venv in a temporary folder): they can never be used again, and each holds a Triton."""
+    removed = []
+    for origin in (test_cache_dir() / "venvs").glob("*/.origin"):
+        prefix = origin.read_text(encoding="utf-8").strip()
+        if prefix and not Path(prefix).exists():
+            shutil.rmtree(origin.parent, ignore_errors=True)
+            removed.append(origin.parent)
+    return removed
+
+
+def triton_release_python(version: str) -> Path:
+    """The python of a cached venv holding `triton==version`."""
+    tag = f"{version}-{environment_key()}"
     root = test_cache_dir() / "venvs" / f"triton-{tag}"
     python = root / "bin" / "python"
     ready = root / ".ready"
@@ -88,16 +140,15 @@ def triton_release_python(version: str, *, extra: tuple[str, ...] = ()) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if ready.exists() and python.exists():
             return python
+        prune_orphan_venvs()
         shutil.rmtree(root, ignore_errors=True)
+        wheel = _release_wheel(version)
         make_linked_venv(root)
-        proc = subprocess.run(
-            [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
-             f"triton=={version}", *extra],
-            capture_output=True, text=True,
-        )  # fmt: skip
+        (root / ".origin").write_text(sys.prefix, encoding="utf-8")
+        proc = _install(python, [str(wheel)])
         if proc.returncode != 0:
             shutil.rmtree(root, ignore_errors=True)
-            pytest.skip(f"cannot install triton=={version} from the package index: {proc.stderr.strip()[-300:]}")
+            pytest.skip(f"cannot install triton=={version}: {proc.stderr.strip()[-300:]}")
         probe = subprocess.run([str(python), "-c", "import triton; print(triton.__version__)"],
                                capture_output=True, text=True)  # fmt: skip
         if probe.returncode != 0 or probe.stdout.strip() != version:

@@ -41,7 +41,7 @@ class Prober:
         import dataclasses
 
         from tritonbisect.core.history import History
-        from tritonbisect.session.pool import make_pool
+        from tritonbisect.session.worker_pool import make_pool
 
         s = self.settings
         one: Any = dataclasses.replace(s, jobs=1) if dataclasses.is_dataclass(s) and not isinstance(s, type) else s

@@ -173,7 +173,7 @@ class PhaseRun(SearchLoop):
         from tritonbisect.builds.recipes import recipe_from_config
         from tritonbisect.core.history import History
         from tritonbisect.search.classic import Candidates
-        from tritonbisect.session.pool import make_pool
+        from tritonbisect.session.worker_pool import make_pool
 
         spec = self.spec
         self.history = History(spec.repo)

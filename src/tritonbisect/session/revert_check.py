@@ -96,7 +96,7 @@ def _run_verify(session: Session, phase: PhaseState, reverts: list[str], ui: Any
     from tritonbisect.builds.revert_recipe import REVERT_FILE
     from tritonbisect.core.history import History
     from tritonbisect.executors.runner import StepRequest
-    from tritonbisect.session.pool import make_pool
+    from tritonbisect.session.worker_pool import make_pool
 
     spec = phase.spec
     inner_name, inner_config, _ = _reverts_of(spec)

@@ -1,0 +1,115 @@
+"""The import directions docs/architecture.md states, checked against the code.
+
+The layers are read from the page itself (the fenced block after `<!-- layers -->`), so the
+page and the code cannot drift apart: every import of ours, at module level or inside a
+function, under TYPE_CHECKING or not, must point to the module's own layer or a lower one,
+and no two modules may import each other.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "src" / "tritonbisect"
+PAGE = ROOT / "docs" / "architecture.md"
+
+
+def stated_layers() -> list[str]:
+    """The top-level modules and packages of tritonbisect, bottom layer first."""
+    text = PAGE.read_text(encoding="utf-8")
+    block = re.search(r"<!-- layers -->\s*```text\n(.*?)```", text, re.S)
+    assert block, f"{PAGE} has no ```text block after <!-- layers -->"
+    return [line.split()[0] for line in block.group(1).splitlines() if line.strip()]
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def imports_of(path: Path, known: dict[str, Path]) -> set[str]:
+    """The modules of ours that `path` imports (a name imported from a package counts as its
+    submodule when one exists)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+            names = [n if n in known else node.module for n in names]
+        found.update(n for n in names if n in known)
+    return found
+
+
+def layer_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "tritonbisect"
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    edges: dict[str, set[str]] = defaultdict(set)
+    for name, path in known.items():
+        for target in imports_of(path, known):
+            # a package's own submodules are below it; a module's package __init__ is not an edge
+            if target != name and not name.startswith(target + ".") and target != "tritonbisect":
+                edges[name].add(target)
+    return edges
+
+
+def test_every_package_has_a_stated_layer() -> None:
+    layers = stated_layers()
+    actual = {layer_of(m) for m in modules()} - {"tritonbisect"}
+    missing = sorted(actual - set(layers))
+    stale = sorted(set(layers) - actual)
+    assert not missing, f"packages missing from docs/architecture.md's layers: {missing}"
+    assert not stale, f"docs/architecture.md names layers that do not exist: {stale}"
+
+
+def test_imports_point_down() -> None:
+    rank = {name: i for i, name in enumerate(stated_layers())}
+    upward = []
+    for source, targets in sorted(graph().items()):
+        for target in sorted(targets):
+            if rank[layer_of(target)] > rank[layer_of(source)]:
+                upward.append(f"{source} -> {target}")
+    assert not upward, "imports pointing up the layers:\n" + "\n".join(upward)
+
+
+def test_no_two_modules_import_each_other() -> None:
+    edges = graph()
+    pairs = sorted({tuple(sorted((a, b))) for a, targets in edges.items() for b in targets if a in edges.get(b, ())})
+    assert not pairs, f"modules that import each other: {pairs}"
+
+
+def test_module_names_are_unique_outside_the_domain_packages() -> None:
+    """Two modules of one name hold different things and confuse every search; only the domain
+    packages repeat role names on purpose (recipe.py, bisector.py, ...)."""
+    seen: dict[str, list[str]] = defaultdict(list)
+    for name in modules():
+        leaf = name.rsplit(".", 1)[-1]
+        if name.startswith("tritonbisect.domains.") or leaf in ("__main__",) or name.count(".") == 0:
+            continue
+        if (PACKAGE.joinpath(*name.split(".")[1:]) / "__init__.py").exists():
+            continue  # a package, not a module
+        seen[leaf].append(name)
+    dupes = {leaf: names for leaf, names in seen.items() if len(names) > 1}
+    assert not dupes, f"module names used twice: {dupes}"
+
+
+def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:
+    """The graph is built from real source: a function-level import counts too."""
+    source = tmp_path / "m.py"
+    source.write_text("def f():\n    from tritonbisect.session import journal\n", encoding="utf-8")
+    known = {"tritonbisect.session": Path(), "tritonbisect.session.journal": Path()}
+    assert imports_of(source, known) == {"tritonbisect.session.journal"}
