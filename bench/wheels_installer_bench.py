@@ -23,6 +23,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from real_triton import make_linked_venv  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 GOOD, BAD = "3.2.0", "3.9.0"
 TITLE = "Published wheels: pip or uv as the installer"
@@ -31,8 +34,7 @@ TITLE = "Published wheels: pip or uv as the installer"
 def run(workdir: Path, installer: str) -> dict:
     venv = workdir / "venv"
     if not (venv / "pyvenv.cfg").exists():
-        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-                       check=True)
+        make_linked_venv(venv)  # sees the torch of the Python running the bench, venv or not
     env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src"), "TRITON_INTERPRET": "1",
            "UV_CACHE_DIR": str(workdir / "uv-cache")}
     argv = [sys.executable, "-m", "tritonbisect.cli", "wheels", "--good", GOOD, "--bad", BAD,

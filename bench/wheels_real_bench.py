@@ -3,7 +3,7 @@
 The test (bench/wheels_real/max_nan.py) checks that tl.max over a block with a NaN gives NaN
 under TRITON_INTERPRET=1, as torch.max does. Triton 3.2.0 .. 3.4.0 do; 3.5.0 .. 3.9.0 do
 not (found by trying small kernels on every release). The bisect over 3.2.0..3.9.0 must name
-3.5.0. The target venv is made with --system-site-packages so that it reuses the installed
+3.5.0. The target venv sees (through a .pth file) the running Python's packages, so that it reuses the installed
 torch 2.13.0 (CPU); the workdir (venv, downloads) is kept under --workdir between runs.
 
     python bench/wheels_real_bench.py --workdir /tmp/tb-wheels [--out DIR] [--no-results]
@@ -22,6 +22,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from real_triton import make_linked_venv  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 GOOD, BAD, FIRST_BAD = "3.2.0", "3.9.0", "3.5.0"
 TITLE = "tritonbisect wheels: real releases"
@@ -29,7 +32,7 @@ TITLE = "tritonbisect wheels: real releases"
 
 def make_venv(path: Path) -> Path:
     if not (path / "pyvenv.cfg").exists():
-        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(path)], check=True)
+        make_linked_venv(path)  # sees the torch of the Python running the bench, venv or not
     return path
 
 

@@ -22,6 +22,7 @@ from private_index_world import (
     files_containing,
     real_triton_wheels,
 )
+from real_triton import make_linked_venv
 from wheel_index_world import TEST_SCRIPT, write_wheel
 
 pytestmark = pytest.mark.slow
@@ -58,7 +59,7 @@ def test_credentials_from_pip_conf_real_releases(index, tmp_path):
     conf = tmp_path / "pip.conf"
     conf.write_text(f"[global]\nindex-url = {index.url_with_credentials()}\n")
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+    make_linked_venv(venv)  # sees the torch of the Python running the tests
     home = tmp_path / "home"
     env = {**os.environ, "PIP_CONFIG_FILE": str(conf), "TRITON_INTERPRET": "1"}
     code, res, out, err = _run(

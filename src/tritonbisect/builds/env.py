@@ -141,11 +141,16 @@ class TargetEnv:
             return TargetEnv.ensure(self.root.with_name(f"{self.root.name}-w{worker}"),
                                     python=self.base_python())
         digest = hashlib.sha256(str(self.root).encode()).hexdigest()[:10]
-        root = Path(overlay_root) / f"overlay-{digest}-w{worker}"
+        return self.overlay(Path(overlay_root) / f"overlay-{digest}-w{worker}")
+
+    def overlay(self, root: Path) -> TargetEnv:
+        """A venv at root that sees this environment's packages (torch, numpy) through a .pth
+        file, while what is installed into it (a Triton) comes first. `venv
+        --system-site-packages` would not do: made from a venv, it sees the base
+        interpreter's packages, not the venv's."""
         env = TargetEnv.ensure(root, python=self.base_python())
-        site = self.site_packages()
         pth = Path(env.site_packages()[0]) / "_tritonbisect_overlay.pth"
-        pth.write_text("".join(f"{p}\n" for p in site if p), encoding="utf-8")
+        pth.write_text("".join(f"{p}\n" for p in self.site_packages() if p), encoding="utf-8")
         return env
 
     # --- facts --------------------------------------------------------------------------------

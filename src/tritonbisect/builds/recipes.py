@@ -148,13 +148,9 @@ def _load_builtin_recipes() -> None:
     """Import the modules that register recipes (they may not all exist in every build)."""
     import importlib
 
-    for module in ("command_recipe", "triton_recipe", "llvm_triton_recipe", "llvm_recipe", "torch_recipe",
-                   "wheel_recipe", "revert_recipe"):
-        try:
-            importlib.import_module(f"tritonbisect.builds.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"tritonbisect.builds.{module}":
-                raise
+    for module in ("domains.command.recipe", "domains.triton.recipe", "domains.llvm.triton_recipe",
+                   "domains.llvm.recipe", "domains.torch.recipe", "domains.wheels.recipe", "builds.revert_recipe"):
+        importlib.import_module(f"tritonbisect.{module}")
 
 
 def test_spec_of(recipe: object) -> TestSpec | None:

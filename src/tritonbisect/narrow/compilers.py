@@ -5,7 +5,7 @@
     WheelBuild     `wheels` sessions: the published wheel of the version, from the download cache;
                    `triton` (and `llvm`/`pairs` phases building Triton): the cached Triton wheel
                    of the commit (for an LLVM commit: the Triton wheel built against it), installed (--no-deps) into a scratch venv that sees the
-                   session's Python packages (--system-site-packages)
+                   session's Python packages (an overlay venv: builds/env.py)
 
 `builds_for(session, phase)` picks one; `.environment(commit, scratch)` gives (python, env, cwd)
 or raises InputError when the cache has no build of the commit: narrowing never builds.
@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tritonbisect.builds.env import EnvError, TargetEnv
 from tritonbisect.builds.store import open_cache
 from tritonbisect.core.errors import InputError
 from tritonbisect.core.history import root_identity
@@ -101,21 +102,22 @@ class WheelBuild:
 
     def environment(self, commit: str, scratch: Path) -> Environment:
         wheel = self._published(commit) if self.published else self._wheel(commit)
-        base = self.cfg.get("python") or sys.executable
-        venv = scratch / "venv"
-        for argv in ([str(base), "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-                     # --ignore-installed: the same version seen through the system site (two
-                     # builds both called 3.6.0, or the session's own Triton) must not skip it
-                     [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
-                      "--no-deps", "--no-index", "--ignore-installed", str(wheel)]):
-            proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-            if proc.returncode != 0:
-                raise InputError(f"cannot install the cached wheel {wheel.name} into a scratch venv: "
-                                 f"{(proc.stderr.strip().splitlines() or ['?'])[-1][:200]}")
+        try:
+            venv = TargetEnv.from_python(self.cfg.get("python") or sys.executable).overlay(scratch / "venv")
+        except EnvError as exc:
+            raise InputError(f"cannot make a scratch venv for the cached wheel {wheel.name}: {exc}") from None
+        # --ignore-installed: the same version seen through the overlay (two builds both
+        # called 3.6.0, or the session's own Triton) must not skip it
+        proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv.python), "install", "-q",
+                               "--no-deps", "--no-index", "--ignore-installed", str(wheel)],
+                              capture_output=True, text=True, check=False)  # fmt: skip
+        if proc.returncode != 0:
+            raise InputError(f"cannot install the cached wheel {wheel.name} into a scratch venv: "
+                             f"{(proc.stderr.strip().splitlines() or ['?'])[-1][:200]}")
         env = clean_env()
         env.update(self.settings.env)
         env["TRITONBISECT_COMMIT"] = commit
-        return str(venv / "bin" / "python"), env, scratch
+        return str(venv.python), env, scratch
 
 
 def builds_for(session: Session, phase: Any) -> CommandBuild | WheelBuild:
