@@ -80,3 +80,23 @@ def test_a_reference_must_name_a_module_and_an_attribute() -> None:
         resolve("tritonbisect.core.no_such_module:x")
     with pytest.raises(AttributeError):
         resolve("tritonbisect.core.refs:no_such_attr")
+
+
+def test_every_workflow_resolves_to_its_continuation() -> None:
+    from tritonbisect.domains.llvm import descent, pairs
+    from tritonbisect.domains.torch import nightly_workflow
+    from tritonbisect.session.workflows import WORKFLOWS, continuation
+
+    # the names the commands store in session.json are the table's
+    assert {descent.WORKFLOW, pairs.WORKFLOW, nightly_workflow.WORKFLOW} == set(WORKFLOWS)
+    assert continuation(descent.WORKFLOW) is descent.continue_after_triton
+    assert continuation(pairs.WORKFLOW) is pairs.report_first_bad_pair
+    assert continuation(nightly_workflow.WORKFLOW) is nightly_workflow.continue_after_torch_nightlies
+
+
+def test_an_unknown_workflow_is_one_clear_error() -> None:
+    from tritonbisect.core.errors import InputError
+    from tritonbisect.session.workflows import continuation
+
+    with pytest.raises(InputError, match="session uses unknown workflow 'nope'"):
+        continuation("nope")

@@ -13,11 +13,6 @@ from typing import Any
 
 import click
 
-import tritonbisect.domains.llvm.descent  # noqa: F401
-
-# registered at start-up so that `resume` finds them: the "triton-llvm" (descent) and
-# "pairs" workflows
-import tritonbisect.domains.llvm.pairs  # noqa: F401
 from tritonbisect.commands.options import bisect_settings, common_bisect_options
 from tritonbisect.core.errors import InputError
 
@@ -302,7 +297,7 @@ def torch_cmd(torch_dir: Path, good: str, bad: str, triton_dir: Path | None, use
     if not wheel_index:
         _start(settings, [bisector.phase()])
         return
-    from tritonbisect.domains.llvm.descent import TORCH_NIGHTLIES
+    from tritonbisect.domains.torch.nightly_workflow import WORKFLOW as TORCH_NIGHTLIES
 
     phases = [bisector.phase()]
     if wheels_mode != "off":
