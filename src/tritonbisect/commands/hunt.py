@@ -23,9 +23,19 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from tritonbisect.commands.domains import _build, _build_options, _llvm_config, _llvm_options, _test
+from tritonbisect.commands.launch import resolve_test
 from tritonbisect.commands.options import BisectSettings, bisect_settings, common_bisect_options
 from tritonbisect.core.errors import InputError
+from tritonbisect.domains.llvm.llvm_options import (
+    LLVM_OPTION_NAMES,
+    llvm_config_from_options,
+    llvm_options,
+)
+from tritonbisect.domains.triton.triton_options import (
+    BUILD_OPTION_NAMES,
+    build_from_options,
+    build_options,
+)
 
 _dir = click.Path(file_okay=False, path_type=Path)
 _file = click.Path(dir_okay=False, path_type=Path)
@@ -47,8 +57,8 @@ class TargetFactory:
     create: Callable[[dict[str, Any], BisectSettings], Any]  # -> HuntTarget (test set later)
 
 
-_BUILD = frozenset({"python", "venv", "debug", "max_jobs", "triton_build_type", "clang_lld"})
-_LLVM = frozenset({"llvm_assertions", "llvm_build_type", "llvm_targets", "backends", "compiler"})
+_BUILD = BUILD_OPTION_NAMES
+_LLVM = LLVM_OPTION_NAMES
 
 
 def _command_target(kw: dict[str, Any], settings: BisectSettings):
@@ -61,7 +71,7 @@ def _triton_target(kw: dict[str, Any], settings: BisectSettings):
     from tritonbisect.hunt.targets import TritonTarget, TritonTargetConfig
 
     config = TritonTargetConfig(
-        build=_build(kw), llvm_dir=kw.get("llvm_dir"), llvm=_llvm_config(kw),
+        build=build_from_options(kw), llvm_dir=kw.get("llvm_dir"), llvm=llvm_config_from_options(kw),
         compat_map=kw.get("compat_map"), descend=not kw.get("no_descend_llvm"),
     )
     return TritonTarget(kw["triton_dir"], {}, config, first_parent=settings.first_parent)
@@ -72,7 +82,7 @@ def _torch_target(kw: dict[str, Any], settings: BisectSettings):
     from tritonbisect.hunt.targets import TorchTarget
 
     return TorchTarget(
-        kw["torch_dir"], {}, build=_build(kw), triton_dir=kw.get("triton_dir"),
+        kw["torch_dir"], {}, build=build_from_options(kw), triton_dir=kw.get("triton_dir"),
         use=parse_use_flags(kw.get("use") or ()), llvm_dir=kw.get("llvm_dir"),
         first_parent=settings.first_parent,
     )
@@ -170,8 +180,8 @@ def bisect_argv(command: str, args: list[tuple[str, list[str]]], good: str, bad:
 @click.option("--compat-map", type=_file, help="Triton bisector: commits.csv for the LLVM descent.")
 @click.option("--no-descend-llvm", is_flag=True, help="Triton bisector: stop at a culprit that bumps LLVM.")
 @click.option("--use", "use", multiple=True, metavar="FLAG=VAL", help="PyTorch bisector: a USE_* build flag (repeatable).")
-@_build_options
-@_llvm_options
+@build_options
+@llvm_options
 @common_bisect_options
 @click.pass_context
 def hunt_cmd(ctx: click.Context, state_path: Path, bad: str | None, good: str | None, confirm: int,
@@ -211,7 +221,7 @@ def hunt_cmd(ctx: click.Context, state_path: Path, bad: str | None, good: str | 
         spec = settings.test_spec(out_dir=hunt_dir / "oracle")
         target.test = spec.to_dict()
     else:
-        target.test = _test(settings, target.history, head)
+        target.test = resolve_test(settings, target.history, head)
     record_command = target.test.get("record_command")
     args = given_args(ctx)
 
