@@ -100,3 +100,20 @@ def test_an_unknown_workflow_is_one_clear_error() -> None:
 
     with pytest.raises(InputError, match="session uses unknown workflow 'nope'"):
         continuation("nope")
+
+
+def test_every_hunt_target_resolves_and_takes_only_options_of_the_hunt() -> None:
+    from tritonbisect.commands.hunt import hunt_cmd
+    from tritonbisect.hunt.target_table import HUNT_TARGETS, hunt_targets
+    from tritonbisect.hunt.targets import TargetFactory
+
+    factories = hunt_targets()
+    assert len(factories) == len(HUNT_TARGETS)
+    assert all(isinstance(f, TargetFactory) for f in factories)
+    assert [f.kind for f in factories] == ["torch", "triton", "command"]
+    hunt_options = {p.name for p in hunt_cmd.params}
+    for factory in factories:
+        assert factory.options <= hunt_options, factory.kind
+    # the last one is the fallback: a hunt always has a bisector
+    assert factories[-1].chooses({})
+    assert [f.kind for f in factories if f.chooses({"triton_dir": "t", "torch_dir": "p"})][0] == "torch"
