@@ -15,8 +15,8 @@ from tritonbisect.domains.triton.nightlies import (
     commit_label,
     nightly_commits,
     nightly_phase,
-    step_source,
 )
+from tritonbisect.reports.published_steps import step_source
 from tritonbisect.session.phase_run import candidates_of
 
 ENV = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "T",

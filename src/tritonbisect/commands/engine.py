@@ -62,7 +62,7 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
     if session.extra.get("hint"):  # --prefer-pass / --prefer-files: what it weighed, what came of it
         out["hint"] = session.extra["hint"]
     if session.extra.get("wheels_mode") is not None:  # triton --wheel-index: installs vs builds
-        from tritonbisect.domains.triton.nightlies import wheels_summary
+        from tritonbisect.reports.published_steps import wheels_summary
 
         summary = wheels_summary(session)
         if summary is not None:
@@ -208,7 +208,7 @@ def summary(session: Any, result: Any) -> str:
         lines.extend(summary_lines(session))
     c = session.counters()
     if session.extra.get("wheels_mode") is not None:
-        from tritonbisect.domains.triton.nightlies import summary_line
+        from tritonbisect.reports.published_steps import summary_line
 
         lines.append(summary_line(session))
     lines.append(

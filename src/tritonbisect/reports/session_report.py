@@ -221,7 +221,7 @@ def render_markdown(session: Session) -> str:
     out.append(f"- **Environment:** {environment_line(session.extra.get('environment'))}")
     scrub = PathScrubber(workdir=session.settings.workdir, cwd=session.cwd)
     if session.extra.get("wheels_mode") is not None:  # triton --wheel-index
-        from tritonbisect.domains.triton.nightlies import summary_line
+        from tritonbisect.reports.published_steps import summary_line
 
         out.append("")
         out.append(f"- **Published wheels:** {summary_line(session)}")

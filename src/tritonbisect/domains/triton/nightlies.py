@@ -6,7 +6,7 @@ some inside good..bad, the session first runs a "nightlies" phase over those com
 local labels as text, not by date); then, with --wheels auto, a "triton" phase builds from
 source only inside the bracket it leaves: the last good nightly (or good) .. the first bad
 nightly (or bad). Both phases use the "triton" recipe, whose config maps the commits that
-have a wheel to it (build/published.install_published).
+have a wheel to it (builds/published.py, install_published).
 
 `tritonbisect torch --wheel-index` runs the same two phases with the "torch" recipe. PyTorch
 nightlies (`2.10.0.dev20251101+cpu`) name no commit in their version: the commit is the
@@ -30,9 +30,10 @@ from tritonbisect.builds.install_check import git_label
 from tritonbisect.builds.wheel_index import WheelFile
 from tritonbisect.core.errors import InputError
 from tritonbisect.domains.torch.wheel_version import dev_date
+from tritonbisect.reports.published_steps import NIGHTLIES_PHASE as PHASE
+from tritonbisect.reports.published_steps import wheel_version
 from tritonbisect.session.phases import PhaseSpec
 
-PHASE = "nightlies"
 MODES = ("auto", "only", "off")
 
 
@@ -188,7 +189,7 @@ def continue_after_nightlies(session: Any, last: Any) -> bool:
     lo = cands[i - 1] if i > 0 else spec.good
     mode = session.extra.get("wheels_mode", "auto")
     click.echo(f"nightlies: last good {lo[:12]}, first bad {last.culprit[:12]} "
-               f"({_wheel_version(spec, lo)} .. {_wheel_version(spec, last.culprit)})", err=True)
+               f"({wheel_version(spec, lo)} .. {wheel_version(spec, last.culprit)})", err=True)
     if mode == "only":
         click.echo("--wheels only: not building inside the bracket; to do it: tritonbisect "
                    f"{spec.recipe_name} --good {lo[:12]} --bad {last.culprit[:12]} --test ...", err=True)
@@ -198,79 +199,3 @@ def continue_after_nightlies(session: Any, last: Any) -> bool:
         recipe_config=spec.recipe_config, first_parent=spec.first_parent))
     click.echo(f"building from source inside the bracket {lo[:12]}..{last.culprit[:12]}", err=True)
     return True
-
-
-def _wheel_version(spec: PhaseSpec, commit: str) -> str:
-    entry = (spec.recipe_config.get("wheels") or {}).get(commit)
-    return entry["version"] if entry else "no wheel"
-
-
-def step_source(rec: Mapping[str, Any]) -> str:
-    """How a journaled step got its artifact: "install" (a published wheel), "build" (a
-    source build), "cached" (a build already in the cache) or "none" (no build stage)."""
-    build = rec.get("build") or {}
-    if build.get("published"):
-        return "install"
-    if build.get("cached"):
-        return "cached"
-    if build.get("performed", bool(build.get("log"))):
-        return "build"
-    return "none"
-
-
-def wheels_summary(session: Any) -> dict[str, Any] | None:
-    """The JSON/report block of a `--wheel-index` session: the nightlies' bracket, the count
-    of installs and of source builds, and each step's source (install, build or cached)."""
-    phases = session.phases()
-    nightly = next((p for p in phases if p.spec.name == PHASE), None)
-    if nightly is None and "wheels_mode" not in session.extra:
-        return None
-    records = [r for r in session.records() if r.get("role") not in ("mark", "undo")]
-    wheels: dict[str, Any] = {}
-    for p in phases:
-        wheels.update(p.spec.recipe_config.get("wheels") or {})
-    steps = [{"phase": r.get("phase"), "role": r.get("role"), "commit": r.get("commit"),
-              "source": step_source(r), "verdict": r.get("verdict"),
-              **({"version": wheels[r["commit"]]["version"]} if r.get("commit") in wheels else {})}
-             for r in records]
-    out: dict[str, Any] = {
-        "mode": session.extra.get("wheels_mode", "auto"),
-        "nightlies": len(wheels),
-        "installs": sum(1 for s in steps if s["source"] == "install"),
-        "source_builds": sum(1 for s in steps if s["source"] == "build"),
-        "cached_builds": sum(1 for s in steps if s["source"] == "cached"),
-        "steps": steps,
-    }
-    if nightly is not None and nightly.status == "found" and nightly.culprit:
-        cands = list(nightly.spec.candidates or [])
-        i = cands.index(nightly.culprit) if nightly.culprit in cands else 0
-        lo = cands[i - 1] if i > 0 else nightly.spec.good
-        out["bracket"] = {
-            "good": lo, "bad": nightly.culprit,
-            "good_version": _wheel_version(nightly.spec, lo),
-            "bad_version": _wheel_version(nightly.spec, nightly.culprit),
-            "commits": _bracket_size(nightly.spec.repo, lo, nightly.culprit),
-        }
-    return out
-
-
-def _bracket_size(repo: Path, good: str, bad: str) -> int | None:
-    import subprocess
-
-    proc = subprocess.run(["git", "-C", str(repo), "rev-list", "--count", f"{good}..{bad}"],
-                          capture_output=True, text=True)
-    return int(proc.stdout.strip()) if proc.returncode == 0 and proc.stdout.strip() else None
-
-
-def summary_line(session: Any) -> str:
-    """One line: installs, source builds and the nightlies' bracket."""
-    s = wheels_summary(session)
-    if s is None:
-        return ""
-    line = (f"--wheels {s['mode']}: {s['installs']} installs of published wheels, "
-            f"{s['source_builds']} source builds ({s['nightlies']} commits with a nightly)")
-    b = s.get("bracket")
-    if b:
-        line += (f"; nightlies' bracket {b['good'][:12]} ({b['good_version']}) .. "
-                 f"{b['bad'][:12]} ({b['bad_version']}), {b['commits']} commits")
-    return line
