@@ -1,10 +1,12 @@
 """The commands of `tritonbisect`: where each lives and its one-line help (see the package's
-docstring for why the root knows them only by name)."""
+docstring for why the root knows them only by name). A domain's commands live in its
+`domains/<name>/command.py`."""
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from tritonbisect.core.refs import resolve
 
 if TYPE_CHECKING:  # pragma: no cover
     import click
@@ -47,8 +49,7 @@ def load_command(name: str) -> click.Command:
     """Import the command `name` of COMMANDS."""
     import click
 
-    module, _, attr = COMMANDS[name][0].partition(":")
-    command = getattr(import_module(module), attr)
+    command = resolve(COMMANDS[name][0])
     if not isinstance(command, click.Command):  # pragma: no cover - a wrong table entry
         raise TypeError(f"{COMMANDS[name][0]} is not a click command")
     return command
