@@ -104,7 +104,7 @@ def execute(session: Any, *, json_out: bool = False, ui: Any = None) -> NoReturn
 
 
 def narrow_after(session: Any, result: Any, *, quiet: bool) -> dict[str, Any] | None:
-    """--narrow (issue 14): name the compiler pass the culprit changed; a failure is a note."""
+    """--narrow: name the compiler pass the culprit changed; a failure is a note."""
     if not getattr(session.settings, "narrow", False) or result.status != "found":
         return None
     from tritonbisect.commands.narrow import echo_narrowing

@@ -155,7 +155,7 @@ def report_data(session: Session) -> dict[str, Any]:
         "command": reproduce_command(session),
         "phases": phases,
         "revert": session.extra.get("revert"),  # --verify-revert: each culprit's revert verdict
-        "narrow": session.extra.get("narrow"),  # `narrow` / --narrow (issue 14): where in the compiler
+        "narrow": session.extra.get("narrow"),  # `narrow` / --narrow: where in the compiler
         "reduce": session.extra.get("reduce"),  # `reduce --session` / --reduce: the reduced kernel
     }
 

@@ -21,7 +21,7 @@ from tritonbisect.domains.triton.triton_options import build_from_options, build
 _dir = click.Path(file_okay=False, path_type=Path)
 _file = click.Path(dir_okay=False, path_type=Path)
 
-# build/wheel_feeds.FEEDS' nightly feeds, named here without importing it (--help stays light)
+# builds/wheel_feeds.py's FEEDS, the nightly ones, named here without importing it (--help stays light)
 NIGHTLY_FEEDS = ("triton-nightly", "pytorch-nightly")
 
 

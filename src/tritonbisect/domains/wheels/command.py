@@ -20,7 +20,7 @@ from tritonbisect.core.errors import InputError
 from tritonbisect.domains.wheels.target_python import target_platform, target_python
 
 _dir = click.Path(file_okay=False, path_type=Path)
-FEED_NAMES = ("pypi", "triton-nightly", "pytorch-nightly")  # build/wheel_feeds.FEEDS, without importing it
+FEED_NAMES = ("pypi", "triton-nightly", "pytorch-nightly")  # builds/wheel_feeds.py FEEDS, without importing it
 
 
 @click.command("wheels")
