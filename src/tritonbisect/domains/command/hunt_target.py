@@ -37,5 +37,5 @@ def _create(kw: dict[str, Any], settings: BisectSettings) -> CommandTarget:
     return CommandTarget(kw.get("repo") or Path("."), kw.get("build_cmd"), {}, first_parent=settings.first_parent)
 
 
-# chosen when no other bisector is
+# it takes any options: hunt/target_table.py tries it last
 HUNT_TARGET = TargetFactory("command", lambda kw: True, frozenset({"repo", "build_cmd"}), _create)

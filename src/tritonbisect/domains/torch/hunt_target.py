@@ -47,7 +47,8 @@ def _create(kw: dict[str, Any], settings: BisectSettings) -> TorchTarget:
     )
 
 
-# before triton: with --torch-dir, --triton-dir is the source of the pinned Triton commits
+# --triton-dir goes with it too (the source of the pinned Triton commits): hunt/target_table.py
+# tries this target before Triton's
 HUNT_TARGET = TargetFactory(
     "torch", lambda kw: kw.get("torch_dir") is not None,
     frozenset({"torch_dir", "triton_dir", "use", "llvm_dir"}) | BUILD_OPTION_NAMES, _create,
