@@ -15,16 +15,18 @@ import click
 import pytest
 
 import tritonbisect.commands
+import tritonbisect.domains
 from engine_repo import env_for, git, linear
 from tritonbisect.cli import COMMANDS, load_command
 from tritonbisect.commands.help_sections import COMMAND_SECTIONS
 
-# What `--help` and `step` must not import: the command modules (other than step's own),
-# GitPython, rich, the LLM client and tenacity.
+# What `--help` and `step` must not import: the command modules (other than step's own), the
+# domains (but the command recipe step runs), GitPython, rich, the LLM client and tenacity.
 HEAVY = ("git", "rich", "anthropic", "tenacity", "tritonbisect.session.session",
          "tritonbisect.core.history")
 STEP_MODULES = {"tritonbisect.commands", "tritonbisect.commands.step",
-                "tritonbisect.core.step_args"}
+                "tritonbisect.core.step_args", "tritonbisect.domains",
+                "tritonbisect.domains.command", "tritonbisect.domains.command.recipe"}
 
 PROBE = """
 import json, sys
@@ -32,7 +34,7 @@ from tritonbisect.cli import main
 code = main(sys.argv[2:])
 heavy = sorted(m for m in sys.modules
                if m.split(".")[0] in {"git", "rich", "anthropic", "tenacity", "click"}
-               or m.startswith("tritonbisect.commands") or m.startswith("tritonbisect.bisect.")
+               or m.startswith(("tritonbisect.commands", "tritonbisect.domains"))
                or m.startswith("tritonbisect.builds."))
 with open(sys.argv[1], "w") as out:
     json.dump({"code": code, "modules": heavy}, out)
@@ -51,7 +53,7 @@ def _probe(args: list[str], tmp_path: Path, cwd: Path) -> tuple[dict, subprocess
 
 def _heavy(modules: list[str]) -> list[str]:
     return [m for m in modules if m.split(".")[0] in HEAVY or m in HEAVY
-            or (m.startswith("tritonbisect.commands") and m not in STEP_MODULES)]
+            or (m.startswith(("tritonbisect.commands", "tritonbisect.domains")) and m not in STEP_MODULES)]
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
@@ -63,12 +65,23 @@ def test_table_entry_matches_the_command(name: str) -> None:
     assert COMMANDS[name][1] == command.get_short_help_str(limit=10**6)
 
 
+def _command_modules() -> list[str]:
+    """The modules of `commands`, and the `command` module of each domain."""
+    modules = [f"tritonbisect.commands.{m.name}"
+               for m in pkgutil.iter_modules(tritonbisect.commands.__path__)]
+    for domain in pkgutil.iter_modules(tritonbisect.domains.__path__):
+        package = import_module(f"tritonbisect.domains.{domain.name}")
+        if any(m.name == "command" for m in pkgutil.iter_modules(package.__path__)):
+            modules.append(f"tritonbisect.domains.{domain.name}.command")
+    return modules
+
+
 def test_every_command_module_is_in_the_table() -> None:
     """A command added to a module's COMMANDS list but not to the table would be unreachable."""
     seen = set()
-    modules = [f"tritonbisect.commands.{m.name}"
-               for m in pkgutil.iter_modules(tritonbisect.commands.__path__)]
-    for module_name in [*modules, "tritonbisect.commands.artifact_cache"]:
+    modules = _command_modules()
+    assert {"tritonbisect.domains.triton.command", "tritonbisect.domains.wheels.command"} <= set(modules)
+    for module_name in modules:
         for command in getattr(import_module(module_name), "COMMANDS", []):
             assert command.name in COMMANDS, f"{command.name} ({module_name}) is not in cli.COMMANDS"
             assert load_command(command.name) is command
@@ -86,9 +99,9 @@ def test_help_lists_every_command_without_importing_them(tmp_path: Path) -> None
     assert headings == [title for title, _ in COMMAND_SECTIONS]
     assert listed == [name for _, names in COMMAND_SECTIONS for name in names]
     assert sorted(listed) == sorted(COMMANDS)
-    # click and the help sections' tables, and not one command module, nor the bisect core
-    tables = {"tritonbisect.commands", "tritonbisect.commands.help_sections"}
-    assert [m for m in got["modules"] if m.split(".")[0] != "click" and m not in tables] == []
+    # click and the sections' layout (click alone), not one command module, nor the bisect core
+    layout = {"tritonbisect.commands", "tritonbisect.commands.help_sections"}
+    assert [m for m in got["modules"] if m.split(".")[0] != "click" and m not in layout] == []
     assert "Find the commit that broke a Triton kernel" in proc.stdout
 
 
@@ -96,7 +109,7 @@ def test_one_command_help_imports_only_that_command(tmp_path: Path) -> None:
     got, proc = _probe(["status", "--help"], tmp_path, tmp_path)
     assert got["code"] == 0 and "Show where a session stands" in proc.stdout
     assert "tritonbisect.commands.engine" in got["modules"]
-    assert "tritonbisect.commands.domains" not in got["modules"]
+    assert not [m for m in got["modules"] if m.startswith("tritonbisect.domains.")]
     assert not [m for m in got["modules"] if m.split(".")[0] in HEAVY]
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from engine_repo import BUILD, TEST, linear
 from tritonbisect.builds.recipes import TestSpec as Spec
@@ -10,7 +13,8 @@ from tritonbisect.commands.options import bisect_settings
 from tritonbisect.domains.command.recipe import CommandRecipe
 from tritonbisect.reports.session_report import render_json, render_markdown
 from tritonbisect.session.observer import NullUI
-from tritonbisect.session.session import PhaseSpec, Session, drive, register_workflow
+from tritonbisect.session.session import PhaseSpec, Session, drive
+from tritonbisect.session.workflows import WORKFLOWS
 
 
 def _spec(name: str, repo: Path, good: str, bad: str) -> PhaseSpec:
@@ -18,26 +22,32 @@ def _spec(name: str, repo: Path, good: str, bad: str) -> PhaseSpec:
     return PhaseSpec(name, repo, good, bad, recipe.name, recipe.config())
 
 
-def test_workflow_appends_a_phase_and_the_report_has_a_section_per_phase(tmp_path: Path) -> None:
+def descend(session: Session, result: Any) -> bool:
+    """A workflow's continuation: after the "outer" phase, bisect the repository that
+    session.extra names (as the LLVM descent keeps its plan there)."""
+    session.extra.setdefault("calls", []).append(result.status)
+    if result.phase == "outer" and result.status == "found":
+        inner = session.extra["inner"]
+        session.append_phase(_spec("inner", Path(inner["repo"]), inner["good"], inner["bad"]))
+        return True
+    return False
+
+
+def test_workflow_appends_a_phase_and_the_report_has_a_section_per_phase(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     outer = linear(tmp_path / "outer", 10, culprit=4)
     inner = linear(tmp_path / "inner", 20, culprit=13)
-    calls = []
-
-    def descend(session: Session, result) -> bool:
-        calls.append(result.status)
-        if result.phase == "outer" and result.status == "found":
-            session.append_phase(_spec("inner", tmp_path / "inner", inner[0], inner[-1]))
-            return True
-        return False
-
-    register_workflow("test-descent", descend)
+    # a workflow of the test's own, in the table as the session finds every workflow
+    monkeypatch.setitem(WORKFLOWS, "test-descent", f"{__name__}:descend")
     settings = bisect_settings(workdir=str(tmp_path / "work"), test=TEST)
     session = Session.create(
         settings.workdir, settings, [_spec("outer", tmp_path / "outer", outer[0], outer[-1])],
         workflow="test-descent", argv=["run", "--example"],
     )
+    session.extra["inner"] = {"repo": str(tmp_path / "inner"), "good": inner[0], "bad": inner[-1]}
+    session.save()
     result = drive(session, NullUI())
-    assert calls == ["found", "found"]
+    assert session.extra["calls"] == ["found", "found"]
     assert result.phase == "inner" and result.culprit == inner[13]
     phases = Session.open(tmp_path / "work", session.id).phases()
     assert [(p.spec.name, p.status, p.culprit) for p in phases] == [

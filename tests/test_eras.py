@@ -235,17 +235,18 @@ def test_jobs_are_divided_among_workers_and_options_reach_the_build():
     with pytest.raises(ValueError, match="unknown Triton build type"):
         TritonConfig(build_type="Fast")
     # from the command line's options to the recipe's build environment
-    from tritonbisect.commands.domains import _build, _llvm_config
+    from tritonbisect.domains.llvm.llvm_options import llvm_config_from_options
     from tritonbisect.domains.triton.recipe import TritonRecipe
+    from tritonbisect.domains.triton.triton_options import build_from_options
 
-    config = _build({"triton_build_type": "TritonRelBuildWithAsserts", "clang_lld": True}).recipe_config({"command": "true"})
+    config = build_from_options({"triton_build_type": "TritonRelBuildWithAsserts", "clang_lld": True}).recipe_config({"command": "true"})
     env = TritonRecipe(config).triton_config.env(workers=2)
     assert env["TRITON_REL_BUILD_WITH_ASSERTS"] == "1" and env["TRITON_BUILD_WITH_CLANG_LLD"] == "true"
-    assert _llvm_config({"backends": "nvidia"})["targets"] == ["host", "NVPTX"]
-    assert _llvm_config({})["targets"] == ["host", "NVPTX", "AMDGPU"] and _llvm_config({})["assertions"]
-    assert not _llvm_config({"llvm_assertions": False})["assertions"]
+    assert llvm_config_from_options({"backends": "nvidia"})["targets"] == ["host", "NVPTX"]
+    assert llvm_config_from_options({})["targets"] == ["host", "NVPTX", "AMDGPU"] and llvm_config_from_options({})["assertions"]
+    assert not llvm_config_from_options({"llvm_assertions": False})["assertions"]
     with pytest.raises(InputError, match="give one"):
-        _llvm_config({"backends": "amd", "llvm_targets": "X86"})
+        llvm_config_from_options({"backends": "amd", "llvm_targets": "X86"})
 
 
 # --- build requirements and PyTorch's pins -----------------------------------------------

@@ -16,7 +16,7 @@ from tritonbisect.domains.triton.nightlies import (
     nightly_commits,
     nightly_phase,
 )
-from tritonbisect.reports.published_wheels import step_source
+from tritonbisect.reports.published_steps import step_source
 from tritonbisect.session.phase_run import candidates_of
 
 ENV = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "T",

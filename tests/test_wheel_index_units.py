@@ -189,8 +189,8 @@ def test_nearest_versions():
 
 def test_the_cli_names_every_feed():
     from tritonbisect.builds.wheel_feeds import FEEDS, feed_named
-    from tritonbisect.commands.domains import NIGHTLY_FEEDS
-    from tritonbisect.commands.wheels import FEED_NAMES
+    from tritonbisect.domains.triton.command import NIGHTLY_FEEDS
+    from tritonbisect.domains.wheels.command import FEED_NAMES
 
     assert set(FEED_NAMES) == set(FEEDS) and set(NIGHTLY_FEEDS) == set(FEEDS) - {"pypi"}
     assert {"triton", "triton-rocm", "triton-xpu", "pytorch-triton"} <= set(feed_named("pytorch-nightly").packages)

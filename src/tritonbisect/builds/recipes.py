@@ -1,14 +1,13 @@
 """How a commit becomes something testable: the Recipe protocol shared by every domain.
 
-The engine (`bisect.runner`) drives a recipe per step in a worker's own worktree:
+The step runner (`executors.runner`) drives a recipe per step in a worker's own worktree:
 
     prepared = recipe.prepare(commit, ctx)      # build (or fetch from cache) and install
     run = recipe.test(commit, ctx)              # run the test once (repeated for --repeat)
 
-Concrete recipes: `CommandRecipe` (the user's own build/test commands, below), and the
-Triton, LLVM and PyTorch recipes in their own modules (`triton_recipe.py`, `llvm_recipe.py`,
-`torch_recipe.py`), registered by name in `RECIPE_FACTORIES` so that `resume` can rebuild a
-recipe from the config saved in session.json.
+Concrete recipes live with their domains (`domains/<name>/recipe.py`) and are listed by
+name in `builds.recipe_table.RECIPES`, from which `recipe_from_config` rebuilds a recipe
+saved in session.json (`resume`, a Ray node, the revert check).
 """
 
 from __future__ import annotations
@@ -19,8 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from tritonbisect.builds.recipe_table import RECIPES
+from tritonbisect.core.errors import InputError
 from tritonbisect.core.outcome import Kind
 from tritonbisect.core.process import CancelToken
+from tritonbisect.core.refs import resolve
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,7 @@ class Recipe(Protocol):
     name: str
 
     def config(self) -> dict[str, Any]:
-        """JSON-able config; `RECIPE_FACTORIES[name](config)` must rebuild an equal recipe."""
+        """JSON-able config; `recipe_from_config(name, config)` must rebuild an equal recipe."""
 
     def prepare(self, commit: str, ctx: StepContext) -> PrepareResult:
         """Build (or take from cache) and install `commit`, whose tree is in ctx.worktree."""
@@ -125,32 +127,16 @@ class Recipe(Protocol):
 
 
 RecipeFactory = Callable[[Mapping[str, Any]], Recipe]
-RECIPE_FACTORIES: dict[str, RecipeFactory] = {}
-
-
-def register_recipe(name: str, factory: RecipeFactory) -> None:
-    RECIPE_FACTORIES[name] = factory
 
 
 def recipe_from_config(name: str, config: Mapping[str, Any]) -> Recipe:
-    """Rebuild a recipe saved in a session (used by `resume`)."""
-    _load_builtin_recipes()
+    """Rebuild a recipe saved in a session, importing only its own module."""
     try:
-        factory = RECIPE_FACTORIES[name]
+        ref = RECIPES[name]
     except KeyError:
-        from tritonbisect.core.errors import InputError
-
         raise InputError(f"session uses unknown recipe {name!r}; is this tritonbisect too old?") from None
+    factory: RecipeFactory = resolve(ref)
     return factory(config)
-
-
-def _load_builtin_recipes() -> None:
-    """Import the modules that register recipes (they may not all exist in every build)."""
-    import importlib
-
-    for module in ("domains.command.recipe", "domains.triton.recipe", "domains.llvm.triton_recipe",
-                   "domains.llvm.recipe", "domains.torch.recipe", "domains.wheels.recipe", "builds.revert_recipe"):
-        importlib.import_module(f"tritonbisect.{module}")
 
 
 def test_spec_of(recipe: object) -> TestSpec | None:

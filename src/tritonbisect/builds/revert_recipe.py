@@ -1,4 +1,4 @@
-"""A commit with earlier culprits reverted, as a recipe (registered as "revert").
+"""A commit with earlier culprits reverted, as a recipe ("revert" in builds/recipe_table.py).
 
 `RevertRecipe(inner, reverts)` tests commit X as X with every commit of `reverts` undone
 (`git revert --no-commit`, newest first; a merge against its first parent). The reverted
@@ -27,7 +27,6 @@ from tritonbisect.builds.recipes import (
     StepContext,
     TestRun,
     recipe_from_config,
-    register_recipe,
 )
 from tritonbisect.core.outcome import Kind
 
@@ -150,6 +149,3 @@ class RevertRecipe:
     def test(self, commit: str, ctx: StepContext, *, record: bool = False) -> TestRun:
         reverted = self._built.get((commit, str(ctx.worktree)), commit)
         return self.inner.test(reverted, ctx, record=record)
-
-
-register_recipe(NAME, RevertRecipe.from_config)

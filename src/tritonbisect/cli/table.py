@@ -1,27 +1,29 @@
 """The commands of `tritonbisect`: where each lives and its one-line help (see the package's
-docstring for why the root knows them only by name)."""
+docstring for why the root knows them only by name). A domain's commands live in its
+`domains/<name>/command.py`."""
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from tritonbisect.core.refs import resolve
 
 if TYPE_CHECKING:  # pragma: no cover
     import click
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # engine
-    "run": ("tritonbisect.commands.engine:run_cmd", "Bisect REPO between GOOD and BAD with your own build and test commands."),
+    "run": ("tritonbisect.domains.command.command:run_cmd", "Bisect REPO between GOOD and BAD with your own build and test commands."),
     "step": ("tritonbisect.commands.step_cli:step_cmd", "Build and test the current checkout once, for `git bisect run`."),
     "resume": ("tritonbisect.commands.engine:resume_cmd", "Continue an interrupted session (the latest when SESSION is omitted)."),
     "status": ("tritonbisect.commands.engine:status_cmd", "Show where a session stands (the latest when SESSION is omitted)."),
     "report": ("tritonbisect.commands.engine:report_cmd", "A report of a session: Markdown for a GitHub issue, or JSON."),
     "demo": ("tritonbisect.commands.engine:demo_cmd", "Bisect an embedded sample repository: a planted crash, a cluster that does not build."),
     # domains
-    "triton": ("tritonbisect.commands.domains:triton_cmd", "Bisect Triton; a culprit that bumps LLVM is followed into llvm-project."),
-    "llvm": ("tritonbisect.commands.domains:llvm_cmd", "Bisect llvm-project, building at each LLVM commit a Triton that builds against it."),
-    "torch": ("tritonbisect.commands.domains:torch_cmd", "Bisect PyTorch, with the Triton each commit pins."),
-    "pairs": ("tritonbisect.commands.domains:pairs_cmd", "Binary search over the map's (Triton, LLVM) pairs: the first bad pair."),
+    "triton": ("tritonbisect.domains.triton.command:triton_cmd", "Bisect Triton; a culprit that bumps LLVM is followed into llvm-project."),
+    "llvm": ("tritonbisect.domains.llvm.command:llvm_cmd", "Bisect llvm-project, building at each LLVM commit a Triton that builds against it."),
+    "torch": ("tritonbisect.domains.torch.command:torch_cmd", "Bisect PyTorch, with the Triton each commit pins."),
+    "pairs": ("tritonbisect.domains.llvm.command:pairs_cmd", "Binary search over the map's (Triton, LLVM) pairs: the first bad pair."),
     "cache": ("tritonbisect.commands.artifact_cache:cache_group", "Built artifacts (wheels, LLVM installs) and recorded build failures."),
     # oracle
     "info": ("tritonbisect.commands.oracle:info", "Kernels, launches (id, grid, arguments), compile parameters, Triton version and target of a tritonparse trace (a file, or a folder of files)."),
@@ -37,7 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "log": ("tritonbisect.commands.marks:log_cmd", "The verdicts of a session in `git bisect log` form (`git bisect replay` takes it)."),
     "replay": ("tritonbisect.commands.marks:replay_cmd", "Start a session from a `git bisect log`: its verdicts are kept, the search goes on."),
     # published builds
-    "wheels": ("tritonbisect.commands.wheels:wheels_cmd", "Bisect published versions (releases, nightlies): installs only, no builds."),
+    "wheels": ("tritonbisect.domains.wheels.command:wheels_cmd", "Bisect published versions (releases, nightlies): installs only, no builds."),
     # clean-up
     "clean": ("tritonbisect.commands.clean:clean_cmd", "Remove a session (or --all) with its worktrees, pruned from your repository, and venvs."),
 }
@@ -47,8 +49,7 @@ def load_command(name: str) -> click.Command:
     """Import the command `name` of COMMANDS."""
     import click
 
-    module, _, attr = COMMANDS[name][0].partition(":")
-    command = getattr(import_module(module), attr)
+    command = resolve(COMMANDS[name][0])
     if not isinstance(command, click.Command):  # pragma: no cover - a wrong table entry
         raise TypeError(f"{COMMANDS[name][0]} is not a click command")
     return command

@@ -1,4 +1,5 @@
-"""Engine commands: `run`, `resume`, `status`, `report`, `demo` (`step` is commands/step.py).
+"""Engine commands: `resume`, `status`, `report`, `demo`, and the `execute` every bisecting
+command ends with (`run` is domains/command/command.py, `step` commands/step.py).
 
 Exit codes (README): 0 found, 1 inconclusive, 2 usage/input, 3 endpoints invalid,
 4 aborted, 6 found with low confidence, 130 interrupted. `step` speaks only git bisect's protocol: 0/1/125/128.
@@ -7,7 +8,6 @@ Exit codes (README): 0 found, 1 inconclusive, 2 usage/input, 3 endpoints invalid
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -15,10 +15,8 @@ import click
 
 from tritonbisect.commands.options import (
     bisect_settings,
-    common_bisect_options,
     resolve_workdir,
 )
-from tritonbisect.core.errors import InputError
 
 # --- shared by every bisecting command ---------------------------------------------------
 
@@ -64,7 +62,7 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
     if session.extra.get("hint"):  # --prefer-pass / --prefer-files: what it weighed, what came of it
         out["hint"] = session.extra["hint"]
     if session.extra.get("wheels_mode") is not None:  # triton --wheel-index: installs vs builds
-        from tritonbisect.reports.published_wheels import wheels_summary
+        from tritonbisect.reports.published_steps import wheels_summary
 
         summary = wheels_summary(session)
         if summary is not None:
@@ -106,7 +104,7 @@ def execute(session: Any, *, json_out: bool = False, ui: Any = None) -> NoReturn
 
 
 def narrow_after(session: Any, result: Any, *, quiet: bool) -> dict[str, Any] | None:
-    """--narrow (issue 14): name the compiler pass the culprit changed; a failure is a note."""
+    """--narrow: name the compiler pass the culprit changed; a failure is a note."""
     if not getattr(session.settings, "narrow", False) or result.status != "found":
         return None
     from tritonbisect.commands.narrow import echo_narrowing
@@ -210,76 +208,22 @@ def summary(session: Any, result: Any) -> str:
         lines.extend(summary_lines(session))
     c = session.counters()
     if session.extra.get("wheels_mode") is not None:
-        from tritonbisect.reports.published_wheels import summary_line
+        from tritonbisect.reports.published_steps import summary_line
 
         lines.append(summary_line(session))
     lines.append(
         f"{c['tests']} test runs, {c['builds']} builds; "
         f"full report: tritonbisect report {session.id}"
-        + _workdir_flag(session)
+        + workdir_flag(session)
     )
     return "\n".join(lines)
 
 
-def _workdir_flag(session: Any) -> str:
+def workdir_flag(session: Any) -> str:
+    """` --workdir DIR` when the session lives outside the default workdir, else ""."""
     cmd = session.resume_command()
     i = cmd.find(" --workdir ")
     return cmd[i:] if i >= 0 else ""
-
-
-# --- run ---------------------------------------------------------------------------------
-
-
-@click.command("run")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True, help="The git repository to bisect (never modified).")
-@click.option("--good", required=True, metavar="REV", help="A commit where the test passes.")
-@click.option("--bad", required=True, metavar="REV", help="A later commit where it fails.")
-@click.option("--build", "build_cmd", metavar="CMD", help="Build command (bash), run in each commit's checkout before the test.")
-@click.option("--artifact", metavar="PATH", help="What --build leaves in the checkout (file or folder): cached per commit and restored instead of rebuilt, so a commit built on one Ray node is tested on another.")
-@common_bisect_options
-def run_cmd(repo: Path, good: str, bad: str, build_cmd: str | None, artifact: str | None, **kwargs: Any) -> None:
-    """Bisect REPO between GOOD and BAD with your own build and test commands."""
-    from tritonbisect.core.history import History
-    from tritonbisect.domains.command.recipe import CommandRecipe
-    from tritonbisect.session.session import PhaseSpec, Session, candidates_of
-
-    settings = bisect_settings(**kwargs)
-    if not settings.wants_test:
-        raise InputError("give the test to run: --test CMD (or --repro TRACE --kernel K)")
-    history = History(repo)
-    good_sha = history.resolve(good)
-    bad_sha = history.resolve(bad)
-    candidates_of(history, good_sha, bad_sha, first_parent=settings.first_parent)  # validates
-    spec = settings.test_spec(repo=Path(history.root), bad=bad_sha, history=history)
-    recipe = CommandRecipe(build_cmd, spec, artifact=_artifact_path(artifact, build_cmd))
-    phase = PhaseSpec(
-        name="main",
-        repo=Path(history.root),
-        good=good_sha,
-        bad=bad_sha,
-        recipe_name=recipe.name,
-        recipe_config=recipe.config(),
-        first_parent=settings.first_parent,
-    )
-    from tritonbisect.session.phase_hint import check_hint
-
-    check_hint(settings, [phase])
-    session = Session.create(settings.workdir, settings, [phase], argv=list(sys.argv[1:]))
-    execute(session, json_out=settings.json)
-
-
-def _artifact_path(artifact: str | None, build_cmd: str | None) -> str | None:
-    """--artifact as a clean path inside the checkout."""
-    import posixpath
-
-    if artifact is None:
-        return None
-    if not build_cmd:
-        raise InputError("--artifact names what --build produces; give --build CMD too")
-    norm = posixpath.normpath(artifact.strip())
-    if not artifact.strip() or norm in (".", "") or norm.startswith("../") or norm == ".." or posixpath.isabs(norm):
-        raise InputError(f"--artifact {artifact!r}: give a path inside the checkout, e.g. build/out")
-    return norm
 
 
 # --- resume / status / report ------------------------------------------------------------
@@ -361,7 +305,7 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
     if shown:
         more = f" of {len(records)}" if len(records) > len(shown) else ""
         click.echo(f"  last {len(shown)}{more} journal records (every step: tritonbisect report {session.id}"
-                   f"{_workdir_flag(session)}):")
+                   f"{workdir_flag(session)}):")
     for rec in shown:
         click.echo(f"    {_status_line(rec)}")
     if not running and any(p.status in ("pending", "running", "aborted") for p in session.phases()):
@@ -371,7 +315,7 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
     kept = describe(session, session.dir.parent.parent)
     if kept:
         click.echo("\n".join(kept))
-        click.echo(f"  remove them with: tritonbisect clean {session.id}{_workdir_flag(session)}")
+        click.echo(f"  remove them with: tritonbisect clean {session.id}{workdir_flag(session)}")
 
 
 _STATUS_STEPS = 8  # journal records `status` shows
@@ -474,4 +418,4 @@ def demo_cmd(jobs: int, keep: bool, json_out: bool) -> None:
     raise click.exceptions.Exit(code)
 
 
-COMMANDS: list[click.Command] = [run_cmd, resume_cmd, status_cmd, report_cmd, demo_cmd]
+COMMANDS: list[click.Command] = [resume_cmd, status_cmd, report_cmd, demo_cmd]

@@ -1,6 +1,6 @@
 """`tritonbisect hunt`: one night of CI regression hunting (see `hunt.night`).
 
-Thin: parse the options, pick the bisector (a `HuntTarget` from `TARGETS`), run the night,
+Thin: parse the options, pick the bisector (a `HuntTarget` of hunt/target_table.py), run the night,
 write its outputs, exit with the documented code:
 
     0 nothing new (green, fixed, a known regression, a failure that did not confirm)
@@ -15,17 +15,17 @@ import hashlib
 import json
 import os
 import shlex
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 from click.core import ParameterSource
 
-from tritonbisect.commands.domains import _build, _build_options, _llvm_config, _llvm_options, _test
+from tritonbisect.commands.launch import resolve_test
 from tritonbisect.commands.options import BisectSettings, bisect_settings, common_bisect_options
 from tritonbisect.core.errors import InputError
+from tritonbisect.domains.llvm.llvm_options import llvm_options
+from tritonbisect.domains.triton.triton_options import build_options
 
 _dir = click.Path(file_okay=False, path_type=Path)
 _file = click.Path(dir_okay=False, path_type=Path)
@@ -34,69 +34,18 @@ _file = click.Path(dir_okay=False, path_type=Path)
 HUNT_ONLY = {"state_path", "bad", "good", "confirm", "summary", "issue_body", "github_output", "json_out"}
 
 
-# --- bisectors: what a night tests and how it bisects --------------------------------------
-
-
-@dataclass(frozen=True)
-class TargetFactory:
-    """A bisector of `hunt`: when it is chosen, which hunt options it takes, how it is made."""
-
-    kind: str
-    chooses: Callable[[dict[str, Any]], bool]
-    options: frozenset[str]  # bisector-specific options it accepts (others are refused)
-    create: Callable[[dict[str, Any], BisectSettings], Any]  # -> HuntTarget (test set later)
-
-
-_BUILD = frozenset({"python", "venv", "debug", "max_jobs", "triton_build_type", "clang_lld"})
-_LLVM = frozenset({"llvm_assertions", "llvm_build_type", "llvm_targets", "backends", "compiler"})
-
-
-def _command_target(kw: dict[str, Any], settings: BisectSettings):
-    from tritonbisect.hunt.targets import CommandTarget
-
-    return CommandTarget(kw.get("repo") or Path("."), kw.get("build_cmd"), {}, first_parent=settings.first_parent)
-
-
-def _triton_target(kw: dict[str, Any], settings: BisectSettings):
-    from tritonbisect.hunt.targets import TritonTarget, TritonTargetConfig
-
-    config = TritonTargetConfig(
-        build=_build(kw), llvm_dir=kw.get("llvm_dir"), llvm=_llvm_config(kw),
-        compat_map=kw.get("compat_map"), descend=not kw.get("no_descend_llvm"),
-    )
-    return TritonTarget(kw["triton_dir"], {}, config, first_parent=settings.first_parent)
-
-
-def _torch_target(kw: dict[str, Any], settings: BisectSettings):
-    from tritonbisect.domains.torch.bisector import parse_use_flags
-    from tritonbisect.hunt.targets import TorchTarget
-
-    return TorchTarget(
-        kw["torch_dir"], {}, build=_build(kw), triton_dir=kw.get("triton_dir"),
-        use=parse_use_flags(kw.get("use") or ()), llvm_dir=kw.get("llvm_dir"),
-        first_parent=settings.first_parent,
-    )
-
-
-# First match wins. A new bisector (e.g. published wheels) adds its options to the command
-# and a factory here; the night does not change.
-TARGETS: list[TargetFactory] = [
-    TargetFactory("torch", lambda kw: kw.get("torch_dir") is not None,
-                  frozenset({"torch_dir", "triton_dir", "use", "llvm_dir"}) | _BUILD, _torch_target),
-    TargetFactory("triton", lambda kw: kw.get("triton_dir") is not None,
-                  frozenset({"triton_dir", "llvm_dir", "compat_map", "no_descend_llvm"}) | _BUILD | _LLVM,
-                  _triton_target),
-    TargetFactory("command", lambda kw: True, frozenset({"repo", "build_cmd"}), _command_target),
-]
-_SPECIFIC = frozenset().union(*(f.options for f in TARGETS))
-
-
 def choose_target(ctx: click.Context, kw: dict[str, Any], settings: BisectSettings):
-    factory = next(f for f in TARGETS if f.chooses(kw))
-    for name in sorted(_SPECIFIC - factory.options):
+    """The night's target: the first of hunt/target_table.py's bisectors that the options
+    choose; an option of another bisector given on the command line is refused."""
+    from tritonbisect.hunt.target_table import hunt_targets
+
+    factories = hunt_targets()
+    factory = next(f for f in factories if f.chooses(kw))
+    specific = frozenset().union(*(f.options for f in factories))
+    for name in sorted(specific - factory.options):
         if ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
             flag = _flag(ctx, name)
-            owners = [f.kind for f in TARGETS if name in f.options]
+            owners = [f.kind for f in factories if name in f.options]
             raise InputError(
                 f"{flag} does not go with the {factory.kind} bisector (it is an option of: "
                 f"{', '.join(owners)}); the bisector is chosen by --torch-dir, --triton-dir or --repo"
@@ -170,8 +119,8 @@ def bisect_argv(command: str, args: list[tuple[str, list[str]]], good: str, bad:
 @click.option("--compat-map", type=_file, help="Triton bisector: commits.csv for the LLVM descent.")
 @click.option("--no-descend-llvm", is_flag=True, help="Triton bisector: stop at a culprit that bumps LLVM.")
 @click.option("--use", "use", multiple=True, metavar="FLAG=VAL", help="PyTorch bisector: a USE_* build flag (repeatable).")
-@_build_options
-@_llvm_options
+@build_options
+@llvm_options
 @common_bisect_options
 @click.pass_context
 def hunt_cmd(ctx: click.Context, state_path: Path, bad: str | None, good: str | None, confirm: int,
@@ -211,7 +160,7 @@ def hunt_cmd(ctx: click.Context, state_path: Path, bad: str | None, good: str | 
         spec = settings.test_spec(out_dir=hunt_dir / "oracle")
         target.test = spec.to_dict()
     else:
-        target.test = _test(settings, target.history, head)
+        target.test = resolve_test(settings, target.history, head)
     record_command = target.test.get("record_command")
     args = given_args(ctx)
 
@@ -269,7 +218,7 @@ def _test_identity(settings: BisectSettings) -> str:
     words = [f"--repro {settings.repro}", f"--kernel {settings.kernel}"]
     if settings.launch_id is not None:
         words.append(f"--launch-id {settings.launch_id}")
-    oracle = getattr(settings, "oracle", None)  # --oracle compile (issue 8), where present
+    oracle = getattr(settings, "oracle", None)  # --oracle compile or ir, where present
     if oracle and oracle != "runtime":
         words.append(f"--oracle {oracle}")
     if oracle == "ir":

@@ -25,7 +25,7 @@ from tritonbisect.core.perf import (
     parse_threshold,
 )
 
-# click-free helpers live in bisect/step_args (`tritonbisect step` imports them without click)
+# click-free helpers live in core/step_args.py (`tritonbisect step` imports them without click)
 from tritonbisect.core.step_args import HOME_ENV as HOME_ENV
 from tritonbisect.core.step_args import check_test_command as check_test_command
 from tritonbisect.core.step_args import default_workdir as default_workdir
@@ -52,7 +52,7 @@ def _add_options(f: F, options: list[Callable[[F], F]]) -> F:
     return f
 
 
-# --- executor: where steps run, and the artifact cache they share (issue 11) ---------------
+# --- executor: where steps run, and the artifact cache they share ---------------------------
 # Part of every bisector's options (common_bisect_options); compat-builder's probes take the
 # same block with `executor_options(test_resources=False)`.
 
@@ -154,7 +154,7 @@ def common_bisect_options(f: F | None = None, *, test: bool = True) -> Any:
     return decorate
 
 
-# --- issue 12: flaky tests and judging by hand ---------------------------------------------
+# --- flaky tests and judging by hand -------------------------------------------------------
 
 
 def verdict_options(*, test: bool = True) -> list[Callable[[F], F]]:
@@ -189,7 +189,7 @@ def _hint_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _verdict_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """The issue-12 fields of BisectSettings from the command's keyword arguments."""
+    """The flaky-test and manual-judging fields of BisectSettings from the command's keyword arguments."""
     from tritonbisect.session.manual import require_terminal
     from tritonbisect.session.phase_flaky import parse_flake_rate
 
@@ -301,7 +301,7 @@ def _with_log_limit(env: dict[str, str], given: str | None) -> dict[str, str]:
     return env
 
 
-# --- compile oracle (issue 8) ------------------------------------------------------------
+# --- compile oracle ----------------------------------------------------------------------
 # `--repro TRACE --oracle compile`: cross-compile the traced kernel for the traced GPU at each
 # commit (no GPU needed): pass / compile_error / crash; `--check codegen` also fails a commit
 # whose codegen statistics (registers, spills, instruction mix) moved past a threshold.
@@ -358,7 +358,7 @@ def compile_oracle_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
             "ir_from": (ir_from or "ttir") if oracle == "ir" else "source"}
 
 
-# --- performance regressions (issue 10: --regress perf) ----------------------------------
+# --- performance regressions (--regress perf) --------------------------------------------
 # A step runs --repeat times (default 5) and reports a metric each run; bisect.perf judges
 # its samples against the good endpoint's. These options only go with --regress perf.
 

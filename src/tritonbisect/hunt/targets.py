@@ -1,20 +1,26 @@
-"""What a hunt tests and how it bisects: one `HuntTarget` per bisector.
+"""What a hunt target is: the `HuntTarget` protocol, the revision logic of git targets, and
+the `TargetFactory` through which `hunt` chooses and makes one.
 
 The night (`hunt.night`) knows nothing of Triton, PyTorch or shell commands. It asks its
 target for the head to test, the order of two revisions, the phase (repository + recipe)
 that tests one commit or bisects a range, and the workflow that may follow a phase (the
-Triton -> LLVM descent). A new bisector (published wheels, a compile-only oracle, ...) is
-a new class here and a factory in `commands.hunt`; the night does not change.
+Triton -> LLVM descent). Each domain that can be hunted has its target in its own
+`domains/<name>/hunt_target.py`, listed in `hunt/target_table.py`; a new one is a module
+there and a line in the table, and the night does not change.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tritonbisect.core.history import History
 from tritonbisect.session.session import PhaseSpec, Session
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.settings import BisectSettings
 
 
 class HuntTarget(Protocol):
@@ -106,108 +112,13 @@ class GitTarget:
         candidates_of(self.history, good, bad, first_parent=self.first_parent)
 
 
-class CommandTarget(GitTarget):
-    """`--repo DIR --build CMD`: the user's own build and test commands, like `run`."""
+@dataclass(frozen=True)
+class TargetFactory:
+    """A bisector of `hunt`: when it is chosen, which hunt options it takes, how it is made."""
 
-    kind = "command"
-    command = "run"
-
-    def __init__(self, repo: Path, build: str | None, test: dict, *, first_parent: bool = False) -> None:
-        super().__init__(repo, first_parent=first_parent)
-        self.build = build
-        self.test = test
-
-    def phase(self, good: str, bad: str) -> PhaseSpec:
-        from tritonbisect.builds.recipes import TestSpec
-        from tritonbisect.domains.command.recipe import CommandRecipe
-
-        recipe = CommandRecipe(self.build, TestSpec.from_dict(self.test))
-        return PhaseSpec(
-            name="main", repo=self.repo, good=good, bad=bad, recipe_name=recipe.name,
-            recipe_config=recipe.config(), first_parent=self.first_parent,
-        )
-
-
-@dataclass
-class TritonTargetConfig:
-    build: Any  # TritonBuildOptions
-    llvm_dir: Path | None = None
-    llvm: dict = field(default_factory=dict)
-    compat_map: Path | None = None
-    descend: bool = True
-
-
-class TritonTarget(GitTarget):
-    """`--triton-dir DIR`: Triton commits built into wheels (cached), like `triton`; a culprit
-    that bumps LLVM is followed into llvm-project (the descent workflow)."""
-
-    kind = "triton"
-    command = "triton"
-
-    def __init__(self, triton_dir: Path, test: dict, config: TritonTargetConfig, *, first_parent: bool = False) -> None:
-        super().__init__(triton_dir, first_parent=first_parent)
-        self.test = test
-        self.config = config
-
-    def _bisector(self, good: str, bad: str):
-        from tritonbisect.domains.triton.bisector import TritonBisector
-
-        return TritonBisector(
-            self.repo, good, bad, test=self.test, build=self.config.build,
-            first_parent=self.first_parent, llvm_dir=self.config.llvm_dir, llvm=self.config.llvm,
-        )
-
-    def _plan(self):
-        from tritonbisect.domains.llvm.descent import DescentPlan
-
-        c = self.config
-        return DescentPlan(
-            descend=c.descend,
-            llvm_dir=str(Path(c.llvm_dir).resolve()) if c.llvm_dir else None,
-            compat_map=str(Path(c.compat_map).resolve()) if c.compat_map else None,
-            test=self.test,
-            build=asdict(c.build),
-            llvm=c.llvm,
-        )
-
-    def phase(self, good: str, bad: str) -> PhaseSpec:
-        return self._bisector(good, bad).phase()
-
-    def workflow(self) -> str | None:
-        from tritonbisect.domains.llvm.descent import WORKFLOW
-
-        return WORKFLOW
-
-    def prepare_session(self, session: Session) -> None:
-        self._plan().save(session)
-
-    def check_range(self, good: str, bad: str) -> None:
-        from tritonbisect.domains.llvm.descent import preflight
-
-        super().check_range(good, bad)
-        preflight(self._bisector(good, bad), self._plan())
-
-
-class TorchTarget(GitTarget):
-    """`--torch-dir DIR`: PyTorch commits, each with the Triton it pins, like `torch`."""
-
-    kind = "torch"
-    command = "torch"
-
-    def __init__(self, torch_dir: Path, test: dict, *, build: Any, triton_dir: Path | None,
-                 use: dict[str, str], llvm_dir: Path | None, first_parent: bool = False) -> None:
-        super().__init__(torch_dir, first_parent=first_parent)
-        self.test = test
-        self.build = build
-        self.triton_dir = triton_dir
-        self.use = use
-        self.llvm_dir = llvm_dir
-
-    def phase(self, good: str, bad: str) -> PhaseSpec:
-        from tritonbisect.domains.torch.bisector import TorchBisector
-
-        return TorchBisector(
-            self.repo, good, bad, test=self.test, build=self.build, triton_dir=self.triton_dir,
-            use=self.use, first_parent=self.first_parent, llvm_dir=self.llvm_dir,
-        ).phase()
-
+    kind: str
+    # whether the hunt's options (its keyword arguments) choose this bisector; the table's
+    # first match wins
+    chooses: Callable[[dict[str, Any]], bool]
+    options: frozenset[str]  # bisector-specific options it accepts (others are refused)
+    create: Callable[[dict[str, Any], BisectSettings], HuntTarget]  # test set later

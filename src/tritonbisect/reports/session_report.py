@@ -155,7 +155,7 @@ def report_data(session: Session) -> dict[str, Any]:
         "command": reproduce_command(session),
         "phases": phases,
         "revert": session.extra.get("revert"),  # --verify-revert: each culprit's revert verdict
-        "narrow": session.extra.get("narrow"),  # `narrow` / --narrow (issue 14): where in the compiler
+        "narrow": session.extra.get("narrow"),  # `narrow` / --narrow: where in the compiler
         "reduce": session.extra.get("reduce"),  # `reduce --session` / --reduce: the reduced kernel
     }
 
@@ -221,7 +221,7 @@ def render_markdown(session: Session) -> str:
     out.append(f"- **Environment:** {environment_line(session.extra.get('environment'))}")
     scrub = PathScrubber(workdir=session.settings.workdir, cwd=session.cwd)
     if session.extra.get("wheels_mode") is not None:  # triton --wheel-index
-        from tritonbisect.reports.published_wheels import summary_line
+        from tritonbisect.reports.published_steps import summary_line
 
         out.append("")
         out.append(f"- **Published wheels:** {summary_line(session)}")

@@ -44,6 +44,7 @@ from tritonbisect.session.phases import (
     PhaseState,
     SessionResult,
 )
+from tritonbisect.session.workflows import continuation
 
 if TYPE_CHECKING:  # pragma: no cover
     from tritonbisect.session.settings import BisectSettings
@@ -53,29 +54,6 @@ class InterruptedRun(TritonBisectError):
     """Ctrl-C (or SIGTERM): the session is saved and can be resumed. Exit 130."""
 
     exit_code = EXIT_INTERRUPTED
-
-
-# --- workflows ---------------------------------------------------------------------------
-
-ContinueFn = Callable[["Session", "SessionResult"], bool]
-WORKFLOWS: dict[str, ContinueFn] = {}
-
-
-def register_workflow(name: str, continue_fn: ContinueFn) -> None:
-    """`continue_fn(session, result)` runs when a phase ends; it returns True when it appended
-    a phase that should run next (e.g. the LLVM descent after a Triton LLVM-bump culprit)."""
-    WORKFLOWS[name] = continue_fn
-
-
-def _load_workflows() -> None:
-    import importlib
-
-    for module in ("tritonbisect.domains.llvm.descent",):
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
 
 
 def _unique_name(name: str, taken: list[str]) -> str:
@@ -298,11 +276,7 @@ def drive(session: Session, ui: Any = None) -> SessionResult:
             result = session.run(ui)
             if not session.workflow:
                 return result
-            _load_workflows()
-            continue_fn = WORKFLOWS.get(session.workflow)
-            if continue_fn is None:
-                raise InputError(f"session uses unknown workflow {session.workflow!r}")
-            if not continue_fn(session, result):
+            if not continuation(session.workflow)(session, result):
                 return result
 
 

@@ -1,1 +1,2 @@
-"""The user's own build and test commands, as a recipe (`tritonbisect run`)."""
+"""The user's own build and test commands: the "command" recipe, `tritonbisect run`, and the
+hunt's fallback target."""

@@ -1,4 +1,4 @@
-"""The user's own build and test shell commands as a recipe (registered as "command").
+"""The user's own build and test shell commands as a recipe ("command" in builds/recipe_table.py).
 
 Both commands run with bash in the worker's worktree (the commit under test), with the
 `--env` variables added, and with:
@@ -26,7 +26,6 @@ from tritonbisect.builds.recipes import (
     StepContext,
     TestRun,
     TestSpec,
-    register_recipe,
     test_files,
 )
 from tritonbisect.core.outcome import RESULT_ENV_VAR, Kind, classify_build, read_result_json
@@ -115,12 +114,5 @@ def _runner(ctx: StepContext):
     """The step's process runner: sandboxed with --sandbox (writing only the checkout and
     the step's folders and caches)."""
     return step_runner(ctx, ctx.worktree)
-
-
-def _factory(config: Mapping[str, Any]) -> CommandRecipe:
-    return CommandRecipe.from_config(config)
-
-
-register_recipe(NAME, _factory)
 
 __all__ = ["CommandRecipe", "NAME"]

@@ -1,1 +1,2 @@
-"""LLVM: its build recipe, the bisector through Triton, the descent from a Triton LLVM bump, the compatibility map."""
+"""LLVM: its build, the bisector through Triton (`tritonbisect llvm`, `pairs`), the descent
+from a Triton LLVM bump, the compatibility map."""

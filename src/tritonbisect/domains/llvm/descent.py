@@ -1,10 +1,10 @@
 """The Triton → LLVM descent.
 
-`tritonbisect triton` runs a session with the workflow "triton-llvm". When its Triton phase
-ends at a culprit that changes the pinned LLVM commit (`cmake/llvm-hash.txt` or
-`cmake/llvm-info.json`), the continuation registered here says
-so and (unless --no-descend-llvm) appends an "llvm" phase that bisects llvm-project between
-the old and the new hash, building at each LLVM commit the Triton commit the compatibility
+`tritonbisect triton` runs a session with the workflow "triton-llvm" (session/workflows.py).
+When its Triton phase ends at a culprit that changes the pinned LLVM commit
+(`cmake/llvm-hash.txt` or `cmake/llvm-info.json`), its continuation `continue_after_triton`
+says so and (unless --no-descend-llvm) appends an "llvm" phase that bisects llvm-project
+between the old and the new hash, building at each LLVM commit the Triton commit the compatibility
 map assigns to it (without a map: the bump's parent; LLVM commits it cannot build against
 are skipped; the bad endpoint uses the bump itself). The plan (llvm dir, map, build
 options) is kept in session.json so that `resume` can continue either phase.
@@ -38,7 +38,7 @@ from tritonbisect.domains.triton.bisector import (
 from tritonbisect.domains.triton.nightlies import PHASE as NIGHTLIES
 from tritonbisect.domains.triton.nightlies import continue_after_nightlies
 from tritonbisect.session.phases import STATUS_SUPERSEDED
-from tritonbisect.session.session import PhaseSpec, register_workflow
+from tritonbisect.session.session import PhaseSpec
 
 WORKFLOW = "triton-llvm"
 EXTRA_KEY = "descent"
@@ -165,19 +165,3 @@ def continue_after_triton(session, result) -> bool:
     )
     return True
 
-
-register_workflow(WORKFLOW, continue_after_triton)
-
-
-TORCH_NIGHTLIES = "torch-nightlies"
-
-
-def continue_after_torch_nightlies(session, result) -> bool:
-    """`tritonbisect torch --wheel-index`: build from source inside the nightlies' bracket."""
-    phases = [p for p in session.phases() if p.status != STATUS_SUPERSEDED]
-    if phases and phases[-1].spec.name == NIGHTLIES:
-        return continue_after_nightlies(session, phases[-1])
-    return False
-
-
-register_workflow(TORCH_NIGHTLIES, continue_after_torch_nightlies)

@@ -25,7 +25,7 @@ from tritonbisect.domains.llvm.bisector import (
     resolve_llvm,
 )
 from tritonbisect.domains.triton.bisector import TritonBuildOptions
-from tritonbisect.session.session import PhaseSpec, register_workflow
+from tritonbisect.session.session import PhaseSpec
 
 
 @dataclass(frozen=True)
@@ -111,6 +111,9 @@ class PairsBisector:
                           candidates=[p.llvm for p in self.pairs])
 
 
+WORKFLOW = "pairs"
+
+
 def report_first_bad_pair(session, result) -> bool:
     """Workflow continuation of `tritonbisect pairs`: name the first bad pair and the LLVM
     range it brackets. Appends no phase."""
@@ -136,5 +139,3 @@ def report_first_bad_pair(session, result) -> bool:
     return False
 
 
-WORKFLOW = "pairs"
-register_workflow(WORKFLOW, report_first_bad_pair)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonbisect.builds.gitutil import GitFailure, checkout_worktree
-from tritonbisect.builds.recipes import PrepareResult, StepContext, TestRun, register_recipe
+from tritonbisect.builds.recipes import PrepareResult, StepContext, TestRun
 from tritonbisect.core.outcome import Kind
 from tritonbisect.domains.triton.recipe import TritonRecipe, run_test
 
@@ -28,7 +28,7 @@ RECIPE = "llvm-triton"
 
 
 class LLVMTritonRecipe(TritonRecipe):
-    """Registered as "llvm-triton": the bisected repository is llvm-project."""
+    """The "llvm-triton" recipe: the bisected repository is llvm-project."""
 
     name = RECIPE
 
@@ -80,12 +80,5 @@ class LLVMTritonRecipe(TritonRecipe):
         tctx = dataclasses.replace(ctx, worktree=tree)
         return run_test(self.target_env(ctx), self.test_spec, triton_commit, tctx, record=record,
                         runner=self.runner(ctx, tree))
-
-
-def _llvm_triton_factory(config: Mapping[str, Any]) -> LLVMTritonRecipe:
-    return LLVMTritonRecipe(config)
-
-
-register_recipe(RECIPE, _llvm_triton_factory)
 
 __all__ = ["RECIPE", "LLVMTritonRecipe"]

@@ -1,1 +1,2 @@
-"""PyTorch: its wheel recipe, its bisector, its published nightlies."""
+"""PyTorch: its wheel recipe, its bisector and `tritonbisect torch`, its published nightlies,
+its hunt target."""

@@ -13,7 +13,7 @@ against the LLVM it pins, built from llvm_dir (TritonRecipe.pinned_llvm, same ca
 a "triton" step); without it, Triton's setup.py finds its LLVM (LLVM_SYSPATH from --env, or
 a download into TRITON_HOME).
 
-Recipe config (registered as "torch"): the "triton" recipe's keys (test, debug, max_jobs,
+Recipe config (the "torch" recipe): the "triton" recipe's keys (test, debug, max_jobs,
 python, venv, ...) plus
   triton_dir   the Triton repository to build pinned commits from (optional)
   llvm_dir     an llvm-project checkout to build each pinned Triton's pinned LLVM from
@@ -35,7 +35,7 @@ from typing import Any
 
 from tritonbisect.builds.cache import ArtifactCache
 from tritonbisect.builds.env import EnvError
-from tritonbisect.builds.recipes import PrepareResult, StepContext, register_recipe
+from tritonbisect.builds.recipes import PrepareResult, StepContext
 from tritonbisect.builds.store import ArtifactStore
 from tritonbisect.builds.submodules import MIRRORS, SubmoduleError, update_submodules
 from tritonbisect.builds.toolchain import compiler_id, which
@@ -136,7 +136,7 @@ def build_torch_wheel(
 
 
 class TorchRecipe(TritonRecipe):
-    """Registered as "torch": the bisected repository is PyTorch."""
+    """The "torch" recipe: the bisected repository is PyTorch."""
 
     name = RECIPE
 
@@ -230,10 +230,3 @@ class TorchRecipe(TritonRecipe):
         said = "; ".join(p for p in (wb.reason, subs.describe()) if p)
         return PrepareResult(Kind.PASS, said, cached=cached, seconds=time.monotonic() - start,
                              log=None if wb.cached else wb.log)
-
-
-def _torch_factory(config: Mapping[str, Any]) -> TorchRecipe:
-    return TorchRecipe(config)
-
-
-register_recipe(RECIPE, _torch_factory)

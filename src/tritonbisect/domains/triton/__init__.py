@@ -1,1 +1,2 @@
-"""Triton: its wheel recipe, its bisector, its LLVM pin, nightlies as free builds."""
+"""Triton: its wheel recipe, its bisector and `tritonbisect triton`, its LLVM pin, nightlies as
+free builds, its hunt target."""

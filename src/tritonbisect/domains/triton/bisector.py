@@ -2,7 +2,7 @@
 
 A Triton commit that changes the llvm-project commit it pins (`cmake/llvm-hash.txt`, or
 `cmake/llvm-info.json` from 2026 on: `tritonbisect.domains.triton.llvm_pin`) is an *LLVM bump*: when it is
-the culprit, the regression may live in LLVM, and the workflow (`bisect.workflow`) descends
+the culprit, the regression may live in LLVM, and the descent (domains/llvm/descent.py) goes
 into llvm-project between the old and the new hash. A commit that only moves the pin to the
 other file, or only changes the prebuilt's build number, is not a bump.
 """

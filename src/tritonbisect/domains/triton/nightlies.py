@@ -6,7 +6,7 @@ some inside good..bad, the session first runs a "nightlies" phase over those com
 local labels as text, not by date); then, with --wheels auto, a "triton" phase builds from
 source only inside the bracket it leaves: the last good nightly (or good) .. the first bad
 nightly (or bad). Both phases use the "triton" recipe, whose config maps the commits that
-have a wheel to it (build/published.install_published).
+have a wheel to it (builds/published.py, install_published).
 
 `tritonbisect torch --wheel-index` runs the same two phases with the "torch" recipe. PyTorch
 nightlies (`2.10.0.dev20251101+cpu`) name no commit in their version: the commit is the
@@ -30,10 +30,10 @@ from tritonbisect.builds.install_check import git_label
 from tritonbisect.builds.wheel_index import WheelFile
 from tritonbisect.core.errors import InputError
 from tritonbisect.domains.torch.wheel_version import dev_date
-from tritonbisect.reports.published_wheels import NIGHTLIES_PHASE, wheel_version
+from tritonbisect.reports.published_steps import NIGHTLIES_PHASE as PHASE
+from tritonbisect.reports.published_steps import wheel_version
 from tritonbisect.session.phases import PhaseSpec
 
-PHASE = NIGHTLIES_PHASE
 MODES = ("auto", "only", "off")
 
 

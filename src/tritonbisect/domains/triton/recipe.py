@@ -75,7 +75,6 @@ from tritonbisect.builds.recipes import (
     StepContext,
     TestRun,
     TestSpec,
-    register_recipe,
     test_files,
 )
 from tritonbisect.builds.store import ArtifactStore, open_cache
@@ -338,7 +337,7 @@ def run_test(env: TargetEnv, spec: TestSpec, commit: str, ctx: StepContext, *, r
 
 
 class TritonRecipe:
-    """Registered as "triton": the bisected repository is Triton.
+    """The "triton" recipe: the bisected repository is Triton.
 
     With `llvm_dir` in the config, the LLVM each Triton commit pins (llvmpin.read_pin) is
     built from that llvm-project checkout (cached by commit + config) and the wheel is built
@@ -548,13 +547,6 @@ class TritonRecipe:
     def test(self, commit: str, ctx: StepContext, *, record: bool = False) -> TestRun:
         return run_test(self.target_env(ctx), self.test_spec, commit, ctx, record=record,
                         runner=self.runner(ctx, ctx.worktree))
-
-
-def _triton_factory(config: Mapping[str, Any]) -> TritonRecipe:
-    return TritonRecipe(config)
-
-
-register_recipe(RECIPE, _triton_factory)
 
 
 __all__ = [

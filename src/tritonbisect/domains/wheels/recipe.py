@@ -1,4 +1,4 @@
-"""Registered as "wheel": a step installs a published wheel instead of building anything.
+"""The "wheel" recipe: a step installs a published wheel instead of building anything.
 
 The commit under test belongs to a *version ladder* (domains/wheels/bisector.py): a small git repo in
 the workdir with one commit per published version, each holding WHEEL.json (package,
@@ -29,7 +29,6 @@ from tritonbisect.builds.recipes import (
     StepContext,
     TestRun,
     TestSpec,
-    register_recipe,
 )
 from tritonbisect.builds.store import open_cache
 from tritonbisect.builds.venv_pool import EnvPool
@@ -80,10 +79,3 @@ class WheelRecipe:
                                    env={**ctx.env, "TRITONBISECT_WHEEL_VERSION": str(version)})
         return run_test(self._envs.get(ctx), self.test_spec, commit, here, record=record,
                         runner=step_runner(ctx, self.cwd))
-
-
-def _factory(config: Mapping[str, Any]) -> WheelRecipe:
-    return WheelRecipe(config)
-
-
-register_recipe(RECIPE, _factory)

@@ -1,5 +1,6 @@
-"""The report's block on published wheels (`triton --wheel-index`): how many steps were
-installs of nightlies and how many were source builds, and the bracket the nightlies left."""
+"""What the published wheels of a session came to, for its result and report: how each step
+got its artifact (install, build, cache), and the bracket the installs-only "nightlies"
+phase of `triton|torch --wheel-index` left (domains/triton/nightlies.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from typing import Any
 
 from tritonbisect.session.phases import PhaseSpec
 
-NIGHTLIES_PHASE = "nightlies"  # the phase that bisects the commits that have a nightly
+# the name of the installs-only phase that tests the commits with a nightly first (its
+# phases are named in session.json, so the name never changes)
+NIGHTLIES_PHASE = "nightlies"
 
 
 def wheel_version(spec: PhaseSpec, commit: str) -> str:
-    """The version of the nightly a phase installs at commit, or "no wheel"."""
+    """The version of the published wheel a phase installs for `commit` ("no wheel")."""
     entry = (spec.recipe_config.get("wheels") or {}).get(commit)
     return entry["version"] if entry else "no wheel"
 
