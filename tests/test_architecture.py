@@ -1,9 +1,9 @@
 """The import directions docs/architecture.md states, checked against the code.
 
-The layers are read from the page itself (the fenced block after `<!-- layers -->`), so the
-page and the code cannot drift apart: every import of ours, at module level or inside a
-function, under TYPE_CHECKING or not, must point to the module's own layer or a lower one,
-and no two modules may import each other.
+The layers are read from the page itself (the fenced blocks after `<!-- layers -->` and
+`<!-- domain-roles -->`), so the page and the code cannot drift apart: every import of ours,
+at module level or inside a function, under TYPE_CHECKING or not, must point to the module's
+own layer or a lower one, and no two modules may import each other.
 """
 
 from __future__ import annotations
@@ -18,12 +18,21 @@ PACKAGE = ROOT / "src" / "tritonbisect"
 PAGE = ROOT / "docs" / "architecture.md"
 
 
+def _block(marker: str) -> list[list[str]]:
+    text = PAGE.read_text(encoding="utf-8")
+    block = re.search(rf"<!-- {marker} -->\s*```text\n(.*?)```", text, re.S)
+    assert block, f"{PAGE} has no ```text block after <!-- {marker} -->"
+    return [line.split() for line in block.group(1).splitlines() if line.strip()]
+
+
 def stated_layers() -> list[str]:
     """The top-level modules and packages of tritonbisect, bottom layer first."""
-    text = PAGE.read_text(encoding="utf-8")
-    block = re.search(r"<!-- layers -->\s*```text\n(.*?)```", text, re.S)
-    assert block, f"{PAGE} has no ```text block after <!-- layers -->"
-    return [line.split()[0] for line in block.group(1).splitlines() if line.strip()]
+    return [words[0] for words in _block("layers")]
+
+
+def stated_roles() -> dict[str, str]:
+    """The role modules of a domain package (domains/<name>/<role>.py) and their layer."""
+    return {words[0]: words[1] for words in _block("domain-roles")}
 
 
 def modules() -> dict[str, Path]:
@@ -51,8 +60,10 @@ def imports_of(path: Path, known: dict[str, Path]) -> set[str]:
     return found
 
 
-def layer_of(module: str) -> str:
+def layer_of(module: str, roles: dict[str, str] | None = None) -> str:
     parts = module.split(".")
+    if roles and len(parts) >= 4 and parts[1] == "domains" and parts[3] in roles:
+        return roles[parts[3]]
     return parts[1] if len(parts) > 1 else "tritonbisect"
 
 
@@ -78,10 +89,11 @@ def test_every_package_has_a_stated_layer() -> None:
 
 def test_imports_point_down() -> None:
     rank = {name: i for i, name in enumerate(stated_layers())}
+    roles = stated_roles()
     upward = []
     for source, targets in sorted(graph().items()):
         for target in sorted(targets):
-            if rank[layer_of(target)] > rank[layer_of(source)]:
+            if rank[layer_of(target, roles)] > rank[layer_of(source, roles)]:
                 upward.append(f"{source} -> {target}")
     assert not upward, "imports pointing up the layers:\n" + "\n".join(upward)
 

@@ -18,5 +18,6 @@ registers itself by being imported: the explicit tables name these modules by
 
 A domain module may import builds, executors, session and reports; `command.py` belongs
 with the commands (it may import commands.options and commands.launch) and `hunt_target.py`
-with the hunt (hunt.targets); nothing below a domain imports it (tests/test_layers.py).
+with the hunt (hunt.targets); nothing below a domain imports it (docs/architecture.md states
+the layers, tests/test_architecture.py checks them).
 """

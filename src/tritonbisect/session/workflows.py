@@ -10,16 +10,14 @@ and imports one only when a session of that workflow runs. Adding a workflow is 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any
 
 from tritonbisect.core.errors import InputError
 from tritonbisect.core.refs import resolve
 
-if TYPE_CHECKING:  # pragma: no cover
-    from tritonbisect.session.phases import SessionResult
-    from tritonbisect.session.session import Session
-
-ContinueFn = Callable[["Session", "SessionResult"], bool]
+# (session, the phase's result) -> True when it appended the phase to run next; the session
+# module imports this one, so the types stay unnamed here
+ContinueFn = Callable[[Any, Any], bool]
 
 WORKFLOWS: dict[str, str] = {
     # `triton`: nightlies first (--wheel-index), then the Triton bisect, then the LLVM descent
