@@ -91,6 +91,8 @@ def test_a_planted_bug_is_a_mismatch_of_that_kernel_only(oracle: Path, tmp_path:
     assert [(e["kernel"], e["status"]) for e in data["launches"]] == [
         ("scale_kernel", "pass"), ("add_kernel", "mismatch"), ("rowsum_kernel", "pass"), ("scale_kernel", "pass")]
     assert "add_kernel" in data["reason"] and "out_ptr" in data["reason"]
+    # one case per kernel, for a bisect that finds each kernel's culprit
+    assert data["cases"] == {"scale_kernel": "pass", "add_kernel": "mismatch", "rowsum_kernel": "pass"}
 
 
 def test_a_stray_write_fails_that_launch_only(oracle: Path, tmp_path: Path) -> None:
@@ -102,6 +104,7 @@ def test_a_stray_write_fails_that_launch_only(oracle: Path, tmp_path: Path) -> N
     statuses = [(e["kernel"], e["status"]) for e in data["launches"]]
     assert statuses[1:3] == [("add_kernel", "pass"), ("rowsum_kernel", "pass")], data["launches"]
     assert statuses[0] == ("scale_kernel", "mismatch") and "#guard" in data["launches"][0]["reason"]
+    assert data["cases"]["scale_kernel"] == "mismatch" and data["cases"]["add_kernel"] == "pass"
 
 
 def _abort_at_jit_time(source: str) -> str:

@@ -604,6 +604,12 @@ def run(args, result):
     finally:
         isolation.close()
     result.data["workers_started"] = isolation.forks
+    # one case per kernel (the worst of its launches), so that a bisect finds each kernel's
+    # own culprit in one session
+    cases = {}
+    for e in per_launch:
+        cases[e["kernel"]] = worst([cases.get(e["kernel"], "pass"), e["status"]])
+    result.data["cases"] = cases
     statuses = [e["status"] for e in per_launch]
     status = worst(statuses)
     counts = ", ".join("%d %s" % (statuses.count(s), s) for s in SEVERITY if s in statuses)
