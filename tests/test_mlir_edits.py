@@ -1,5 +1,5 @@
 """The IR reducer's pieces on MLIR text alone (mlir/ops.py, mlir/typed_constants.py,
-mlir/edits.py): a TTGIR in the style of Triton 3.6's printer, with a loop,
+mlir/edits.py, reduce/ir_pass.py): a TTGIR in the style of Triton 3.6's printer, with a loop,
 two reductions whose combiners reuse one name, and locations."""
 
 from __future__ import annotations
@@ -9,6 +9,9 @@ import pytest
 from tritonbisect.mlir import edits
 from tritonbisect.mlir.ops import count_ops, read_ops
 from tritonbisect.mlir.typed_constants import constant, result_type
+from tritonbisect.reduce import ir_pass
+from tritonbisect.reduce.driver import cost
+from tritonbisect.reduce.oracle_io import Candidate
 
 IR = """#blocked = #ttg.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
 #blocked1 = #ttg.blocked<{sizePerThread = [2], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
@@ -166,3 +169,17 @@ def test_unused_arguments_and_tidying() -> None:
     tidy = edits.tidied(IR)
     assert tidy is not None and "loc(" not in tidy and "#blocked1" not in tidy and "#blocked =" in tidy
     assert edits.tidied(tidy) is None
+
+
+def test_ir_candidates_keep_every_name_defined_and_are_smaller() -> None:
+    cand = Candidate(IR, {"job": {"what": {"kind": "ir", "file": "rowwise.ttgir"}, "options": {"num_warps": 4}}})
+    cands = list(ir_pass.candidates(cand, "ttgir"))
+    assert len(cands) > 20 and len({c.key() for c in cands}) == len(cands)
+    assert all(not read_ops(c.source).unresolved for c in cands)
+    assert cands[0].source == edits.tidied(IR)  # the cheapest big step first
+    assert sum(1 for c in cands if cost(c) < cost(cand)) >= len(cands) - 2
+    assert ir_pass.size(IR) == {"ir_ops": 29, "kernel_lines": 38}
+    # a TTIR's launch configuration can be lowered; a TTGIR's is in its layouts
+    ttir = list(ir_pass.candidates(cand, "ttir"))
+    assert any(c.context["job"]["options"]["num_warps"] == 1 for c in ttir)
+    assert not any(c.context["job"]["options"]["num_warps"] == 1 for c in cands)

@@ -201,9 +201,18 @@ def test_compile_oracle_folder(tmp_path: Path) -> None:
     script = oracle_io.write(oracle, Candidate("y = 2\n", oracle.original.context), tmp_path / "w")
     assert script.name == "compile_repro.py" and (tmp_path / "w" / "tb_child.py").is_file()
     assert (tmp_path / "w" / "kernel_source.py").read_text() == "y = 2\n"
-    job["what"]["kind"], job["what"]["file"] = "ir", "k.ttgir"
+    job["what"] = {"kind": "ir", "file": "k.ttgir"}
     (root / "compile_context.json").write_text(json.dumps({"kernel": "k", "job": job}))
-    with pytest.raises(InputError, match="an IR oracle"):
+    with pytest.raises(InputError, match="cannot read the IR oracle's k.ttgir"):
+        oracle_io.load(root)
+    (root / "k.ttgir").write_text("module {\n}\n")
+    oracle = oracle_io.load(root)
+    assert (oracle.kind, oracle.ir_file, oracle.stage, oracle.script_name) == ("ir", "k.ttgir", "ttgir", "compile_repro.py")
+    oracle_io.write(oracle, Candidate("module {}\n", oracle.original.context), tmp_path / "i")
+    assert (tmp_path / "i" / "k.ttgir").read_text() == "module {}\n" and not (tmp_path / "i" / "kernel_source.py").exists()
+    job["what"] = {"kind": "ir", "file": "k.llir"}
+    (root / "compile_context.json").write_text(json.dumps({"kernel": "k", "job": job}))
+    with pytest.raises(InputError, match="an IR oracle of k.llir"):
         oracle_io.load(root)
 
 

@@ -44,6 +44,14 @@ def kernel_lines(source: str) -> int:
     return count
 
 
+def tree_size(source: str) -> int:
+    """Nodes of the source's syntax tree (its length when it does not parse)."""
+    try:
+        return sum(1 for _ in ast.walk(pyast.parse(source)))
+    except SyntaxError:
+        return len(source)
+
+
 def _bodies(fn: ast.FunctionDef) -> Iterator[list[ast.stmt]]:
     """Every statement list inside fn, outermost first."""
     stack: list[list[ast.stmt]] = [fn.body]
