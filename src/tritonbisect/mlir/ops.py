@@ -110,6 +110,7 @@ class Program:
     uses: list[Use] = field(default_factory=list)
     unresolved: list[tuple[int, str]] = field(default_factory=list)  # (line, name)
     _users: dict[int, list[Op]] = field(default_factory=dict)
+    _uses: dict[int, list[Use]] = field(default_factory=dict)
 
     def walk(self) -> Iterator[Op]:
         for op in self.top.ops:
@@ -125,7 +126,10 @@ class Program:
         return self._users.get(id(value), [])
 
     def uses_of(self, value: Value) -> list[Use]:
-        return [u for u in self.uses if u.value is value]
+        if not self._uses:
+            for use in self.uses:
+                self._uses.setdefault(id(use.value), []).append(use)
+        return self._uses.get(id(value), [])
 
     def body_ops(self) -> list[Op]:
         """The operations inside functions (not the module, the functions themselves)."""
