@@ -110,6 +110,7 @@ def test_the_result_type_read_from_each_form(name: str, head: str, tail: str, ex
 def test_constants_of_a_type() -> None:
     assert constant("tensor<64xf32, #blocked>") == "arith.constant dense<0.000000e+00> : tensor<64xf32, #blocked>"
     assert constant("tensor<64xi1>", one=True) == "arith.constant dense<true> : tensor<64xi1>"
+    assert constant("i1") == "arith.constant false"
     assert constant("i32") == "arith.constant 0 : i32" and constant("bf16", one=True) == "arith.constant 1.000000e+00 : bf16"
     assert constant("!tt.ptr<f32>") is None and constant("tensor<64x!tt.ptr<f32>, #blocked>") is None
 

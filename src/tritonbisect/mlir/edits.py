@@ -162,6 +162,8 @@ def with_operand(text: str, start: int, which: int) -> str | None:
     types = types_of(prog.lines[op.start])
     if which >= len(operands) or kind is None or types is None or "->" in types:
         return None
+    if op.name == "arith.select" and which == 0:
+        return None  # the condition: written with no type of its own when it is a scalar
     listed = split_top(types)
     if not (listed == [kind] or (len(listed) == len(operands) and listed[which] == kind)):
         return None

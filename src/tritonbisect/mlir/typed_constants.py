@@ -116,4 +116,6 @@ def constant(type_text: str, one: bool = False) -> str | None:
         value = "1.000000e+00" if one else "0.000000e+00"
     else:
         return None
+    if not dims and elem == "i1":
+        return f"arith.constant {value}"  # MLIR writes a boolean with no type after it
     return f"arith.constant {f'dense<{value}>' if dims else value} : {type_text.strip()}"
