@@ -12,6 +12,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 PROGRAM = HERE / "reduce_programs" / "several_things.py"
 NEGATE = HERE / "reduce_programs" / "negate.py"
+ROW_REDUCTIONS = HERE / "reduce_programs" / "row_reductions.py"
 
 
 def interpret_env() -> dict[str, str]:

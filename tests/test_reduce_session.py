@@ -80,6 +80,17 @@ def test_reduce_goes_with_a_source_oracle(tmp_path: Path) -> None:
     _one_line_error(proc, "--reduce goes with --repro")
 
 
+def test_reduce_options_are_checked_before_anything_runs(tmp_path: Path) -> None:
+    base = ["run", "--repo", ".", "--good", "HEAD", "--bad", "HEAD", "--workdir", str(tmp_path / "w")]
+    proc = cli(*base, "--test", "true", "--reduce-level", "source")
+    _one_line_error(proc, "--reduce-level goes with --reduce")
+    repro = [*base, "--repro", str(tmp_path / "trace"), "--kernel", "k", "--reduce"]
+    _one_line_error(cli(*repro, "--reduce-level", "source,bytes"), "--reduce-level source,bytes: unknown level(s) bytes")
+    _one_line_error(cli(*repro, "--reduce-jobs", "0"), "--reduce-jobs 0: give 1 to 64")
+    _one_line_error(cli(*repro, "--reduce-timeout", "-5"), "--reduce-timeout must be a positive number")
+    assert not (tmp_path / "w" / "sessions").exists()
+
+
 def _release_wheel() -> Path:
     folder = test_cache_dir() / "wheels"
     found = sorted(folder.glob(f"triton-{RELEASE}-cp{sys.version_info[0]}{sys.version_info[1]}-*.whl"))
@@ -209,6 +220,34 @@ def test_run_reduce_shows_the_reduced_kernel_in_the_report(tmp_path: Path) -> No
     assert "### Reduced kernel" in report and shown in report and str(home) not in report
 
 
+@pytest.mark.slow
+@needs_torch_triton
+def test_the_reduce_options_reach_the_reduction(tmp_path: Path) -> None:
+    """`--reduce-level inputs --reduce-jobs 1 --reduce-timeout 90`: only the inputs shrink (the
+    kernel keeps its lines), and the session and the result say what the reduction ran with."""
+    shas = _planted_history(tmp_path / "repo")
+    oracle_root = tmp_path / "traced"
+    traced_oracle(oracle_root)
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-m", "tritonbisect.cli", "run", "--repo", str(tmp_path / "repo"),
+                           "--good", shas[0], "--bad", shas[-1], "--build", "mkdir -p build && cp patch.py "
+                           "build/sitecustomize.py", "--artifact", "build", "--repro", str(oracle_root / "trace"),
+                           "--kernel", "several_things", "--env", "PYTHONPATH=build", "--env", "TRITON_INTERPRET=1",
+                           "--workdir", str(home), "--json", "--reduce", "--reduce-level", "inputs", "--reduce-jobs",
+                           "1", "--reduce-timeout", "90"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=1500)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    reduced = result["reduce"]
+    assert reduced["settings"] == {"levels": ["inputs"], "jobs": 1, "timeout": 90.0}
+    assert reduced["after"]["kernel_lines"] == reduced["before"]["kernel_lines"]
+    assert reduced["after"]["elements"] < reduced["before"]["elements"]
+    saved = json.loads((home / "sessions" / result["session"] / "session.json").read_text())
+    settings = saved["settings"]
+    assert (settings["reduce_levels"], settings["reduce_jobs"], settings["reduce_timeout"]) == (["inputs"], 1, 90.0)
+
+
 def test_the_report_section_shows_the_kernel_and_the_reduced_oracle() -> None:
     from tritonbisect.reports.reduced import reduced_lines
 
@@ -221,3 +260,15 @@ def test_the_report_section_shows_the_kernel_and_the_reduced_oracle() -> None:
     assert "### Reduced kernel" in text and "`/s/reduced/repro.py`" in text
     assert "```python\n@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1.0)\n```" in text
     assert "17 → 2 kernel lines" in text and "parent `pppppppppppp`" in text and "(0 built)" in text
+
+
+def test_the_report_section_of_a_reduced_ir_oracle() -> None:
+    from tritonbisect.reports.reduced import reduced_lines
+
+    text = "\n".join(reduced_lines({"culprit": "c" * 40, "parent": "p" * 40, "builds": 0, "kind": "ir",
+                                    "oracle": "/s/reduced/compile_repro.py", "kernel_source": "module {\n}\n",
+                                    "before": {"ir_ops": 41, "kernel_lines": 48, "elements": 0},
+                                    "after": {"ir_ops": 5, "kernel_lines": 9, "elements": 0},
+                                    "signature": "codegen: ptx.bar down", "tests": 37, "seconds": 75.0}))
+    assert "41 → 5 IR operations, 48 → 9 lines" in text and "```mlir\nmodule {\n}\n```" in text
+    assert "tensor elements" not in text

@@ -89,6 +89,39 @@ def test_every_source_candidate_parses_and_costs_less_or_is_filtered() -> None:
     assert sum(cost(c) < cost(Candidate(SOURCE, CONTEXT)) for c in _all()) > 10
 
 
+TYPED = '''import triton
+import triton.language as tl
+
+@triton.jit
+def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    total = tl.sum(tl.exp(x) * x - x / 3.0, axis=0)
+    tl.store(out_ptr + offs, x * 2.0 + total)
+'''
+
+
+def test_an_expression_replaced_by_a_constant_of_its_type() -> None:
+    """Floats by 0.0, integers by 0, a float tensor also by tl.zeros_like of a tensor it reads;
+    never a pointer, a shape or a function."""
+    import ast
+
+    from tritonbisect.reduce.source_constants import FLOAT, INT, Kinds, param_kinds
+
+    fn = next(n for n in ast.parse(TYPED).body if isinstance(n, ast.FunctionDef))
+    kinds = Kinds(fn, param_kinds(CONTEXT))
+    assert kinds.env["x_ptr"] == ("ptr:float", False) and kinds.env["n"] == (INT, False)
+    assert (kinds.env["offs"], kinds.env["x"], kinds.env["total"]) == ((INT, True), (FLOAT, True), (FLOAT, False))
+    original = Candidate(TYPED, CONTEXT)
+    changed = {line.strip() for c in source_pass.candidates(original, "k") for line in c.source.splitlines()
+               if line not in TYPED.splitlines() and cost(c) < cost(original)}
+    for wanted in ("tl.store(out_ptr + offs, 0.0)", "total = 0.0", "total = tl.sum(tl.zeros_like(x), axis=0)",
+                   "total = tl.sum(0.0 * x - x / 3.0, axis=0)", "offs = 0", "tl.store(out_ptr + 0, x * 2.0 + total)"):
+        assert wanted in changed, wanted
+    for never in ("tl.load(0)", "tl.store(0, x * 2.0 + total)", "offs = tl.arange(0, 0)", "x = tl.load(0 + offs)"):
+        assert never not in changed, never
+
+
 def test_kernel_lines_counts_the_jit_functions_only() -> None:
     assert source_pass.kernel_lines(SOURCE) == 3 + 6
     assert source_pass.kernel_lines("def f(:\n") == 0
@@ -201,9 +234,18 @@ def test_compile_oracle_folder(tmp_path: Path) -> None:
     script = oracle_io.write(oracle, Candidate("y = 2\n", oracle.original.context), tmp_path / "w")
     assert script.name == "compile_repro.py" and (tmp_path / "w" / "tb_child.py").is_file()
     assert (tmp_path / "w" / "kernel_source.py").read_text() == "y = 2\n"
-    job["what"]["kind"], job["what"]["file"] = "ir", "k.ttgir"
+    job["what"] = {"kind": "ir", "file": "k.ttgir"}
     (root / "compile_context.json").write_text(json.dumps({"kernel": "k", "job": job}))
-    with pytest.raises(InputError, match="an IR oracle"):
+    with pytest.raises(InputError, match="cannot read the IR oracle's k.ttgir"):
+        oracle_io.load(root)
+    (root / "k.ttgir").write_text("module {\n}\n")
+    oracle = oracle_io.load(root)
+    assert (oracle.kind, oracle.ir_file, oracle.stage, oracle.script_name) == ("ir", "k.ttgir", "ttgir", "compile_repro.py")
+    oracle_io.write(oracle, Candidate("module {}\n", oracle.original.context), tmp_path / "i")
+    assert (tmp_path / "i" / "k.ttgir").read_text() == "module {}\n" and not (tmp_path / "i" / "kernel_source.py").exists()
+    job["what"] = {"kind": "ir", "file": "k.llir"}
+    (root / "compile_context.json").write_text(json.dumps({"kernel": "k", "job": job}))
+    with pytest.raises(InputError, match="an IR oracle of k.llir"):
         oracle_io.load(root)
 
 

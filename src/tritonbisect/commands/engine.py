@@ -135,7 +135,7 @@ def reduce_after(session: Any, result: Any, *, quiet: bool) -> dict[str, Any] | 
     from tritonbisect.core.errors import TritonBisectError
     from tritonbisect.reduce import oracle_io
     from tritonbisect.reduce.candidate_runner import Settings
-    from tritonbisect.reduce.driver import LEVELS, NotReproducible
+    from tritonbisect.reduce.driver import NotReproducible
     from tritonbisect.reduce.from_session import endpoints
     from tritonbisect.reduce.reduction import run_reduction
 
@@ -143,11 +143,13 @@ def reduce_after(session: Any, result: Any, *, quiet: bool) -> dict[str, Any] | 
     scratch = Path(tempfile.mkdtemp(prefix="tritonbisect-reduce-envs-"))
     try:
         ends = endpoints(session, scratch)
-        settings = Settings(ends.good_python, ends.bad_python, 2, 120.0, codegen_thresholds=ends.codegen_thresholds)
+        given = session.settings
+        settings = Settings(ends.good_python, ends.bad_python, given.reduce_jobs, given.reduce_timeout,
+                            codegen_thresholds=ends.codegen_thresholds)
         click.echo("tritonbisect: --reduce: shrinking the oracle with the culprit and its parent ...", err=True)
         out = Path(session.dir) / "reduced"
         shutil.rmtree(out, ignore_errors=True)
-        result_ = run_reduction(oracle_io.load(ends.oracle), settings, out, LEVELS, env=ends.env,
+        result_ = run_reduction(oracle_io.load(ends.oracle), settings, out, tuple(given.reduce_levels), env=ends.env,
                                 progress=lambda line: click.echo(f"[{time.monotonic() - t0:6.0f}s] {line}", err=True))
     except NotReproducible as exc:
         click.echo(f"tritonbisect: --reduce: not reproducible with the cached builds: {exc}", err=True)

@@ -314,7 +314,10 @@ def compile_oracle_options() -> list[Callable[[F], F]]:
         click.option("--check", "check", multiple=True, type=click.Choice(["codegen"]), help="With --oracle compile: codegen statistics past a threshold (vs the good commit's) make a commit bad."),
         click.option("--codegen-threshold", "codegen_thresholds", multiple=True, metavar="METRIC=LIMIT", help="With --check codegen: check only these metrics, e.g. spills=0, regs=10%, 'ptx.wgmma=0' (repeatable)."),
         click.option("--narrow", is_flag=True, help="With --oracle compile|ir: once the culprit is found, compile the kernel at it and its parent (cached builds) under MLIR_ENABLE_DUMP=1 and name the first pass whose output differs."),
-        click.option("--reduce", "reduce_after", is_flag=True, help="With --repro (runtime or compile oracle): once the culprit is found, shrink the oracle's kernel and inputs with its parent (good) and it (bad) from their cached builds; the report shows the reduced kernel."),
+        click.option("--reduce", "reduce_after", is_flag=True, help="With --repro: once the culprit is found, shrink the oracle's kernel, IR and inputs with its parent (good) and it (bad) from their cached builds, as `reduce --session` does; the report shows the reduced kernel."),
+        click.option("--reduce-level", metavar="LEVELS", help="With --reduce: comma list of source, ir, inputs, as `reduce --level` takes it (default: all three)."),
+        click.option("--reduce-jobs", type=int, metavar="N", help="With --reduce: candidates run at a time, as `reduce --jobs` (default 2)."),
+        click.option("--reduce-timeout", type=float, metavar="S", help="With --reduce: seconds per candidate run before it counts as a hang, as `reduce --timeout` (default 120)."),
         click.option("--compile-target", metavar="BACKEND:ARCH", help="With --oracle compile: compile for this target instead of the traced one (cuda:90, hip:gfx942)."),
     ]
 
@@ -351,11 +354,28 @@ def compile_oracle_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
         parse_target_text(target)
     if kwargs.get("narrow") and oracle not in ("compile", "ir"):
         raise InputError("--narrow goes with --oracle compile or --oracle ir (it compiles the oracle's kernel)")
-    if kwargs.get("reduce_after") and (not kwargs.get("repro") or oracle == "ir"):
-        raise InputError("--reduce goes with --repro TRACE and --oracle runtime or compile (it shrinks the oracle's kernel)")
+    if kwargs.get("reduce_after") and not kwargs.get("repro"):
+        raise InputError("--reduce goes with --repro TRACE (it shrinks the oracle's kernel)")
     return {"oracle": oracle, "check": check, "codegen_thresholds": thresholds, "compile_target": target,
             "narrow": bool(kwargs.get("narrow")), "reduce": bool(kwargs.get("reduce_after")),
-            "ir_from": (ir_from or "ttir") if oracle == "ir" else "source"}
+            "ir_from": (ir_from or "ttir") if oracle == "ir" else "source", **_reduce_values(kwargs)}
+
+
+def _reduce_values(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """--reduce-level/--reduce-jobs/--reduce-timeout, validated as `reduce` validates its own."""
+    from tritonbisect.reduce.levels import DEFAULT_JOBS, DEFAULT_TIMEOUT, LEVELS, parse_levels
+
+    given = [f"--reduce-{name}" for name in ("level", "jobs", "timeout") if kwargs.get(f"reduce_{name}") is not None]
+    if given and not kwargs.get("reduce_after"):
+        raise InputError(f"{given[0]} goes with --reduce")
+    jobs, timeout = kwargs.get("reduce_jobs"), kwargs.get("reduce_timeout")
+    if jobs is not None and not 1 <= jobs <= 64:
+        raise InputError(f"--reduce-jobs {jobs}: give 1 to 64 candidates at a time")
+    if timeout is not None and timeout <= 0:
+        raise InputError("--reduce-timeout must be a positive number of seconds")
+    level = kwargs.get("reduce_level")
+    return {"reduce_levels": list(parse_levels(level, "--reduce-level") if level is not None else LEVELS),
+            "reduce_jobs": jobs or DEFAULT_JOBS, "reduce_timeout": timeout or DEFAULT_TIMEOUT}
 
 
 # --- performance regressions (--regress perf) --------------------------------------------

@@ -28,13 +28,9 @@ def _python(path: str, option: str) -> str:
 
 
 def _levels(text: str) -> tuple[str, ...]:
-    from tritonbisect.reduce.driver import LEVELS
+    from tritonbisect.reduce.levels import parse_levels
 
-    levels = tuple(x.strip() for x in text.split(",") if x.strip())
-    unknown = [x for x in levels if x not in LEVELS]
-    if unknown or not levels:
-        raise InputError(f"--level {text}: unknown level(s) {', '.join(unknown) or '(none)'}; choose from {','.join(LEVELS)}")
-    return levels
+    return parse_levels(text)
 
 
 @click.command("reduce")
@@ -122,8 +118,8 @@ def _reduce_session(session_id: str, oracle_dir: Path | None, workdir: Path | No
 
 def reduced_record(result: dict[str, Any], culprit: str, parent: str) -> dict[str, Any]:
     """What the session keeps of a reduction (session.json "extra" -> "reduce"), for its report."""
-    keep = ("out", "oracle", "kernel_source", "before", "after", "signature", "tests", "seconds",
-            "good_triton", "bad_triton")
+    keep = ("out", "oracle", "kind", "kernel_source", "before", "after", "signature", "tests", "seconds",
+            "good_triton", "bad_triton", "settings")
     return {"culprit": culprit, "parent": parent, "builds": 0, **{k: result.get(k) for k in keep}}
 
 
@@ -158,8 +154,12 @@ def _reduce_and_print(oracle: Any, good_python: str, bad_python: str, out: Path,
 def echo_reduced(result: dict[str, Any]) -> None:
     out = Path(result["out"])
     b, a = result["before"], result["after"]
-    click.echo(f"reduced: {b['kernel_lines']} -> {a['kernel_lines']} kernel lines, {b['elements']} -> {a['elements']} "
-               f"tensor elements; {result['tests']} candidates in {result['seconds']}s; still shows {result['signature']}")
+    if "ir_ops" in b:
+        sizes = f"{b['ir_ops']} -> {a['ir_ops']} IR operations, {b['kernel_lines']} -> {a['kernel_lines']} lines"
+    else:
+        sizes = (f"{b['kernel_lines']} -> {a['kernel_lines']} kernel lines, {b['elements']} -> {a['elements']} "
+                 "tensor elements")
+    click.echo(f"reduced: {sizes}; {result['tests']} candidates in {result['seconds']}s; still shows {result['signature']}")
     click.echo(f"  {result['oracle']}: run it as the original (--record-golden at good, --golden at bad)")
     click.echo(f"  {out / 'issue.py'}: one file for the issue")
 

@@ -56,7 +56,7 @@ class Runner:
         script = oracle_io.write(self.oracle, cand, folder)
         s = self.settings
         try:
-            golden = "golden_codegen.json" if self.oracle.kind == "compile" else "golden.pt"
+            golden = "golden_codegen.json" if self.oracle.compiles else "golden.pt"
             good = self.pool.run(s.good_python, script, ["--record-golden", golden, "--result", "good.json",
                                                          "--timeout", str(s.timeout)],
                                  timeout=s.timeout + 30, log=folder / "good.log")  # fmt: skip
@@ -64,7 +64,7 @@ class Runner:
                 sig = f"good: exit {good.rc}" if good.signal is None else f"good: signal {good.signal}"
                 return Verdict(BROKEN, sig, time.monotonic() - t0)
             check = []
-            if self.oracle.kind == "compile":  # the bad compile against the good one's statistics
+            if self.oracle.compiles:  # the bad compile against the good one's statistics
                 check = ["--check", "codegen", *[a for t in s.codegen_thresholds for a in ("--codegen-threshold", t)]]
             bad = self.pool.run(s.bad_python, script, ["--golden", golden, "--result", "bad.json",
                                                        "--timeout", str(s.timeout), *check],

@@ -1,5 +1,6 @@
 """The reduction loop: each level in turn, greedily taking the first smaller candidate that
-still shows the original failure, until no level finds one."""
+still shows the original failure, until no level finds one. Source and compile oracles go
+through the source and inputs levels, IR oracles through the IR level."""
 
 from __future__ import annotations
 
@@ -9,19 +10,20 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tritonbisect.core import pyast
-from tritonbisect.reduce import inputs_pass, source_pass
+from tritonbisect.reduce import inputs_pass, ir_pass, source_pass
 from tritonbisect.reduce.candidate_runner import Runner, Settings
 from tritonbisect.reduce.context_edit import elements, options, params, scalar_values
 from tritonbisect.reduce.inputs_pass import BlobPlan
+from tritonbisect.reduce.levels import LEVELS
 from tritonbisect.reduce.oracle_io import Candidate, OracleDir
 from tritonbisect.reduce.pool import Pool
 from tritonbisect.reduce.verdict import BROKEN, PASSES
 
-LEVELS = ("source", "ir", "inputs")
 HELPERS = Path(__file__).parent
+T = TypeVar("T")
 
 
 class NotReproducible(Exception):
@@ -39,19 +41,41 @@ class Outcome:
     versions: tuple[str, str] = ("?", "?")
 
 
+def _is_ir(cand: Candidate) -> bool:
+    job = cand.context.get("job")
+    return isinstance(job, dict) and (job.get("what") or {}).get("kind") == "ir"
+
+
 def size(cand: Candidate) -> dict[str, int]:
+    if _is_ir(cand):
+        return {**ir_pass.size(cand.source), "elements": 0}
     return {"kernel_lines": source_pass.kernel_lines(cand.source), "elements": elements(cand.context)}
 
 
-def cost(cand: Candidate) -> int:
-    """What every accepted step must lower (so the loop ends)."""
+def cost(cand: Candidate) -> tuple[int, ...]:
+    """What every accepted step must lower (so the loop ends), compared in order."""
     ctx = cand.context
+    config = sum(int(v) for k, v in options(ctx).items() if k in ("num_warps", "num_stages") and isinstance(v, int))
+    if _is_ir(cand):
+        return ir_pass.cost(cand.source, config)
     grid = 1
     for g in ctx.get("launch", {}).get("grid") or []:
         grid *= int(g)
     scalars = sum(value for _, value in scalar_values(ctx))
-    config = sum(int(v) for k, v in options(ctx).items() if k in ("num_warps", "num_stages") and isinstance(v, int))
-    return len(cand.source) + elements(ctx) + grid + scalars + config + len(params(ctx))
+    # the source by its syntax tree's nodes first (an expression replaced by a constant is
+    # smaller even where its text is longer), then by its length
+    rest = elements(ctx) + grid + scalars + config + len(params(ctx))
+    return source_pass.tree_size(cand.source) + rest, len(cand.source) + rest
+
+
+def _applicable(oracle: OracleDir, levels: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """The levels that apply to this oracle, in order, and a note for each one asked that does not."""
+    if oracle.kind == "ir":
+        notes = {"source": "source: an IR oracle has no Python source (the ir level reduces its IR)",
+                 "inputs": "inputs: an IR oracle has no inputs (it compiles, it does not launch)"}
+    else:
+        notes = {"ir": "ir: the oracle is a source oracle (no IR to reduce)"}
+    return [lv for lv in LEVELS if lv in levels and lv not in notes], [notes[lv] for lv in LEVELS if lv in levels and lv in notes]
 
 
 def _constexprs(cand: Candidate, kernel: str) -> set[str]:
@@ -67,7 +91,7 @@ def reduce(oracle: OracleDir, work: Path, settings: Settings, levels: tuple[str,
     runner = Runner(oracle, work, settings, pool)
     plan = BlobPlan(work / "blobs")
     plan.root.mkdir(parents=True, exist_ok=True)
-    skipped = [] if "ir" not in levels else ["ir: the oracle is a source oracle (no IR to reduce)"]
+    applicable, skipped = _applicable(oracle, levels)
     try:
         first = runner.verdict(oracle.original)
         if first.signature == BROKEN:
@@ -90,26 +114,53 @@ def reduce(oracle: OracleDir, work: Path, settings: Settings, levels: tuple[str,
                 return source_pass.candidates(cur, oracle.kernel)
             if level == "inputs":
                 return inputs_pass.candidates(cur, _constexprs(cur, oracle.kernel), plan)
-            return iter(())
+            return ir_pass.candidates(cur, oracle.stage)
 
         current = oracle.original
         moved = True
         while moved:
             moved = False
-            for level in (lv for lv in LEVELS if lv in levels and lv != "ir"):
+            for level in applicable:
+                start = 0
                 while True:
-                    here = cost(current)
-                    smaller = (c for c in generate(level, current) if cost(c) < here)
+                    positions: dict[int, int] = {}  # id(candidate) -> its place in the level's order
+                    smaller = _smaller(rotated(enumerate(generate(level, current)), start), cost(current), positions)
                     found = runner.first_interesting(smaller, wanted, materialise if level == "inputs" else None)
                     if found is None:
                         break
-                    current, moved = found, True
-                    now = size(current)
-                    progress(f"{level}: {now['kernel_lines']} kernel lines, {now['elements']} elements; "
-                             f"{runner.tests} candidates tried, {time.monotonic() - t0:.0f}s")
+                    current, moved, start = found, True, positions[id(found)]
+                    progress(f"{level}: {describe(size(current))}; {runner.tests} candidates tried, "
+                             f"{time.monotonic() - t0:.0f}s")
         return Outcome(oracle.original, current, wanted, runner.tests, time.monotonic() - t0, skipped, first.versions)
     finally:
         runner.close()
+
+
+def _smaller(cands: Iterator[tuple[int, Candidate]], here: tuple[int, ...],
+             positions: dict[int, int]) -> Iterator[Candidate]:
+    for i, cand in cands:
+        if cost(cand) < here:
+            positions[id(cand)] = i
+            yield cand
+
+
+def rotated(items: Iterator[T], start: int) -> Iterator[T]:
+    """`items` from position `start` on, then the first `start` of them: after an accepted step
+    the next round goes on where it was, not from the top, since the edits before that place
+    were just found not to help (a full round with none accepted still ends the level)."""
+    head = []
+    for i, item in enumerate(items):
+        if i < start:
+            head.append(item)
+        else:
+            yield item
+    yield from head
+
+
+def describe(now: dict[str, int]) -> str:
+    if "ir_ops" in now:
+        return f"{now['ir_ops']} IR operations, {now['kernel_lines']} lines"
+    return f"{now['kernel_lines']} kernel lines, {now['elements']} elements"
 
 
 def summary(outcome: Outcome, out: Path) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""An oracle folder as the reducer sees it: the kernel source and the launch context, and
-how a candidate (a changed source and context) is written back as a runnable oracle."""
+"""An oracle folder as the reducer sees it: the kernel source (or, for an IR oracle, its TTIR or
+TTGIR) and the launch or compile context, and how a candidate (a changed source and context) is
+written back as a runnable oracle."""
 
 from __future__ import annotations
 
@@ -14,12 +15,14 @@ from typing import Any
 
 from tritonbisect.core import pyast
 from tritonbisect.core.errors import InputError
+from tritonbisect.mlir.signature import kernel_function
 
 RUNTIME_SCRIPT = "repro.py"
 CONTEXT = "context.json"
 COMPILE_SCRIPT = "compile_repro.py"
 COMPILE_CONTEXT = "compile_context.json"
 COMPILE_SOURCE = "kernel_source.py"
+IR_SUFFIXES = (".ttir", ".ttgir")
 OTHER_KINDS = {"replay.py": "replay oracle"}
 
 
@@ -36,14 +39,25 @@ class Candidate:
 @dataclass
 class OracleDir:
     root: Path
-    script_text: str  # runtime: repro.py, which embeds the source; compile: unused
+    script_text: str  # runtime: repro.py, which embeds the source; compile and IR: unused
     kernel: str
     original: Candidate
-    kind: str = "runtime"  # or "compile"
+    kind: str = "runtime"  # "compile" (Python source), or "ir" (a compile oracle of a TTIR/TTGIR file)
+    ir_file: str = ""  # an IR oracle's IR file, beside its script
+
+    @property
+    def compiles(self) -> bool:
+        """A compile oracle (of a source or of IR): no launch, codegen statistics."""
+        return self.kind in ("compile", "ir")
 
     @property
     def script_name(self) -> str:
-        return COMPILE_SCRIPT if self.kind == "compile" else RUNTIME_SCRIPT
+        return COMPILE_SCRIPT if self.compiles else RUNTIME_SCRIPT
+
+    @property
+    def stage(self) -> str:
+        """An IR oracle's stage (ttir, ttgir); "" for the others."""
+        return self.ir_file.rsplit(".", 1)[-1] if self.ir_file else ""
 
 
 def _source_assignment(tree: ast.Module) -> ast.Assign | None:
@@ -56,18 +70,35 @@ def _source_assignment(tree: ast.Module) -> ast.Assign | None:
 def _load_compile(root: Path) -> OracleDir:
     try:
         context = json.loads((root / COMPILE_CONTEXT).read_text(encoding="utf-8"))
-        source = (root / COMPILE_SOURCE).read_text(encoding="utf-8")
     except (OSError, ValueError) as exc:
         raise InputError(f"{root}: cannot read the compile oracle: {exc}") from None
     what = context.get("job", {}).get("what", {}) if isinstance(context, dict) else {}
+    if what.get("kind") == "ir":
+        return _load_ir(root, context, str(what.get("file") or ""))
     if what.get("kind") != "python" or what.get("file") != COMPILE_SOURCE:
-        raise InputError(f"{root}: an IR oracle (it compiles {what.get('file') or 'no file'}); reduce handles "
-                         "source oracles for now")
+        raise InputError(f"{root}: a compile oracle of {what.get('file') or 'no file'}; expected {COMPILE_SOURCE} "
+                         "or a .ttir/.ttgir file")
+    try:
+        source = (root / COMPILE_SOURCE).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{root}: cannot read the compile oracle: {exc}") from None
     return OracleDir(root, "", str(what.get("kernel") or context.get("kernel") or ""), Candidate(source, context), "compile")
 
 
+def _load_ir(root: Path, context: dict[str, Any], name: str) -> OracleDir:
+    path = root / name
+    if Path(name).is_absolute() or path.suffix not in IR_SUFFIXES:
+        raise InputError(f"{root}: an IR oracle of {name}; reduce handles a .ttir or .ttgir file beside {COMPILE_SCRIPT}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{root}: cannot read the IR oracle's {name}: {exc}") from None
+    kernel = str(context.get("kernel") or kernel_function(text) or path.stem)
+    return OracleDir(root, "", kernel, Candidate(text, context), "ir", ir_file=name)
+
+
 def load(root: Path) -> OracleDir:
-    """The runtime or compile oracle in `root`; InputError (one line) for anything else."""
+    """The runtime, compile or IR oracle in `root`; InputError (one line) for anything else."""
     if (root / COMPILE_SCRIPT).is_file():
         return _load_compile(root)
     script = root / RUNTIME_SCRIPT
@@ -82,7 +113,8 @@ def load(root: Path) -> OracleDir:
     except (OSError, ValueError) as exc:
         raise InputError(f"{root}: cannot read {CONTEXT}: {exc}") from None
     if context.get("ir"):
-        raise InputError(f"{root}: a runtime IR oracle (needs a GPU); reduce handles source oracles for now")
+        raise InputError(f"{root}: a runtime IR oracle (it needs a GPU); reduce its compile-mode IR oracle "
+                         "(`repro --from ttir|ttgir`, or `repro --ir FILE`)")
     node = _source_assignment(pyast.parse(text))
     if node is None or not isinstance(node.value, ast.Constant) or not isinstance(node.value.value, str):
         raise InputError(f"{root / RUNTIME_SCRIPT}: no KERNEL_SOURCE string in it; regenerate it with `tritonbisect repro`")
@@ -106,7 +138,8 @@ def absolute_blobs(context: dict[str, Any], root: Path) -> dict[str, Any]:
     return out
 
 
-def _literal(source: str) -> str:
+def source_literal(source: str) -> str:
+    """A Python string literal of `source` (a raw triple-quoted one where it can be)."""
     if "'''" not in source and not source.endswith("'") and "\\" not in source:
         return "r'''\n" + source + "'''"
     return repr("\n" + source)
@@ -116,7 +149,7 @@ def script_with_source(script_text: str, source: str) -> str:
     node = _source_assignment(pyast.parse(script_text))
     assert node is not None and node.end_lineno is not None
     lines = script_text.splitlines(keepends=True)
-    new = f"KERNEL_SOURCE = {_literal(source)}\n"
+    new = f"KERNEL_SOURCE = {source_literal(source)}\n"
     return "".join(lines[: node.lineno - 1]) + new + "".join(lines[node.end_lineno:])
 
 
@@ -124,11 +157,11 @@ def write(oracle: OracleDir, cand: Candidate, dest: Path, *, copy_blobs: bool = 
     """Write `cand` as an oracle folder; its script's path. copy_blobs: a standalone folder
     (blobs copied under blobs/ with relative paths), else blobs stay where they are."""
     dest.mkdir(parents=True, exist_ok=True)
-    if oracle.kind == "compile":
+    if oracle.compiles:
         for helper in oracle.root.glob("*.py"):  # the script and its standard-library helpers
             if helper.name != COMPILE_SOURCE:
                 shutil.copyfile(helper, dest / helper.name)
-        (dest / COMPILE_SOURCE).write_text(cand.source, encoding="utf-8")
+        (dest / (oracle.ir_file or COMPILE_SOURCE)).write_text(cand.source, encoding="utf-8")
         (dest / COMPILE_CONTEXT).write_text(json.dumps(cand.context, indent=1) + "\n", encoding="utf-8")
         return dest / COMPILE_SCRIPT
     context = copy.deepcopy(cand.context)

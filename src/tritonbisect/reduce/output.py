@@ -1,5 +1,6 @@
 """What `reduce` leaves in --out: the reduced oracle (a folder of the input's kind that runs
-as the original did) and `issue.py`, one file to paste into a Triton issue."""
+as the original did) and `issue.py`, one file to paste into a Triton issue: the kernel and its
+launch (runtime), its cross-compile (compile), or its IR and the compile of that (IR)."""
 
 from __future__ import annotations
 
@@ -70,7 +71,6 @@ def compile_issue_script(source: str, kernel: str, context: dict[str, Any], good
             constexprs[(i,)] = p.get("value")
         else:
             types[p["name"]] = p.get("type") or "i32"
-    options = {k: v for k, v in (job.get("options") or {}).items() if k in ("num_warps", "num_stages", "num_ctas")}
     return "\n".join([
         f"# {kernel}: compiled differently by Triton {bad} than by {good} ({signature}).",
         "# Reduced by tritonbisect. Needs no GPU: python issue.py under each Triton (3.3 or later) and compare.",
@@ -86,21 +86,65 @@ def compile_issue_script(source: str, kernel: str, context: dict[str, Any], good
         "def main():",
         f"    source = ASTSource(fn={kernel}, signature={types!r}, constexprs={constexprs!r})",
         f"    target = GPUTarget({target['backend']!r}, {target['arch']!r}, {target.get('warp_size', 32)!r})",
-        f"    compiled = triton.compile(source, target=target, options={options!r})",
-        "    ptx = [line.split()[0] for line in compiled.asm['ptx'].splitlines()",
-        "           if line.startswith('\\t') and line.split() and line.split()[0][0].isalpha()]",
-        "    for op, n in sorted(Counter(ptx).items()):",
-        "        print(op, n)",
+        f"    compiled = triton.compile(source, target=target, options={_options(job)!r})",
+        *_PTX_COUNTS,
+    ])
+
+
+def _options(job: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in (job.get("options") or {}).items() if k in ("num_warps", "num_stages", "num_ctas")}
+
+
+# the end of issue.py's main() for a compile: how many of each PTX instruction it got
+_PTX_COUNTS = [
+    "    ptx = [line.split()[0] for line in compiled.asm['ptx'].splitlines()",
+    "           if line.startswith('\\t') and line.split() and line.split()[0][0].isalpha()]",
+    "    for op, n in sorted(Counter(ptx).items()):",
+    "        print(op, n)",
+    "",
+    "",
+    "main()",
+    "",
+]
+
+
+def ir_issue_script(ir: str, ir_file: str, kernel: str, context: dict[str, Any], good: str, bad: str,
+                    signature: str) -> str:
+    """The IR and its compile for the oracle's target (triton.compile of a .ttir/.ttgir file),
+    printing the count of each PTX instruction."""
+    job = context["job"]
+    target = job["target"]
+    return "\n".join([
+        f"# {kernel}: its {ir_file.rsplit('.', 1)[-1].upper()} compiled differently by Triton {bad} than by {good} "
+        f"({signature}).",
+        "# Reduced by tritonbisect. Needs no GPU: python issue.py under each Triton and compare.",
+        "import os",
+        "import tempfile",
+        "from collections import Counter",
+        "",
+        "import triton",
+        "from triton.backends.compiler import GPUTarget",
+        "",
+        f"IR = {oracle_io.source_literal(ir)}",
         "",
         "",
-        "main()",
-        "",
+        "def main():",
+        f"    path = os.path.join(tempfile.mkdtemp(), {ir_file!r})",
+        "    with open(path, 'w') as fh:",
+        "        fh.write(IR.lstrip('\\n'))",
+        f"    target = GPUTarget({target['backend']!r}, {target['arch']!r}, {target.get('warp_size', 32)!r})",
+        f"    compiled = triton.compile(path, target=target, options={_options(job)!r})",
+        *_PTX_COUNTS,
     ])
 
 
 def write(oracle: OracleDir, cand: Candidate, out: Path, pool: Pool, good_python: str, labels: tuple[str, str],
           signature: str, work: Path, timeout: float) -> None:
     script = oracle_io.write(oracle, cand, out.resolve(), copy_blobs=True)
+    if oracle.kind == "ir":
+        text = ir_issue_script(cand.source, oracle.ir_file, oracle.kernel, cand.context, labels[0], labels[1], signature)
+        (out / "issue.py").write_text(text, encoding="utf-8")
+        return
     if oracle.kind == "compile":
         text = compile_issue_script(cand.source, oracle.kernel, cand.context, labels[0], labels[1], signature)
         (out / "issue.py").write_text(text, encoding="utf-8")

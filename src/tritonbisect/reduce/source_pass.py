@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tritonbisect.core import pyast
+from tritonbisect.reduce import source_constants
 from tritonbisect.reduce.context_edit import (
     drop_arg,
     options,
@@ -42,6 +43,14 @@ def kernel_lines(source: str) -> int:
         start = min([d.lineno for d in fn.decorator_list] + [fn.lineno])
         count += sum(1 for line in lines[start - 1:fn.end_lineno] if line.strip())
     return count
+
+
+def tree_size(source: str) -> int:
+    """Nodes of the source's syntax tree (its length when it does not parse)."""
+    try:
+        return sum(1 for _ in ast.walk(pyast.parse(source)))
+    except SyntaxError:
+        return len(source)
 
 
 def _bodies(fn: ast.FunctionDef) -> Iterator[list[ast.stmt]]:
@@ -120,6 +129,36 @@ def _replace_expr(site: int, which: int) -> Edit:
             _Replace(node, ops[which]).visit(fn)
         return True
     return edit
+
+
+def _replace_by(site: int, text: str) -> Edit:
+    def edit(tree: ast.Module) -> bool:
+        sites = _expr_sites(tree)
+        if site >= len(sites):
+            return False
+        by = ast.parse(text, mode="eval").body
+        for fn in jit_functions(tree):
+            _Replace(sites[site], by).visit(fn)
+        return True
+    return edit
+
+
+def _constants(tree: ast.Module, context: dict[str, Any]) -> dict[int, list[str]]:
+    """Site index -> the constants of its type to try in its place (source_constants.py)."""
+    known = source_constants.param_kinds(context)
+    has_tl = any(isinstance(n, ast.Name) and n.id == "tl" for n in ast.walk(tree))
+    out: dict[int, list[str]] = {}
+    base = 0
+    for fn in jit_functions(tree):
+        kinds = source_constants.Kinds(fn, known)
+        parents = source_constants.parents(fn)
+        exprs = [n for n in ast.walk(fn) if isinstance(n, ast.expr)]
+        for k, node in enumerate(exprs):
+            found = source_constants.replacements(kinds, node, parents, zeros_like=has_tl)
+            if found:
+                out[base + k] = found
+        base += len(exprs)
+    return out
 
 
 def _drop_keyword(site: int, which: int) -> Edit:
@@ -237,14 +276,18 @@ def candidates(cand: Candidate, kernel: str) -> Iterator[Candidate]:
                 if size == 1:
                     break
                 size = max(1, size // 2)
-    # expressions: helper calls inlined, an expression replaced by one of its operands,
-    # keyword arguments (masks, `other=`) dropped
+    # expressions: helper calls inlined, an expression replaced by one of its operands or by
+    # a constant of its type, keyword arguments (masks, `other=`) dropped
     sites = _expr_sites(tree)
+    constants = _constants(tree, context)
     for s, expr in enumerate(sites):
         if isinstance(expr, ast.Call) and (c := make(_inline(s))) is not None:
             yield c
         for w in range(len(_operands(expr))):
             if (c := make(_replace_expr(s, w))) is not None:
+                yield c
+        for text in constants.get(s, []):
+            if (c := make(_replace_by(s, text))) is not None:
                 yield c
         if isinstance(expr, ast.Call):
             for k in range(len(expr.keywords)):

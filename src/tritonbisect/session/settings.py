@@ -48,6 +48,9 @@ class BisectSettings:
     ir_from: str = "source"  # --oracle ir --from ttir|ttgir (issue 14): which recorded IR to compile
     narrow: bool = False  # --narrow (issue 14): after the culprit, name the compiler pass it changed
     reduce: bool = False  # --reduce: after the culprit, shrink the oracle with it and its parent
+    reduce_levels: list[str] = field(default_factory=lambda: ["source", "ir", "inputs"])  # --reduce-level
+    reduce_jobs: int = 2  # --reduce-jobs
+    reduce_timeout: float = 120.0  # --reduce-timeout
     # where steps run (issue 11): see the "executor" block below
     executor: str = "local"
     ray_address: str = "auto"
