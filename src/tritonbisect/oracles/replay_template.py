@@ -606,7 +606,7 @@ def run(args, result):
     result.data["workers_started"] = isolation.forks
     # one case per kernel (the worst of its launches), so that a bisect finds each kernel's
     # own culprit in one session
-    cases = {}
+    cases = {}  # type: dict
     for e in per_launch:
         cases[e["kernel"]] = worst([cases.get(e["kernel"], "pass"), e["status"]])
     result.data["cases"] = cases
