@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -305,6 +306,15 @@ def execute_with_retry(
 # --- the worker pool ---------------------------------------------------------------------
 
 
+class Reuse(str, Enum):
+    """Whether a step may skip its build where a worker's checkout still holds the commit's
+    successful build (a recipe that caches nothing: the confirmation of a culprit)."""
+
+    NO = "no"
+    LATEST = "latest"  # only the pool's latest build: what it changed outside the checkout is still its
+    KEPT = "kept"  # any checkout that holds it: the build stays inside the checkout
+
+
 @dataclass
 class StepRequest:
     commit: str
@@ -314,6 +324,7 @@ class StepRequest:
     # told (stage, where) when a stage of the step starts on a node: "build"/"test"/"step"
     notify: Callable[[str, str], None] | None = None
     baseline: tuple[float, ...] | None = None  # --regress perf: the reference's samples
+    reuse: Reuse = Reuse.NO
 
 
 @dataclass

@@ -124,14 +124,13 @@ class ManualJudge:
                 continue
             stamp = now_iso("milliseconds")
             rec = {
-                "seq": run._next_seq(), "phase": run.spec.name, "role": "endpoint", "round": 0,
+                "seq": run.journal.next_seq(), "phase": run.spec.name, "role": "endpoint", "round": 0,
                 "commit": commit, "kind": KIND_MANUAL, "verdict": verdict,
                 "reason": f"given as the {verdict} commit", "worker": None,
                 "started": stamp, "finished": stamp, "seconds": 0.0, "build": None,
                 "tests": [], "dir": "",
             }
-            run.session.journal.append(rec)
-            run.records.append(rec)
+            run.journal.append(rec)
 
     # a step ------------------------------------------------------------------------------------
 
@@ -210,8 +209,7 @@ class ManualJudge:
     def _rerun(self, run: Any, result: Any, role: str) -> Any:
         """Build and install the commit again (same role), waiting for it here."""
         self._say(f"building and installing {result.commit[:12]} again")
-        _request, future = run._submit(result.commit, role)
-        return future.result()
+        return run.queue.run_now(result.commit, role)
 
     def _undo(self, run: Any) -> None:
         """Take back the latest verdict given by hand in this phase (a correction record)."""
@@ -227,9 +225,8 @@ class ManualJudge:
         if last is None:
             self.out.write("nothing to undo: no verdict given by hand yet in this phase\n")
             return
-        rec = undo_record(run._next_seq(), run.spec.name, last, "undone at the prompt")
-        run.session.journal.append(rec)
-        run.records.append(rec)
+        rec = undo_record(run.journal.next_seq(), run.spec.name, last, "undone at the prompt")
+        run.journal.append(rec)
         self.out.write(
             f"took back {last['verdict']} for {str(last['commit'])[:12]}; it may be asked again\n"
         )

@@ -2,8 +2,8 @@
 confidence every answer states.
 
 A mixin of `phase_run.PhaseRun` (through `phase_search.SearchLoop`), which provides the state
-(cands, records, in_flight, cancelled, settings, ui) and the step helpers (_submit, _journal,
-_wait_one, _abort, _cancel_in_flight, _known_cached, subject, _progress).
+(cands, records, queue, settings, ui) and the step helpers (_abort, _known_cached, subject,
+_progress).
 
 Modes (`--flaky`):
   off     the classic search only; contradicting verdicts are re-tested, then skipped
@@ -24,14 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable
-    from concurrent.futures import Future
 
     from tritonbisect.builds.recipes import Recipe
     from tritonbisect.search.classic import Candidates
     from tritonbisect.session.evidence import Evidence
+    from tritonbisect.session.phase_journal import PhaseJournal
     from tritonbisect.session.phases import PhaseSpec, PhaseState
     from tritonbisect.session.session import Session
     from tritonbisect.session.settings import BisectSettings
+    from tritonbisect.session.step_queue import StepQueue
 
 FLAKY_MODES = ("detect", "auto", "off")
 ENDPOINT_RUNS = 3  # per endpoint under --flaky auto
@@ -101,11 +102,10 @@ class FlakySearch:
     recipe: Recipe
     perf: Any
     cands: Candidates
-    records: list[dict[str, Any]]
+    journal: PhaseJournal
     verdicts: dict[str, str]
     overrides: dict[str, str]
-    in_flight: dict[Future, tuple[Any, str, str, int | None]]
-    cancelled: set[Future]
+    queue: StepQueue
     _children: dict[str, list[str]] | None
     _in_set: frozenset[str]
     _caches: bool  # set by SearchLoop._known_cached
@@ -113,13 +113,14 @@ class FlakySearch:
     _effective: Callable[[], dict[str, str]]
     _endpoint_records: Callable[[], dict[str, dict[str, Any]]]
     _known_cached: Callable[[], frozenset[str]]
-    _submit: Callable[..., Any]
-    _wait_one: Callable[[], list[tuple[Future, tuple[Any, str, str, int | None]]]]
-    _journal: Callable[[Any, str, int | None], dict[str, Any]]
-    _cancel_in_flight: Callable[[], None]
+    _reread_verdicts: Callable[[], None]
     _abort: Callable[[str], None]
     subject: Callable[[str], str]
     _progress: Callable[[], Any]
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return self.journal.records
 
     # how commits are named to the user ------------------------------------------------------
 
@@ -291,8 +292,8 @@ class FlakySearch:
         guard = 0
         while True:
             ev = self._evidence()
-            live = {f: v for f, v in self.in_flight.items() if f not in self.cancelled}
-            flying = frozenset(c for (_r, c, _role, _n) in live.values())
+            live = self.queue.live()
+            flying = self.queue.flying()
             free = self.settings.jobs - len(live)
             tests_left = budget - ev.search_tests - len(live)
             if tests_left <= 0 and live:
@@ -307,38 +308,30 @@ class FlakySearch:
             if isinstance(action, (search.Found, search.Inconclusive)):
                 if tests_left <= 0 and isinstance(action, search.Inconclusive):
                     self.ui.note(f"test budget spent ({budget} search tests; raise it with --max-tests)")
-                self._cancel_in_flight()
-                while self.in_flight:
-                    for fut, (_req, _c, role, round_) in self._wait_one():
-                        result = fut.result()
-                        if not result.cancelled and result.verdict != "abort":
-                            rec = self._journal(result, role, round_)
-                            self.ui.step_finished(spec.name, rec, self.subject(rec["commit"]), None)
+                for rec in self.queue.settle():
+                    self.ui.step_finished(spec.name, rec, self.subject(rec["commit"]), None)
                 return action
             submitted = 0
             if isinstance(action, search.TestNext):
                 for commit in action.commits:
                     if submitted >= free or commit in flying:
                         continue
-                    request, future = self._submit(commit, ROLE_SEARCH)
-                    self.in_flight[future] = (request, commit, ROLE_SEARCH, finished_round + 1)
+                    self.queue.submit(commit, ROLE_SEARCH, finished_round + 1)
                     submitted += 1
             if submitted:
                 guard = 0
                 continue
-            if not self.in_flight:
+            if not self.queue:
                 guard += 1
                 if guard > 2:
                     raise RuntimeError(f"flake-aware search made no progress ({action!r})")
                 continue
-            for fut, (_req, commit, role, round_) in self._wait_one():
-                was_cancelled = fut in self.cancelled
-                self.cancelled.discard(fut)
-                result = fut.result()
-                if result.cancelled or was_cancelled:
+            for done in self.queue.finished():
+                if done.rec is None:
                     continue
-                rec = self._journal(result, role, round_)
-                if result.verdict == "abort":
+                rec, result = done.rec, done.result
+                commit, role, round_ = done.step.commit, done.step.role, done.step.round
+                if done.aborted:
                     self.ui.step_finished(spec.name, rec, self.subject(commit), None)
                     self._abort(f"{commit[:12]}: {result.reason}")
                     return None

@@ -7,12 +7,11 @@ resumed phase replays the journal and goes on without re-running finished steps.
 from __future__ import annotations
 
 import contextlib
-from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tritonbisect.session.journal import ROLE_CONFIRM, ROLE_ENDPOINT
+from tritonbisect.session.phase_journal import PhaseJournal
 from tritonbisect.session.phase_search import SearchLoop
 from tritonbisect.session.phases import (
     STATUS_ABORTED,
@@ -21,6 +20,7 @@ from tritonbisect.session.phases import (
     STATUS_INVALID,
     PhaseState,
 )
+from tritonbisect.session.step_queue import StepQueue
 
 if TYPE_CHECKING:  # pragma: no cover
     from tritonbisect.session.manual import ManualJudge
@@ -58,34 +58,13 @@ class PhaseRun(SearchLoop):
 
     # helpers ---------------------------------------------------------------------------
 
-    def _journal(self, result: Any, role: str, round_: int | None) -> dict[str, Any]:
-        extra = None
-        if self.judge is not None:  # --manual: a person gives the verdict (session/manual.py)
-            before = len(self.records)
-            result, extra = self.judge.judge(self, result, role)
-            if len(self.records) != before:  # an answer was taken back at the prompt
-                self._reread_verdicts()
-                self._corrected = True
-        rec = {"seq": self._next_seq(), "phase": self.spec.name, "role": role, "round": round_}
-        rec.update(result.to_record())
-        if extra:
-            rec.update(extra)
-        self.session.journal.append(rec)
-        self.records.append(rec)
-        return rec
-
-    def _next_seq(self) -> int:
-        self._seq += 1
-        return self._seq
-
-    def _step_dir(self, commit: str, role: str) -> Path:
-        self._dir_counter += 1
-        base = self.session.dir / "steps"
-        while True:
-            path = base / f"{self._dir_counter:04d}-{self.spec.name}-{role}-{commit[:12]}"
-            if not path.exists():
-                return path
-            self._dir_counter += 1
+    def _judged(self, result: Any, role: str) -> tuple[Any, dict[str, Any] | None]:
+        assert self.judge is not None
+        before = len(self.records)
+        judged = self.judge.judge(self, result, role)
+        if len(self.records) != before:  # an answer was taken back at the prompt
+            self._reread_verdicts()
+        return judged
 
     def subject(self, commit: str) -> str:
         if not self._subjects_loaded:
@@ -99,20 +78,6 @@ class PhaseRun(SearchLoop):
             except Exception:  # noqa: BLE001 - a subject is decoration only
                 self._subjects[commit] = ""
         return self._subjects[commit]
-
-    def _submit(self, commit: str, role: str, *, record: bool = False):
-        from tritonbisect.executors.runner import StepRequest
-
-        request = StepRequest(
-            commit=commit, log_dir=self._step_dir(commit, role), record=record,
-            baseline=self._perf_baseline(commit),
-        )
-        running = getattr(self.ui, "step_running", None)
-        if running is not None:  # where it runs (a Ray node), once a worker takes it
-            request.notify = lambda stage, node: running(commit, stage, node)
-        future = self.pool.submit(request)
-        self.ui.step_started(self.spec.name, commit, role, self.subject(commit))
-        return request, future
 
     def _perf_baseline(self, commit: str) -> tuple[float, ...] | None:
         """--regress perf: the good endpoint's samples, the yardstick of every other step
@@ -128,7 +93,7 @@ class PhaseRun(SearchLoop):
 
         if self._bayes:
             remaining, steps = self._bayes_progress()
-            return Progress(remaining, steps, len(self.records), len(self.in_flight))
+            return Progress(remaining, steps, len(self.records), len(self.queue))
 
         try:
             rem = search.remaining(self.cands, self._effective())
@@ -139,7 +104,7 @@ class PhaseRun(SearchLoop):
             remaining=n,
             steps_left=search.steps_left(n, self.settings.jobs) if n else 0,
             done=len(self.records),
-            in_flight=len(self.in_flight),
+            in_flight=len(self.queue),
         )
 
     def _research(self) -> None:
@@ -187,60 +152,36 @@ class PhaseRun(SearchLoop):
         self.recipe = recipe_from_config(spec.recipe_name, spec.recipe_config)
         self.policy = self.settings.policy()
         self.perf = self.policy.perf  # --regress perf: the good endpoint measures the reference
-        all_records = self.session.journal.records()  # read once: phases share the journal
-        self.records = [r for r in all_records if r.get("phase") == spec.name]
-        self._seq = max((int(r.get("seq", 0)) for r in all_records), default=0)
-        steps = self.session.dir / "steps"
-        self._dir_counter = len(list(steps.iterdir())) if steps.is_dir() else 0
-        self.in_flight: dict[Future, tuple[Any, str, str, int | None]] = {}
+        # read once: phases share the journal
+        self.journal = PhaseJournal(self.session.journal, spec.name, self.session.journal.records())
+        self.queue = StepQueue(self.journal, self.ui, steps_dir=self.session.dir / "steps",
+                               subject=self.subject, baseline=self._perf_baseline)
         self.verdicts: dict[str, str] = {}
         self.overrides: dict[str, str] = {}
-        self.cancelled: set[Future] = set()
         self._children: dict[str, list[str]] | None = None
         self._in_set = frozenset(self.cands.order)
         self.judge: ManualJudge | None = None
-        self._corrected = False  # set when an answer is taken back at the prompt
         if getattr(self.settings, "manual", False):
             from tritonbisect.session.manual import ManualJudge
 
             self.judge = ManualJudge(self.ui)
+            self.queue.judge = self._judged
         self.ui.phase_started(self.session, self.phase, len(self.cands.order), self.subject)
         if self.records:
             self.ui.note(f"{len(self.records)} finished steps replayed from the journal")
-        self.pool = make_pool(
+        pool = make_pool(
             self.settings, spec, self.history.repo_id(), self.recipe, self.policy, note=self.ui.note
         )
-        try:
+        with self.queue.running_on(pool):
             if not self._endpoints():
                 return
             action = self._search()
             if action is None:
                 return
             self._finish(action)
-        except BaseException:
-            self._cancel_in_flight()
-            raise
-        finally:
-            self.pool.close()
-
-    def _cancel_in_flight(self) -> None:
-        for request, *_ in self.in_flight.values():
-            request.token.cancel()
-
-    def _wait_one(self) -> list[tuple[Future, tuple[Any, str, str, int | None]]]:
-        """Wait until at least one in-flight step finishes; return the finished ones."""
-        while True:
-            done, _ = wait(list(self.in_flight), timeout=0.5, return_when=FIRST_COMPLETED)
-            if done:
-                out = []
-                for fut in done:
-                    out.append((fut, self.in_flight.pop(fut)))
-                return out
 
     def _abort(self, reason: str) -> None:
-        self._cancel_in_flight()
-        while self.in_flight:
-            self._wait_one()
+        self.queue.abandon()
         self.phase.status = STATUS_ABORTED
         self.phase.reason = reason
         self.session.save()
@@ -279,15 +220,13 @@ class PhaseRun(SearchLoop):
         if (needs_record or self.perf is not None) and todo[spec.good] > 0 and not tally.get(spec.good):
             # the good endpoint records the reference the bad endpoint is compared against
             # (the oracle's golden output, or the perf samples)
-            request, future = self._submit(spec.good, ROLE_ENDPOINT, record=needs_record)
-            self.in_flight[future] = (request, spec.good, ROLE_ENDPOINT, 0)
+            self.queue.submit(spec.good, ROLE_ENDPOINT, 0, record=needs_record)
             if not self._collect_endpoints():
                 return False
             todo[spec.good] -= 1
         for commit in (spec.good, spec.bad):
             for _ in range(max(0, todo[commit])):
-                request, future = self._submit(commit, ROLE_ENDPOINT)
-                self.in_flight[future] = (request, commit, ROLE_ENDPOINT, 0)
+                self.queue.submit(commit, ROLE_ENDPOINT, 0)
         if not self._collect_endpoints():
             return False
         problems = self._endpoint_problems(self._endpoint_tally())
@@ -301,10 +240,7 @@ class PhaseRun(SearchLoop):
                 )
                 for name in again:
                     commit = spec.good if name.startswith("the good") else spec.bad  # see _contradicting_endpoints
-                    request, future = self._submit(
-                        commit, ROLE_ENDPOINT, record=needs_record and commit == spec.good
-                    )
-                    self.in_flight[future] = (request, commit, ROLE_ENDPOINT, 0)
+                    self.queue.submit(commit, ROLE_ENDPOINT, 0, record=needs_record and commit == spec.good)
                 if not self._collect_endpoints():
                     return False
                 problems = self._endpoint_problems(self._endpoint_tally())
@@ -326,13 +262,14 @@ class PhaseRun(SearchLoop):
         return True
 
     def _collect_endpoints(self) -> bool:
-        while self.in_flight:
-            for fut, (_req, _commit, role, round_) in self._wait_one():
-                result = fut.result()
-                rec = self._journal(result, role, round_)
+        while self.queue:
+            for done in self.queue.finished():
+                rec = done.rec
+                if rec is None:
+                    continue
                 self.ui.step_finished(self.spec.name, rec, self.subject(rec["commit"]), None)
-                if result.verdict == "abort":
-                    self._abort(f"endpoint {result.commit[:12]}: {result.reason}")
+                if done.aborted:
+                    self._abort(f"endpoint {done.result.commit[:12]}: {done.result.reason}")
                     return False
         return True
 
@@ -387,19 +324,18 @@ class PhaseRun(SearchLoop):
         # judged by hand: one commit at a time, so the checkout shown is the one judged
         for batch in [[c] for c in todo] if self.judge is not None else [todo]:
             for commit in batch:
-                request, future = self._submit(commit, ROLE_CONFIRM)
-                self.in_flight[future] = (request, commit, ROLE_CONFIRM, None)
-            while self.in_flight:
-                for fut, (_req, commit, role, round_) in self._wait_one():
-                    result = fut.result()
-                    self._corrected = False
-                    rec = self._journal(result, role, round_)
+                self.queue.submit(commit, ROLE_CONFIRM, None)
+            while self.queue:
+                for done in self.queue.finished():
+                    if done.rec is None:
+                        continue
+                    commit, rec = done.step.commit, done.rec
                     self.ui.step_finished(self.spec.name, rec, self.subject(commit), None)
-                    if result.verdict == "abort":
-                        self._abort(f"confirmation of {commit[:12]}: {result.reason}")
+                    if done.aborted:
+                        self._abort(f"confirmation of {commit[:12]}: {done.result.reason}")
                         return
                     confirm[commit] = rec
-                    if self._corrected:  # an answer the culprit rests on was taken back
+                    if done.corrected:  # an answer the culprit rests on was taken back
                         self._research()
                         return
         for commit, verdict in marks.items():

@@ -14,8 +14,8 @@ from tritonbisect.session.phase_flaky import FlakySearch
 
 class SearchLoop(FlakySearch):
     """The search part of `phase_run.PhaseRun`, which sets up the state it works on (cands,
-    records, verdicts, overrides, in_flight, cancelled, pool, recipe, ui) and the step helpers
-    (_submit, _journal, _wait_one, _abort, _effective, subject, _progress). The flake-aware
+    records, verdicts, overrides, queue, recipe, ui) and the step helpers
+    (_abort, _effective, subject, _progress). The flake-aware
     search and the switch to it are in `phase_flaky.FlakySearch`."""
 
     def _search(self):
@@ -39,9 +39,8 @@ class SearchLoop(FlakySearch):
         cached = self._known_cached()
         guard = 0
         while True:
-            live = {f: v for f, v in self.in_flight.items() if f not in self.cancelled}
-            flying = frozenset(c for (_r, c, _role, _n) in live.values())
-            free = self.settings.jobs - len(live)
+            flying = self.queue.flying()
+            free = self.settings.jobs - len(self.queue.live())
             if free > 0:
                 action = search.next_step(
                     self.cands, self._effective(), workers=free, in_flight=flying, cached=cached
@@ -55,8 +54,7 @@ class SearchLoop(FlakySearch):
                         break
                     if commit in flying:
                         continue
-                    request, future = self._submit(commit, ROLE_SEARCH)
-                    self.in_flight[future] = (request, commit, ROLE_SEARCH, finished_round + 1)
+                    self.queue.submit(commit, ROLE_SEARCH, finished_round + 1)
                     submitted += 1
             elif isinstance(action, search.Conflict):
                 if self._switch_on_flakiness("verdicts contradict the history"):
@@ -79,36 +77,28 @@ class SearchLoop(FlakySearch):
                         + ", ".join(c[:12] for c in retest)
                     )
                 for commit in retest:
-                    request, future = self._submit(commit, ROLE_SEARCH)
-                    self.in_flight[future] = (request, commit, ROLE_SEARCH, finished_round + 1)
+                    self.queue.submit(commit, ROLE_SEARCH, finished_round + 1)
                     search_counts[commit] += 1
                     submitted += 1
             elif isinstance(action, (search.Found, search.Inconclusive)):
-                self._cancel_in_flight()
-                while self.in_flight:
-                    for fut, (_req, _c, role, round_) in self._wait_one():
-                        result = fut.result()
-                        if not result.cancelled and result.verdict != "abort":
-                            rec = self._journal(result, role, round_)
-                            self.ui.step_finished(spec.name, rec, self.subject(rec["commit"]), None)
+                for rec in self.queue.settle():
+                    self.ui.step_finished(spec.name, rec, self.subject(rec["commit"]), None)
                 return action
             if submitted:
                 guard = 0
                 continue
-            if not self.in_flight:
+            if not self.queue:
                 guard += 1
                 if guard > 2:
                     raise RuntimeError(f"search made no progress ({action!r})")
                 continue
             learned = False
-            for fut, (_req, commit, role, round_) in self._wait_one():
-                was_cancelled = fut in self.cancelled
-                self.cancelled.discard(fut)
-                result = fut.result()
-                if result.cancelled or was_cancelled:
+            for done in self.queue.finished():
+                if done.rec is None:
                     continue
-                rec = self._journal(result, role, round_)
-                if result.verdict == "abort":
+                rec, result = done.rec, done.result
+                commit, role, round_ = done.step.commit, done.step.role, done.step.round
+                if done.aborted:
                     self.ui.step_finished(spec.name, rec, self.subject(commit), None)
                     self._abort(f"{commit[:12]}: {result.reason}")
                     return None
@@ -159,20 +149,18 @@ class SearchLoop(FlakySearch):
         """Stop in-flight steps whose verdict can no longer change anything (e.g. a commit
         above a newly found bad one): their workers take a useful commit instead."""
         targets = [
-            (fut, req, commit)
-            for fut, (req, commit, role, _n) in self.in_flight.items()
-            if role == ROLE_SEARCH and fut not in self.cancelled and commit not in self.verdicts
+            step for step in self.queue.live()
+            if step.role == ROLE_SEARCH and step.commit not in self.verdicts
         ]
         if not targets:
             return
         implied = self._implied()
         if not implied:
             return
-        for fut, req, commit in targets:
-            if commit in implied:
-                req.token.cancel()
-                self.cancelled.add(fut)
-                self.ui.note(f"stopped testing {commit[:12]}: its verdict no longer matters")
+        for step in targets:
+            if step.commit in implied:
+                self.queue.cancel(step)
+                self.ui.note(f"stopped testing {step.commit[:12]}: its verdict no longer matters")
 
     def _known_cached(self) -> frozenset[str]:
         """Commits whose build is known to be cached, so testing them again costs no build.
