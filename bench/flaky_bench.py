@@ -24,7 +24,7 @@ search, confirmation, repeats). Calibration: of the answers stated with confiden
 (posterior >= the threshold), the share that is right.
 
 The large seed counts drive the pure search (search/classic.py, search/bayes.py, bayes_step.py) through a
-replica of the session's loop (session/phase_run.py, phase_search.py, phase_flaky.py: the
+replica of the session's loop (session/phase_run.py and the parts it drives: the
 same endpoint checks, conflict handling, confirmation, switch and budget). A smaller set of
 seeds runs the real CLI on real git repositories with a bash test drawing the same
 pseudo-random verdicts (a hash of seed, commit and run number), and the script checks that
@@ -56,7 +56,7 @@ from results_md import RESULTS, write_section  # noqa: E402
 from tritonbisect.search import bayes, bayes_step
 from tritonbisect.search import classic as search
 from tritonbisect.session.evidence import evidence_of  # noqa: E402
-from tritonbisect.session.phase_flaky import (  # noqa: E402
+from tritonbisect.session.flakiness import (  # noqa: E402
     CLASSIC_TRUST,
     ENDPOINT_RUNS,
     confidence_of,

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results_md import write_section  # noqa: E402
 from tritonbisect.search import bayes, bayes_step, prior
 from tritonbisect.search import classic as search
-from tritonbisect.session.phase_flaky import CLASSIC_TRUST, ENDPOINT_RUNS  # noqa: E402
+from tritonbisect.session.flakiness import CLASSIC_TRUST, ENDPOINT_RUNS  # noqa: E402
 
 SECTION = "## Pass hint: --prefer-pass builds, hint right / wrong / none"
 STRATEGIES = ("classic", "bayes", "hint", "bayesect10")

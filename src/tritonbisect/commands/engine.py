@@ -39,7 +39,7 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
         "session": session.id,
         "session_dir": str(session.dir),
         "phase": result.phase,
-        # the probability of the answer and the top candidates (session/phase_flaky.py)
+        # the probability of the answer and the top candidates (session/answer.py)
         "posterior": session.extra.get("posterior", {}).get(result.phase),
         "phases": [
             {

@@ -97,7 +97,7 @@ def render_session_log(session: Any, phase_name: str | None = None) -> str:
     from tritonbisect.session.bisect_log import render
     from tritonbisect.session.corrections import phase_candidates
     from tritonbisect.session.evidence import evidence_of
-    from tritonbisect.session.phase_flaky import flake_model_of
+    from tritonbisect.session.flakiness import flake_model_of
 
     phases = [p for p in session.phases() if phase_name in (None, p.spec.name)]
     if not phases:

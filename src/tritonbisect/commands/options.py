@@ -190,8 +190,8 @@ def _hint_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 
 def _verdict_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """The flaky-test and manual-judging fields of BisectSettings from the command's keyword arguments."""
+    from tritonbisect.session.flakiness import parse_flake_rate
     from tritonbisect.session.manual import require_terminal
-    from tritonbisect.session.phase_flaky import parse_flake_rate
 
     out: dict[str, Any] = {"flaky": kwargs.get("flaky") or "detect"}
     rate = kwargs.get("flake_rate")

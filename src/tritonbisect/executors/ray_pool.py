@@ -78,7 +78,7 @@ class RayPool:
         self.jobs = max(1, settings.jobs)
         self.note = note
         build, test = resources_of(settings)
-        # every recipe but a plain command one caches its builds (as phase_search assumes)
+        # every recipe but a plain command one caches its builds (as session/builds_at_hand.py assumes)
         self.split = build != test and bool(getattr(recipe, "caches_builds", True))
         if build != test and not self.split:
             note("this recipe keeps no build artifact to move between nodes: each step builds "

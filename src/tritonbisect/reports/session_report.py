@@ -129,7 +129,7 @@ def report_data(session: Session) -> dict[str, Any]:
                 if phase.status == "inconclusive"
                 else [],
                 "confidence": phase.confidence,
-                # P(culprit), top candidates, error rates (session/phase_flaky.py)
+                # P(culprit), top candidates, error rates (session/answer.py)
                 "posterior": session.extra.get("posterior", {}).get(phase.spec.name),
                 # --prefer-pass / --prefer-files: what the hint weighed, and what came of it
                 "hint": (session.extra.get("hint") or {}).get(phase.spec.name),

@@ -21,9 +21,14 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from tritonbisect.core.errors import InputError
+from tritonbisect.core.outcome import Kind, Verdict
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.phase_journal import PhaseJournal
+    from tritonbisect.session.step_queue import StepQueue
 
 # The probe: where the commit is ready. It runs as the step's test, in the worktree and with
 # the target environment of the recipe (VIRTUAL_ENV is set by recipes that install into one).
@@ -98,6 +103,21 @@ def paused(ui: Any) -> Iterator[None]:
         live.start()
 
 
+class JudgedPhase(Protocol):
+    """What the judge uses of the phase it judges for (session/phase_run.py)."""
+
+    spec: Any
+    journal: PhaseJournal
+    queue: StepQueue
+
+    @property
+    def records(self) -> list[dict[str, Any]]: ...
+
+    def subject(self, commit: str) -> str: ...
+
+    def progress(self) -> Any: ...
+
+
 class ManualJudge:
     """Asks a person for each step's verdict; see the module docstring."""
 
@@ -113,13 +133,13 @@ class ManualJudge:
 
     # the endpoints ----------------------------------------------------------------------------
 
-    def declare_endpoints(self, run: Any) -> None:
+    def declare_endpoints(self, run: JudgedPhase) -> None:
         """Journal the person's --good and --bad as their verdicts (once)."""
         from tritonbisect.core.clock import now_iso
         from tritonbisect.session.evidence import KIND_MANUAL
 
         have = {r["commit"] for r in run.records if r.get("role") == "endpoint"}
-        for commit, verdict in ((run.spec.good, "good"), (run.spec.bad, "bad")):
+        for commit, verdict in ((run.spec.good, Verdict.GOOD.value), (run.spec.bad, Verdict.BAD.value)):
             if commit in have:
                 continue
             stamp = now_iso("milliseconds")
@@ -134,14 +154,14 @@ class ManualJudge:
 
     # a step ------------------------------------------------------------------------------------
 
-    def judge(self, run: Any, result: Any, role: str) -> tuple[Any, dict[str, Any] | None]:
+    def judge(self, run: JudgedPhase, result: Any, role: str) -> tuple[Any, dict[str, Any] | None]:
         """The verdict of a finished step: asked when the commit is ready, else the step's own
         (a commit that does not build is skipped as the policy says, an infra failure aborts)."""
         from tritonbisect.session.evidence import KIND_MANUAL
 
         while True:
-            if result.cancelled or result.kind != "pass":
-                if result.kind == "build_failed":
+            if result.cancelled or result.kind != Kind.PASS:
+                if result.kind == Kind.BUILD_FAILED:
                     self._say(f"{result.commit[:12]} does not build: {result.verdict} ({result.reason})")
                 return result, None
             started = time.monotonic()
@@ -156,7 +176,7 @@ class ManualJudge:
             result.reason = f"judged {answer} by hand"
             return result, {"judged": {"answer": answer, "seconds": round(time.monotonic() - started, 1)}}
 
-    def _ask(self, run: Any, result: Any, role: str) -> str:
+    def _ask(self, run: JudgedPhase, result: Any, role: str) -> str:
         info = ready_info({"tests": result.tests})
         with paused(self.ui):
             self._describe(run, result, role, info)
@@ -176,10 +196,10 @@ class ManualJudge:
                     continue
                 return answer
 
-    def _describe(self, run: Any, result: Any, role: str, info: dict[str, str]) -> None:
+    def _describe(self, run: JudgedPhase, result: Any, role: str, info: dict[str, str]) -> None:
         commit = result.commit
         subject = run.subject(commit)
-        progress = run._progress() if role == "search" else None
+        progress = run.progress() if role == "search" else None
         what = {"confirm": " (confirmation: judge it again)"}.get(role, "")
         lines = ["", f"commit {commit} is ready to judge{what}", f"  {subject}"]
         worktree = info.get("worktree")
@@ -206,12 +226,12 @@ class ManualJudge:
             self.out.write(f"tritonbisect: {text}\n")
             self.out.flush()
 
-    def _rerun(self, run: Any, result: Any, role: str) -> Any:
+    def _rerun(self, run: JudgedPhase, result: Any, role: str) -> Any:
         """Build and install the commit again (same role), waiting for it here."""
         self._say(f"building and installing {result.commit[:12]} again")
         return run.queue.run_now(result.commit, role)
 
-    def _undo(self, run: Any) -> None:
+    def _undo(self, run: JudgedPhase) -> None:
         """Take back the latest verdict given by hand in this phase (a correction record)."""
         from tritonbisect.session.evidence import KIND_MANUAL, undone_seqs
 

@@ -1,9 +1,9 @@
 """The hint of a phase (--prefer-pass, --prefer-files): its prior over the phase's commits, what
 it weighs (printed once), and at the end whether the evidence went for or against it.
 
-Called by the phase's search (session/phase_flaky.py) through `prior_of(run)` and
-`record_verdict(run, culprit)`; `check_hint(session)` validates a new session's hint
-before anything runs (one clear line for a pass no Passes.td declares). The hint's facts
+A phase holds a `PhaseHint`, which its searches ask for the prior and its answer for the
+verdict; `check_hint(settings, specs)` validates a new session's hint before anything runs
+(one clear line for a pass no Passes.td declares). The hint's facts
 are stored in session.json under extra["hint"][phase] for the report and the JSON.
 """
 
@@ -48,58 +48,73 @@ def check_hint(settings: Any, specs: Any) -> None:
         return
 
 
-def prior_of(run: Any) -> list[float] | None:
-    """P(culprit = commit) for the phase's commits under the hint; None without one (or where
-    it does not apply). Computed once per phase run; the first call prints what it weighs."""
-    if "_hint_prior" in run.__dict__:
-        return run.__dict__["_hint_prior"]
-    run.__dict__["_hint_prior"] = None
-    settings, spec = run.settings, run.spec
-    if not wanted(settings):
-        return None
-    if spec.candidates:
-        run.ui.note(f"the hint ({_described(settings)}) weighs commits of a source range; phase "
-                    f"{spec.name} tests a list of builds, so it searches without it")
-        return None
-    try:
-        hint = _find(spec, settings, len(run.cands.order))
-    except InputError as exc:  # a later phase (another repository): the hint does not apply there
-        run.ui.note(f"phase {spec.name}: {exc}; searching without the hint")
-        return None
-    for line in hint.lines():
-        run.ui.note(line)
-    record = hint.to_dict()
-    in_range = frozenset(c for c in hint.commits if c in run._in_set)
-    record["commits"] = len(in_range)
-    if not in_range:
-        run.session.extra.setdefault("hint", {})[spec.name] = record
-        return None
-    weights = prior.prior_weights(run.cands.order, in_range)
-    record["prior_mass"] = round(sum(w for c, w in zip(run.cands.order, weights, strict=True) if c in in_range), 4)
-    run.session.extra.setdefault("hint", {})[spec.name] = record
-    run.__dict__["_hint_prior"] = weights
-    run.__dict__["_hint_commits"] = in_range
-    return weights
+class PhaseHint:
+    """The hint as one phase sees it: its prior over the phase's commits (computed once, when
+    first asked; that first time prints what it weighs) and its verdict at the end."""
 
+    def __init__(self, settings: Any, spec: Any, cands: Any, ui: Any, extra: dict[str, Any]) -> None:
+        self.settings = settings
+        self.spec = spec
+        self.cands = cands
+        self.ui = ui
+        self.extra = extra  # session.json's extra: the hint's facts go under extra["hint"][phase]
+        self._asked = False
+        self._prior: list[float] | None = None
+        self._commits: frozenset[str] = frozenset()
 
-def record_verdict(run: Any, culprit: str | None) -> None:
-    """Say whether the evidence went for or against the hint (stored with the hint): the mass
-    the hinted commits hold after every verdict, from the prior."""
-    from tritonbisect.search import bayes
+    def prior(self) -> list[float] | None:
+        """P(culprit = commit) for the phase's commits under the hint; None without one (or
+        where it does not apply)."""
+        if self._asked:
+            return self._prior
+        self._asked = True
+        settings, spec = self.settings, self.spec
+        if not wanted(settings):
+            return None
+        if spec.candidates:
+            self.ui.note(f"the hint ({_described(settings)}) weighs commits of a source range; phase "
+                         f"{spec.name} tests a list of builds, so it searches without it")
+            return None
+        try:
+            hint = _find(spec, settings, len(self.cands.order))
+        except InputError as exc:  # a later phase (another repository): the hint does not apply there
+            self.ui.note(f"phase {spec.name}: {exc}; searching without the hint")
+            return None
+        for line in hint.lines():
+            self.ui.note(line)
+        record = hint.to_dict()
+        in_set = frozenset(self.cands.order)
+        in_range = frozenset(c for c in hint.commits if c in in_set)
+        record["commits"] = len(in_range)
+        if not in_range:
+            self.extra.setdefault("hint", {})[spec.name] = record
+            return None
+        weights = prior.prior_weights(self.cands.order, in_range)
+        record["prior_mass"] = round(
+            sum(w for c, w in zip(self.cands.order, weights, strict=True) if c in in_range), 4
+        )
+        self.extra.setdefault("hint", {})[spec.name] = record
+        self._prior = weights
+        self._commits = in_range
+        return weights
 
-    weights = run.__dict__.get("_hint_prior")
-    if weights is None:
-        return
-    ev = run._evidence()
-    try:
-        post = bayes.posterior(run.cands, ev.counts, model=run._flake_model(), marks=ev.marks, prior=weights)
-    except ValueError:
-        return
-    verdict = prior.hint_verdict(run.cands.order, run.__dict__["_hint_commits"], weights, post.w, culprit)
-    entry = run.session.extra.setdefault("hint", {}).setdefault(run.spec.name, {})
-    entry.update(posterior_mass=round(verdict.posterior_mass, 4), culprit_hinted=verdict.culprit_hinted,
-                 against=verdict.against, verdict=verdict.sentence())
-    run.ui.note(f"hint: {verdict.sentence()}")
+    def record_verdict(self, evidence: Any, model: Any, culprit: str | None) -> None:
+        """Say whether the evidence went for or against the hint (stored with the hint): the
+        mass the hinted commits hold after every verdict, from the prior."""
+        from tritonbisect.search import bayes
+
+        weights = self._prior
+        if weights is None:
+            return
+        try:
+            post = bayes.posterior(self.cands, evidence.counts, model=model, marks=evidence.marks, prior=weights)
+        except ValueError:
+            return
+        verdict = prior.hint_verdict(self.cands.order, self._commits, weights, post.w, culprit)
+        entry = self.extra.setdefault("hint", {}).setdefault(self.spec.name, {})
+        entry.update(posterior_mass=round(verdict.posterior_mass, 4), culprit_hinted=verdict.culprit_hinted,
+                     against=verdict.against, verdict=verdict.sentence())
+        self.ui.note(f"hint: {verdict.sentence()}")
 
 
 def _described(settings: Any) -> str:

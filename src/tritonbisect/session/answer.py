@@ -1,0 +1,144 @@
+"""How a phase states its answer: the status, the culprit or the candidates, the confidence and
+the one-line reason of session.json, and the posterior summary kept with them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tritonbisect.search.classic import Candidates, Found, Inconclusive
+from tritonbisect.session.confirm import Confirmed
+from tritonbisect.session.evidence import candidate_states, candidates_summary
+from tritonbisect.session.flakiness import Flakiness
+from tritonbisect.session.names import CommitNames
+from tritonbisect.session.phase_journal import PhaseJournal
+from tritonbisect.session.phases import STATUS_FOUND, STATUS_INCONCLUSIVE, PhaseState
+
+
+class Answer:
+    """Writes a phase's answer into its state and tells the display (see the module docstring)."""
+
+    def __init__(self, session: Any, phase: PhaseState, cands: Candidates, journal: PhaseJournal,
+                 flakiness: Flakiness, names: CommitNames, ui: Any) -> None:
+        self.session = session  # saved with the answer; the display is told about it
+        self.phase = phase
+        self.cands = cands
+        self.journal = journal
+        self.flakiness = flakiness
+        self.names = names
+        self.ui = ui
+
+    def _said(self) -> None:
+        self.session.save()
+        self.ui.phase_finished(self.session, self.phase)
+
+    # the classic search's answers ----------------------------------------------------------------
+
+    def inconclusive(self, action: Inconclusive) -> None:
+        phase = self.phase
+        phase.status = STATUS_INCONCLUSIVE
+        phase.candidates = list(action.candidates)
+        phase.culprit = None
+        phase.reason = (
+            f"{len(action.candidates)} candidates remain, which no test can tell apart: "
+            + self.candidates_said(phase.candidates)
+        )
+        self.record_posterior(None, phase.candidates)
+        self._said()
+
+    def confirmed(self, c: Confirmed) -> None:
+        """A culprit whose confirmation is in: high confidence when both re-tests agree with
+        the search and the posterior reaches the threshold."""
+        phase = self.phase
+        prob = self.record_posterior(c.culprit)
+        threshold = self.flakiness.confidence
+        stated = "" if prob is None else f"; P(culprit) = {prob:.3f}"
+        named = self.names.named
+        phase.status = STATUS_FOUND
+        if c.culprit_bad and c.parent_good:
+            phase.confidence = "high" if prob is None or prob >= threshold else "low"
+            phase.reason = (
+                f"confirmed: {named(c.culprit)} is bad again and its parent {named(c.parent)} good again"
+                + stated
+                + ("" if phase.confidence == "high" else f" (below {threshold:g})")
+            )
+        else:
+            phase.confidence = "low"
+            parts = []
+            for commit, ok, what in ((c.culprit, c.culprit_bad, ""), (c.parent, c.parent_good, "parent ")):
+                if not ok:
+                    rec = c.records[commit]
+                    parts.append(f"{what}{commit[:12]} re-tested {rec['verdict']} ({rec['kind']})")
+            phase.reason = (
+                "low confidence: the confirmation disagrees with the search: "
+                + "; ".join(parts)
+                + stated
+                + " (flaky test? try --flaky auto)"
+            )
+        self._said()
+
+    # the flake-aware search's answers ----------------------------------------------------------
+
+    def flake_aware(self, action: Found | Inconclusive) -> None:
+        phase = self.phase
+        threshold = self.flakiness.confidence
+        if isinstance(action, Found):
+            prob = self.record_posterior(action.culprit) or 0.0
+            phase.status = STATUS_FOUND
+            phase.culprit = action.culprit
+            phase.candidates = [action.culprit]
+            phase.confidence = "high" if prob >= threshold else "low"
+            phase.reason = (
+                f"P(culprit) = {prob:.3f} from {self.evidence_line()} "
+                f"(flake-aware search; threshold {threshold:g})"
+            )
+        else:
+            cands = list(action.candidates)
+            prob = self.record_posterior(None, cands) or 0.0
+            phase.status = STATUS_INCONCLUSIVE
+            phase.culprit = None
+            phase.candidates = cands
+            phase.confidence = None
+            budget = self.flakiness.test_budget(len(self.cands.order))
+            said = self.candidates_said(cands)
+            why = (
+                f"the test budget ({budget} search tests) was spent; raise it with --max-tests ({said})"
+                if self.journal.evidence().search_tests >= budget
+                else f"no test can tell them apart ({said})"
+                + ("; `tritonbisect mark` one of them to decide" if "never tested" in said else "")
+            )
+            phase.reason = f"{len(cands)} candidates hold P = {prob:.3f} of the culprit; {why}"
+        self._said()
+
+    # what the answer is worth ------------------------------------------------------------------
+
+    def record_posterior(self, culprit: str | None, candidates: list[str] | None = None) -> float | None:
+        """Save the posterior summary of this phase in session.json (`extra["posterior"]`);
+        returns P(culprit), or P(culprit in candidates)."""
+        ev = self.journal.evidence()
+        post = self.flakiness.posterior(self.cands, ev)
+        if post is None:
+            return None
+        self.flakiness.hint.record_verdict(ev, self.flakiness.model(), culprit)
+        summary = post.summary()
+        prob = post.prob(culprit) if culprit else sum(post.prob(c) for c in candidates or [])
+        summary.update(
+            probability=round(prob, 6),
+            threshold=self.flakiness.confidence,
+            search=self.flakiness.search_name(),
+            flaky=self.flakiness.mode,
+        )
+        self.session.extra.setdefault("posterior", {})[self.phase.spec.name] = summary
+        return prob
+
+    def candidates_said(self, candidates: list[str]) -> str:
+        """What is known of an inconclusive answer's candidates, counted (evidence.py)."""
+        return candidates_summary(candidate_states(self.journal.records, candidates))
+
+    def evidence_line(self) -> str:
+        ev = self.journal.evidence()
+        p, q = (0.0, 0.0)
+        post = self.flakiness.posterior(self.cands, ev)
+        if post is not None:
+            p, q = post.rates()
+        n = sum(g + b for g, b in ev.counts.values())
+        return f"{n} verdicts, error rates p≈{p:.2f} q≈{q:.2f}"

@@ -1,0 +1,108 @@
+"""The confirmation of a classic answer: the culprit and its parent are tested again, on the
+builds the phase already has where it can (the artifact cache, or a worker's checkout that
+still holds the commit's build), and a person's verdict is not re-tested."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tritonbisect.core.outcome import Verdict
+from tritonbisect.search.classic import Candidates
+from tritonbisect.session.builds_at_hand import BuildsAtHand
+from tritonbisect.session.journal import ROLE_CONFIRM
+from tritonbisect.session.names import CommitNames
+from tritonbisect.session.phase_journal import PhaseJournal
+from tritonbisect.session.step_queue import StepQueue
+
+OBSERVED = (Verdict.GOOD, Verdict.BAD, Verdict.SKIP)
+
+
+@dataclass
+class Confirmed:
+    """What the confirmation found: each commit's record (a mark: {"verdict", "kind"})."""
+
+    culprit: str
+    parent: str
+    records: dict[str, dict[str, Any]]
+
+    @property
+    def culprit_bad(self) -> bool:
+        return self.records[self.culprit]["verdict"] == Verdict.BAD
+
+    @property
+    def parent_good(self) -> bool:
+        return self.records[self.parent]["verdict"] == Verdict.GOOD
+
+
+@dataclass(frozen=True)
+class TakenBack:
+    """A person took back, at the prompt, an answer the culprit rests on."""
+
+
+class Confirmation:
+    """See the module docstring."""
+
+    def __init__(self, spec: Any, cands: Candidates, history: Any, journal: PhaseJournal,
+                 queue: StepQueue, builds: BuildsAtHand, names: CommitNames, ui: Any, *,
+                 one_at_a_time: bool, abort: Callable[[str], None]) -> None:
+        self.spec = spec
+        self.cands = cands
+        self.history = history
+        self.journal = journal
+        self.queue = queue
+        self.builds = builds
+        self.names = names
+        self.ui = ui
+        self.one_at_a_time = one_at_a_time  # judged by hand: the checkout shown is the one judged
+        self.abort = abort
+
+    def parent_of(self, culprit: str, verdicts: Mapping[str, str]) -> str:
+        """The parent the culprit is compared with: a good one among its parents in the range,
+        else its first parent (the good endpoint when it is the first commit of a list)."""
+        parents = tuple(self.cands.parents.get(culprit, ()))
+        if parents:
+            goods = [p for p in parents if verdicts.get(p) == Verdict.GOOD]
+            return (goods or list(parents))[0]
+        if self.spec.candidates:
+            return str(self.spec.good)
+        try:
+            return str(self.history.resolve(f"{culprit}^1"))
+        except Exception:  # noqa: BLE001
+            return str(self.spec.good)
+
+    def run(self, culprit: str, parent: str) -> Confirmed | TakenBack | None:
+        """Re-test what the journal does not hold yet; None when the phase aborted."""
+        ev = self.journal.evidence()
+        marks = ev.marks  # a person's verdict is not re-tested
+        found: dict[str, dict[str, Any]] = {}
+        for rec in self.journal.records:
+            undone = int(rec.get("seq") or 0) in ev.undone
+            if rec.get("role") == ROLE_CONFIRM and rec.get("verdict") in OBSERVED and not undone:
+                found[rec["commit"]] = rec
+        todo = [c for c in dict.fromkeys((culprit, parent)) if c not in found and c not in marks]
+        if todo:
+            self.ui.note(
+                f"confirming: re-testing {self.names.named(culprit)} and its parent {self.names.named(parent)}"
+            )
+        self.queue.keep_builds(self.builds.kept_for_confirmation(culprit, parent))
+        todo = self.builds.confirm_order(todo)
+        for batch in [[c] for c in todo] if self.one_at_a_time else [todo]:
+            for commit in batch:
+                self.queue.submit(commit, ROLE_CONFIRM, None, reuse=self.builds.reuse)
+            while self.queue:
+                for done in self.queue.finished():
+                    if done.rec is None:
+                        continue
+                    commit = done.step.commit
+                    self.ui.step_finished(self.spec.name, done.rec, self.names.subject(commit), None)
+                    if done.aborted:
+                        self.abort(f"confirmation of {commit[:12]}: {done.result.reason}")
+                        return None
+                    found[commit] = done.rec
+                    if done.corrected:
+                        return TakenBack()
+        for commit, verdict in marks.items():
+            found[commit] = {"verdict": verdict, "kind": "marked"}
+        return Confirmed(culprit, parent, found)

@@ -1,0 +1,39 @@
+"""How a phase names its commits to the user: a command's labels (`wheels`: the versions of its
+ladder) or short shas, and each commit's subject line."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+class CommitNames:
+    """Names and subjects of one phase's commits; subjects are read from git when first asked."""
+
+    def __init__(self, history: Any, labels: Mapping[str, str], commits: Sequence[str]) -> None:
+        self.history = history
+        self.labels = dict(labels)
+        self._commits = list(commits)  # whose subjects one git call reads, on first use
+        self._subjects: dict[str, str] = {}
+        self._loaded = False
+
+    def named(self, commit: str) -> str:
+        return self.labels.get(commit) or commit[:12]
+
+    @property
+    def noun(self) -> str:
+        return "version" if self.labels else "commit"
+
+    def subject(self, commit: str) -> str:
+        if not self._loaded:
+            # one git call for every commit of the range, instead of one per step
+            self._loaded = True
+            with contextlib.suppress(Exception):  # a subject is decoration only
+                self._subjects.update(self.history.subjects(self._commits))
+        if commit not in self._subjects:
+            try:
+                self._subjects[commit] = self.history.commit_info(commit).subject
+            except Exception:  # noqa: BLE001 - a subject is decoration only
+                self._subjects[commit] = ""
+        return self._subjects[commit]

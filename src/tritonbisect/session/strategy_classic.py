@@ -1,0 +1,159 @@
+"""The classic search as a strategy: the pure search of search/classic.py over the verdicts the
+journal holds (one per commit, as a resumed session reads them), with contradicting verdicts
+re-tested, then skipped, unless the phase switches to the flake-aware search."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from tritonbisect.core.outcome import Verdict
+from tritonbisect.search import classic as search
+from tritonbisect.session.builds_at_hand import BuildsAtHand
+from tritonbisect.session.evidence import classic_verdicts
+from tritonbisect.session.flakiness import Flakiness
+from tritonbisect.session.journal import ROLE_SEARCH
+from tritonbisect.session.phase_journal import PhaseJournal
+from tritonbisect.session.step_queue import InFlight
+from tritonbisect.session.strategy import Plan
+
+
+class ClassicSearch:
+    """See the module docstring. Made when a search starts (a resume, or a search again after
+    a correction, starts a new one: overrides are not kept across them)."""
+
+    label = "search"
+
+    def __init__(self, cands: search.Candidates, journal: PhaseJournal, flakiness: Flakiness,
+                 builds: BuildsAtHand, ui: Any, *, jobs: int, good: str) -> None:
+        self.cands = cands
+        self.in_set = frozenset(cands.order)
+        self.journal = journal
+        self.flakiness = flakiness
+        self.builds = builds
+        self.ui = ui
+        self.jobs = jobs
+        self.good = good
+        # verdicts the search set aside: a commit that keeps contradicting the history
+        self.overrides: dict[str, Verdict] = {}
+        # re-tests of each commit, so that one contradicting twice is skipped, not re-tested
+        self.search_counts: Counter[str] = Counter(
+            str(r["commit"]) for r in journal.records if r.get("role") == ROLE_SEARCH
+        )
+        self._children: dict[str, list[str]] | None = None
+
+    # the verdicts ----------------------------------------------------------------------------
+
+    def verdicts(self) -> dict[str, str]:
+        """One verdict per commit of the set, from the journal (a person's corrections
+        applied), the bad endpoint bad unless said otherwise."""
+        out = classic_verdicts(self.journal.evidence(), self.in_set)
+        out.setdefault(self.cands.bad, Verdict.BAD)
+        return out
+
+    def effective(self) -> dict[str, str]:
+        eff = self.verdicts()
+        eff.update(self.overrides)
+        return eff
+
+    # the strategy ----------------------------------------------------------------------------
+
+    def plan(self, *, free: int, flying: frozenset[str], live: int, cached: frozenset[str]) -> Plan:
+        if free <= 0:
+            return Plan(seen=search.Wait())
+        action = search.next_step(self.cands, self.effective(), workers=free, in_flight=flying, cached=cached)
+        if isinstance(action, search.TestNext):
+            return Plan(test=action.commits, seen=action)
+        if isinstance(action, (search.Found, search.Inconclusive)):
+            return Plan(answer=action, seen=action)
+        if isinstance(action, search.Conflict):
+            return self._conflict(action, free, flying)
+        return Plan(seen=action)
+
+    def _conflict(self, action: search.Conflict, free: int, flying: frozenset[str]) -> Plan:
+        """Verdicts that contradict the history: a flaky test (switch), else re-test them once,
+        and skip a commit that still contradicts."""
+        if self.flakiness.switch(self.journal.evidence(), "verdicts contradict the history"):
+            return Plan(switch=True, seen=action)
+        marks = self.journal.evidence().marks  # a person's verdicts: never re-tested, never overridden
+        retest: list[str] = []
+        changed = False
+        for commit in action.commits:
+            if commit in flying or commit in marks:
+                continue
+            if self.search_counts[commit] >= 2 or commit not in self.in_set:
+                # tested twice and still contradicting: do not trust it
+                if self.overrides.get(commit) != Verdict.SKIP:
+                    self.overrides[commit] = Verdict.SKIP
+                    self.ui.note(f"{commit[:12]} keeps contradicting the history: skipped")
+                    changed = True
+            elif len(retest) < free:
+                retest.append(commit)
+        if retest:
+            self.ui.note(
+                "verdicts contradict the history (a flaky test?); re-testing "
+                + ", ".join(c[:12] for c in retest)
+            )
+        self.search_counts.update(retest)
+        return Plan(test=tuple(retest), again=changed, seen=action)
+
+    def progress(self) -> tuple[int, int]:
+        try:
+            n = len(search.remaining(self.cands, self.effective()))
+        except Exception:  # noqa: BLE001 - the display only
+            n = 0
+        return n, (search.steps_left(n, self.jobs) if n else 0)
+
+    def switch_after(self) -> bool:
+        return self.flakiness.switch(self.journal.evidence())
+
+    def useless(self, steps: Sequence[InFlight]) -> list[InFlight]:
+        """Running search steps above a newly found bad commit (or below a good one): their
+        workers take a useful commit instead."""
+        known = self.verdicts()
+        targets = [s for s in steps if s.role == ROLE_SEARCH and s.commit not in known]
+        if not targets:
+            return []
+        implied = self._implied()
+        if not implied:
+            return []
+        return [s for s in targets if s.commit in implied]
+
+    def keep(self) -> tuple[str, ...]:
+        return self.builds.to_keep(self.cands, self.effective(), self.good)
+
+    def corrected(self) -> None:
+        self.overrides.clear()  # a resume starts without them too; contradictions come back
+
+    # ancestry ----------------------------------------------------------------------------------
+
+    def _implied(self) -> set[str] | None:
+        """Commits whose verdict follows from the verdicts so far: ancestors of a good commit
+        are good, descendants of a bad one bad. None while the verdicts contradict."""
+        if self._children is None:
+            children: dict[str, list[str]] = {}
+            for c in self.cands.order:
+                for p in self.cands.parents.get(c, ()):
+                    children.setdefault(p, []).append(c)
+            self._children = children
+        kids = self._children
+        eff = self.effective()
+
+        def closure(start: list[str], step: Callable[[str], Iterable[str]]) -> set[str]:
+            seen = set(start)
+            stack = list(start)
+            while stack:
+                for nxt in step(stack.pop()):
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        stack.append(nxt)
+            return seen
+
+        goods = [c for c, v in eff.items() if v == Verdict.GOOD and c in self.in_set]
+        bads = [c for c, v in eff.items() if v == Verdict.BAD and c in self.in_set]
+        anc = closure(goods, lambda c: self.cands.parents.get(c, ()))
+        desc = closure(bads, lambda c: kids.get(c, ()))
+        if anc & desc:
+            return None
+        return anc | desc
