@@ -19,13 +19,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tritonbisect.core.outcome import Verdict
+
 ROLE_MARK = "mark"
 ROLE_UNDO = "undo"
 # Steps whose verdicts are observations of the commit (journal roles of session/journal.py).
 OBSERVED_ROLES = ("endpoint", "search", "confirm")
 # Not steps: a person's corrections.
 CORRECTION_ROLES = (ROLE_MARK, ROLE_UNDO)
-VERDICTS = ("good", "bad", "skip")
+VERDICTS = (Verdict.GOOD, Verdict.BAD, Verdict.SKIP)  # "abort" says nothing of the commit
 # The kind of a verdict given by a person rather than a test.
 KIND_MANUAL = "manual"
 
@@ -58,10 +60,10 @@ class Evidence:
             return self.marks[commit]
         g, b = self.counts.get(commit, (0, 0))
         if g != b:
-            return "good" if g > b else "bad"
+            return (Verdict.GOOD if g > b else Verdict.BAD).value
         if g:
             return self.latest.get(commit)
-        return "skip" if commit in self.skipped else None
+        return Verdict.SKIP.value if commit in self.skipped else None
 
 
 def undone_seqs(records: Iterable[Mapping[str, Any]]) -> set[int]:
@@ -103,11 +105,11 @@ def evidence_of(records: Iterable[Mapping[str, Any]]) -> Evidence:
         if role not in OBSERVED_ROLES or not commit or verdict not in VERDICTS:
             continue
         commit = str(commit)
-        if verdict == "skip":
+        if verdict == Verdict.SKIP:
             ev.skipped.add(commit)
         else:
             pair = counts.setdefault(commit, [0, 0])
-            pair[0 if verdict == "good" else 1] += 1
+            pair[0 if verdict == Verdict.GOOD else 1] += 1
             if role == "search" and rec.get("tests"):
                 ev.search_tests += 1  # tests we ran (not verdicts replayed from a log)
         ev.latest[commit] = verdict
@@ -138,7 +140,7 @@ def candidate_states(records: Iterable[Mapping[str, Any]], candidates: Iterable[
     ev = evidence_of(records)
     skip_kind: dict[str, str] = {}
     for rec in records:
-        if rec.get("verdict") == "skip" and rec.get("role") in OBSERVED_ROLES and rec.get("commit"):
+        if rec.get("verdict") == Verdict.SKIP and rec.get("role") in OBSERVED_ROLES and rec.get("commit"):
             skip_kind[str(rec["commit"])] = str(rec.get("kind") or "skip")
     out: dict[str, str] = {}
     for commit in candidates:

@@ -22,6 +22,7 @@ from tritonbisect.core.errors import InputError, SessionLockedError
 from tritonbisect.core.files import atomic_write_json, atomic_write_text, fsync_dir, read_json_file
 from tritonbisect.core.lock import PidLock
 from tritonbisect.core.oserrors import at_path
+from tritonbisect.core.outcome import Verdict
 
 SESSION_FILE = "session.json"
 JOURNAL_FILE = "journal.jsonl"
@@ -129,7 +130,7 @@ def replay_verdicts(
         if rec.get("role") not in roles:
             continue
         verdict = rec.get("verdict")
-        if verdict not in ("good", "bad", "skip"):
+        if verdict not in (Verdict.GOOD, Verdict.BAD, Verdict.SKIP):
             continue
         out.setdefault(str(rec.get("phase")), {})[str(rec.get("commit"))] = verdict
     return out

@@ -21,8 +21,10 @@ its verdict, kept in session.json (`extra["revert"]`). The verify step is journa
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tritonbisect.core.outcome import Verdict
+from tritonbisect.session.handle import SessionHandle
 from tritonbisect.session.phases import (
     RESUMABLE,
     STATUS_FOUND,
@@ -31,9 +33,6 @@ from tritonbisect.session.phases import (
     PhaseState,
 )
 
-if TYPE_CHECKING:  # pragma: no cover
-    from tritonbisect.session.session import Session
-
 ROLE_REVERT = "revert"
 EXTRA = "revert"  # session.extra["revert"] = {"chains": {root: [...]}, "root_of": {phase: root}}
 FIXES, STILL_FAILS, CONFLICT, UNTESTABLE = "fixes", "still-fails", "conflict", "untestable"
@@ -41,14 +40,14 @@ FIXES, STILL_FAILS, CONFLICT, UNTESTABLE = "fixes", "still-fails", "conflict", "
 MAX_CULPRITS = 5
 
 
-def _state(session: Session) -> dict[str, Any]:
+def _state(session: SessionHandle) -> dict[str, Any]:
     state = session.extra.setdefault(EXTRA, {})
     state.setdefault("chains", {})
     state.setdefault("root_of", {})
     return state
 
 
-def root_of(session: Session, phase_name: str) -> str:
+def root_of(session: SessionHandle, phase_name: str) -> str:
     return str(_state(session)["root_of"].get(phase_name, phase_name))
 
 
@@ -70,22 +69,22 @@ def verdict_of(rec: Mapping[str, Any]) -> tuple[str, list[str]]:
     if revert.get("conflict"):
         return CONFLICT, list(revert["conflict"])
     verdict = rec.get("verdict")
-    if verdict == "good":
+    if verdict == Verdict.GOOD:
         return FIXES, []
-    if verdict == "bad":
+    if verdict == Verdict.BAD:
         return STILL_FAILS, []
     return UNTESTABLE, []
 
 
-def _journaled(session: Session, phase: str, bad: str, reverts: list[str]) -> dict[str, Any] | None:
+def _journaled(session: SessionHandle, phase: str, bad: str, reverts: list[str]) -> dict[str, Any] | None:
     for rec in reversed(session.records(phase)):
         if (rec.get("role") == ROLE_REVERT and rec.get("commit") == bad
-                and rec.get("reverted") == reverts and rec.get("verdict") != "abort"):
+                and rec.get("reverted") == reverts and rec.get("verdict") != Verdict.ABORT):
             return rec
     return None
 
 
-def _run_verify(session: Session, phase: PhaseState, reverts: list[str], ui: Any) -> dict[str, Any] | None:
+def _run_verify(session: SessionHandle, phase: PhaseState, reverts: list[str], ui: Any) -> dict[str, Any] | None:
     """Build and test the bad commit with `reverts` undone; the journaled record (None: the
     step aborted, which is said)."""
     import dataclasses
@@ -135,7 +134,7 @@ def _run_verify(session: Session, phase: PhaseState, reverts: list[str], ui: Any
         rec["revert_tree"] = None
     session.journal.append(rec)
     ui.step_finished(spec.name, rec, f"bad commit with {_names(reverts)} reverted", None)
-    if rec.get("verdict") == "abort":
+    if rec.get("verdict") == Verdict.ABORT:
         ui.note(f"--verify-revert: the check could not run: {rec.get('reason')}")
         return None
     return rec
@@ -145,7 +144,7 @@ def _names(commits: list[str]) -> str:
     return ", ".join(c[:12] for c in commits)
 
 
-def verify(session: Session, phase: PhaseState, ui: Any) -> dict[str, Any] | None:
+def verify(session: SessionHandle, phase: PhaseState, ui: Any) -> dict[str, Any] | None:
     """The revert verdict of the phase's culprit (run once; a resume reads the journal)."""
     assert phase.culprit is not None
     _, _, earlier = _reverts_of(phase.spec)
@@ -174,7 +173,7 @@ def verify(session: Session, phase: PhaseState, ui: Any) -> dict[str, Any] | Non
     return entry
 
 
-def _next_phase(session: Session, phase: PhaseState, root: str) -> PhaseState:
+def _next_phase(session: SessionHandle, phase: PhaseState, root: str) -> PhaseState:
     """The phase that bisects (culprit, bad] with the culprits found so far reverted (made
     once; a resume finds it by its root and its reverts)."""
     assert phase.culprit is not None
@@ -201,7 +200,7 @@ def _next_phase(session: Session, phase: PhaseState, root: str) -> PhaseState:
     return session.phases()[-1]
 
 
-def applies_to(session: Session, phase: PhaseState) -> bool:
+def applies_to(session: SessionHandle, phase: PhaseState) -> bool:
     return (
         bool(getattr(session.settings, "verify_revert", False))
         and phase.status == STATUS_FOUND
@@ -212,7 +211,7 @@ def applies_to(session: Session, phase: PhaseState) -> bool:
     )
 
 
-def after_phase(session: Session, phase: PhaseState, ui: Any) -> None:
+def after_phase(session: SessionHandle, phase: PhaseState, ui: Any) -> None:
     """Verify the phase's culprit by revert; while the revert applies and the case still
     fails, find the next culprit with the earlier ones reverted, and verify it."""
     from tritonbisect.session.phase_run import PhaseRun
@@ -272,7 +271,7 @@ def revert_line(entry: Mapping[str, Any]) -> str:
     return f"revert of {culprit} at the bad commit{also}: untestable ({entry.get('reason')})"
 
 
-def revert_json(session: Session) -> dict[str, Any]:
+def revert_json(session: SessionHandle) -> dict[str, Any]:
     """`revert` (the first culprit's verdict) and `culprits` (the chain) for --json; empty
     when the session did not verify."""
     state = session.extra.get(EXTRA) or {}
@@ -290,7 +289,7 @@ def revert_json(session: Session) -> dict[str, Any]:
     return out
 
 
-def summary_lines(session: Session) -> list[str]:
+def summary_lines(session: SessionHandle) -> list[str]:
     """The lines `run` prints after the culprit: one per culprit of the session's answer."""
     data = revert_json(session)
     out = []
@@ -304,7 +303,7 @@ def summary_lines(session: Session) -> list[str]:
     return out
 
 
-def report_lines(session: Session) -> list[str]:
+def report_lines(session: SessionHandle) -> list[str]:
     """Markdown lines of the report: one per culprit of every chain."""
     state = session.extra.get(EXTRA) or {}
     out: list[str] = []
