@@ -74,6 +74,7 @@ class PrepareResult:
     seconds: float = 0.0
     log: Path | None = None
     published: bool = False  # a published wheel was installed (nothing built): builds/published.py
+    kept: bool = False  # the build a worker's checkout still held from an earlier step (nothing built)
 
 
 @dataclass

@@ -7,11 +7,10 @@ The worktrees are managed by `bisect.worktree`, the processes run through `bisec
 from __future__ import annotations
 
 import contextlib
-import queue
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -97,6 +96,7 @@ def _build_entry(prep: PrepareResult, *, performed: bool) -> dict[str, Any]:
         "reason": prep.reason,
         # an install of a published wheel (a release or a nightly), not a build
         **({"published": True} if prep.published else {}),
+        **({"kept": True} if prep.kept else {}),
     }
 
 
@@ -129,8 +129,11 @@ def execute_step(
     record: bool = False,
     token: CancelToken | None = None,
     baseline: Sequence[float] | None = None,
+    prepared: PrepareResult | None = None,
 ) -> StepResult:
     """Build/install `commit` (already checked out in ctx.worktree) and test it `repeat` times.
+
+    With `prepared` (a build the worktree still holds) nothing is built: the test runs on it.
 
     The outcome kind is classified from the processes; the verdict comes from `policy`.
     With `repeat` > 1 the verdict is the majority; runs that disagree make the kind "flaky".
@@ -159,7 +162,7 @@ def execute_step(
         )
 
     try:
-        prep = recipe.prepare(commit, ctx)
+        prep = prepared if prepared is not None else recipe.prepare(commit, ctx)
     except Exception as exc:  # a recipe bug or an OSError: the infrastructure failed
         return done(Kind.INFRA, Verdict.ABORT, _crash_reason("build", exc, ctx.log_dir))
     prep_kind = prep.kind if isinstance(prep.kind, Kind) else Kind(prep.kind)
@@ -353,13 +356,17 @@ def run_in_worktree(
     baseline: Sequence[float] | None = None,
     build_only: bool = False,
     worker: int | None = None,
+    kept: PrepareResult | None = None,
 ) -> StepResult:
-    """Check `commit` out in the worker's worktree and run the step (or only its build)."""
+    """Check `commit` out in the worker's worktree and run the step (or only its build).
+
+    With `kept` the worktree already holds the commit's build: no checkout, no build."""
     log_dir.mkdir(parents=True, exist_ok=True)
     started = now_iso("milliseconds")
     try:
         tree = wt() if callable(wt) else wt
-        tree.checkout(commit)
+        if kept is None:
+            tree.checkout(commit)
     except (GitError, OSError) as exc:
         reason = f"could not prepare the worktree: {exc}"[:300]
         return StepResult(
@@ -383,12 +390,32 @@ def run_in_worktree(
         return execute_build(recipe, commit, ctx, settings.policy, token=token)
     return execute_step(
         recipe, commit, ctx, settings.policy,
-        repeat=settings.repeat, record=record, token=token, baseline=baseline,
+        repeat=settings.repeat, record=record, token=token, baseline=baseline, prepared=kept,
     )
 
 
+@dataclass
+class _Checkout:
+    """One of a pool's worktrees, and the build it holds."""
+
+    position: int  # in the pool's list: the worker number of a step whose worktree failed
+    tree: Worktree | None = None  # made on first use
+    busy: bool = False
+    holds: str | None = None  # the commit whose successful build is in it
+    build_no: int = 0  # which of the pool's builds that was
+    build_log: str | None = None
+
+
 class WorkerPool:
-    """N threads, each with its own worktree, running StepRequests."""
+    """Runs StepRequests on `jobs` threads, each step in a worktree of the pool's own.
+
+    A worktree holds the build of the last commit built in it until another step builds
+    there. `keep_builds(commits)` asks the pool to leave those builds where they are: other
+    steps then take another worktree (made when none is free, so at most len(commits) more
+    than jobs). A request with `reuse` runs in a worktree that holds its commit's build and
+    skips the build (Reuse.LATEST: only when no other build started since, for a build that
+    changes things outside its worktree).
+    """
 
     def __init__(
         self,
@@ -421,48 +448,89 @@ class WorkerPool:
         from concurrent.futures import ThreadPoolExecutor
 
         self._executor = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="tb-worker")
-        self._free: queue.Queue[int] = queue.Queue()
-        for slot in range(self.jobs):
-            self._free.put(slot)
-        self._worktrees: dict[int, Worktree] = {}
-        self._alloc_lock = threading.Lock()
+        self._checkouts: list[_Checkout] = []
+        self._lock = threading.Lock()  # the bookkeeping of the worktrees, held briefly
+        self._alloc_lock = threading.Lock()  # making a worktree (git), held longer
+        self._keep: frozenset[str] = frozenset()
+        self._builds = 0  # builds started so far
 
-    def _worktree(self, slot: int) -> Worktree:
+    def keep_builds(self, commits: Iterable[str]) -> None:
+        with self._lock:
+            self._keep = frozenset(commits)
+
+    def _worktree(self, checkout: _Checkout) -> Worktree:
         with self._alloc_lock:
-            wt = self._worktrees.get(slot)
-            if wt is None:
-                taken = {w.index for w in self._worktrees.values()}
+            if checkout.tree is None:
+                taken = {c.tree.index for c in self._checkouts if c.tree is not None}
                 start = 0
                 while True:
                     wt = acquire_worktree(self.repo, self.workdir, self.repo_id, start=start)
                     if wt.index not in taken:
                         break
                     start = wt.index + 1  # pragma: no cover (flock is per open file)
-                self._worktrees[slot] = wt
-            return wt
+                checkout.tree = wt
+            return checkout.tree
+
+    def _take(self, request: StepRequest) -> tuple[_Checkout, bool]:
+        """The worktree a step runs in, and whether it skips the build there."""
+        with self._lock:
+            idle = [c for c in self._checkouts if not c.busy]
+            if request.reuse is not Reuse.NO:
+                for c in idle:
+                    if c.holds == request.commit and c.tree is not None and (
+                            request.reuse is Reuse.KEPT or c.build_no == self._builds):
+                        c.busy = True
+                        return c, True
+            # a worktree that holds this commit builds it again at no cost; else one whose
+            # build nobody asked to keep; else a new one
+            same = [c for c in idle if c.holds == request.commit]
+            free = same or [c for c in idle if c.holds is None or c.holds not in self._keep]
+            checkout = free[0] if free else _Checkout(len(self._checkouts))
+            if not free:
+                self._checkouts.append(checkout)
+            checkout.busy = True
+            return checkout, False
 
     def submit(self, request: StepRequest) -> Future[StepResult]:
         track_token(request.token)
         return self._executor.submit(self._run, request)
 
     def _run(self, request: StepRequest) -> StepResult:
-        slot = self._free.get()
+        checkout, reuse = self._take(request)
         try:
-            return execute_with_retry(lambda d: self._attempt(request, slot, d), request.log_dir)
+            return execute_with_retry(lambda d: self._attempt(request, checkout, reuse, d), request.log_dir)
         finally:
-            self._free.put(slot)
+            with self._lock:
+                checkout.busy = False
             untrack_token(request.token)
 
-    def _attempt(self, request: StepRequest, slot: int, log_dir: Path) -> StepResult:
-        return run_in_worktree(
-            lambda: self._worktree(slot), self.recipe, request.commit, log_dir,
+    def _attempt(self, request: StepRequest, checkout: _Checkout, reuse: bool, log_dir: Path) -> StepResult:
+        kept = None
+        if reuse:
+            assert checkout.tree is not None
+            kept = PrepareResult(
+                Kind.PASS, f"the build of an earlier step, kept in worktree w{checkout.tree.index}",
+                cached=True, log=Path(checkout.build_log) if checkout.build_log else None, kept=True,
+            )
+        else:
+            with self._lock:
+                self._builds += 1
+                number = self._builds
+                checkout.holds = None
+        result = run_in_worktree(
+            lambda: self._worktree(checkout), self.recipe, request.commit, log_dir,
             self.step_settings, token=request.token, record=request.record,
-            baseline=request.baseline, worker=slot,
+            baseline=request.baseline, worker=checkout.position, kept=kept,
         )
+        build = result.build or {}
+        if kept is None and build.get("kind") == Kind.PASS.value:
+            with self._lock:
+                checkout.holds, checkout.build_no, checkout.build_log = request.commit, number, build.get("log")
+        return result
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
-        for wt in self._worktrees.values():
-            wt.release()
-        self._worktrees.clear()
-
+        for checkout in self._checkouts:
+            if checkout.tree is not None:
+                checkout.tree.release()
+        self._checkouts.clear()

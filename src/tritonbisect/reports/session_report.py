@@ -87,6 +87,7 @@ def _step(rec: Mapping[str, Any], subject: str) -> dict[str, Any]:
             "seconds": build.get("seconds"),
             "log": build.get("log"),
             "published": bool(build.get("published")),
+            "kept": bool(build.get("kept")),  # a worker's checkout still held it: nothing built
         }
         if build
         else None,
@@ -273,6 +274,8 @@ def render_markdown(session: Session) -> str:
                 build_cell = "—"
             elif build.get("published"):
                 build_cell = "install"
+            elif build.get("kept"):
+                build_cell = "kept"
             elif build.get("cached"):
                 build_cell = "cached"
             else:

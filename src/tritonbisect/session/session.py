@@ -315,7 +315,7 @@ def counters_of(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
             tests += len(attempt.get("tests") or [])
             build = attempt.get("build") or {}
             if build.get("cached"):
-                cached += 1  # an artifact (or a recorded failure) was reused: nothing compiled
+                cached += 1  # an artifact, a recorded failure or a kept build: nothing compiled
             elif build.get("performed", bool(build.get("log"))):
                 builds += 1
         if rec.get("role") == ROLE_SEARCH and rec.get("round"):
