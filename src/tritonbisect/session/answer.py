@@ -9,6 +9,7 @@ from tritonbisect.search.classic import Candidates, Found, Inconclusive
 from tritonbisect.session.confirm import Confirmed
 from tritonbisect.session.evidence import candidate_states, candidates_summary
 from tritonbisect.session.flakiness import Flakiness
+from tritonbisect.session.handle import SessionHandle
 from tritonbisect.session.names import CommitNames
 from tritonbisect.session.phase_journal import PhaseJournal
 from tritonbisect.session.phases import STATUS_FOUND, STATUS_INCONCLUSIVE, PhaseState
@@ -17,7 +18,7 @@ from tritonbisect.session.phases import STATUS_FOUND, STATUS_INCONCLUSIVE, Phase
 class Answer:
     """Writes a phase's answer into its state and tells the display (see the module docstring)."""
 
-    def __init__(self, session: Any, phase: PhaseState, cands: Candidates, journal: PhaseJournal,
+    def __init__(self, session: SessionHandle, phase: PhaseState, cands: Candidates, journal: PhaseJournal,
                  flakiness: Flakiness, names: CommitNames, ui: Any) -> None:
         self.session = session  # saved with the answer; the display is told about it
         self.phase = phase

@@ -14,6 +14,7 @@ from tritonbisect.session.builds_at_hand import BuildsAtHand
 from tritonbisect.session.journal import ROLE_CONFIRM
 from tritonbisect.session.names import CommitNames
 from tritonbisect.session.phase_journal import PhaseJournal
+from tritonbisect.session.phases import PhaseSpec
 from tritonbisect.session.step_queue import StepQueue
 
 OBSERVED = (Verdict.GOOD, Verdict.BAD, Verdict.SKIP)
@@ -44,7 +45,7 @@ class TakenBack:
 class Confirmation:
     """See the module docstring."""
 
-    def __init__(self, spec: Any, cands: Candidates, history: Any, journal: PhaseJournal,
+    def __init__(self, spec: PhaseSpec, cands: Candidates, history: Any, journal: PhaseJournal,
                  queue: StepQueue, builds: BuildsAtHand, names: CommitNames, ui: Any, *,
                  one_at_a_time: bool, abort: Callable[[str], None]) -> None:
         self.spec = spec

@@ -14,6 +14,7 @@ from tritonbisect.session.flakiness import Flakiness
 from tritonbisect.session.journal import ROLE_ENDPOINT
 from tritonbisect.session.names import CommitNames
 from tritonbisect.session.phase_journal import PhaseJournal
+from tritonbisect.session.phases import PhaseSpec
 from tritonbisect.session.step_queue import StepQueue
 
 OBSERVED = (Verdict.GOOD, Verdict.BAD, Verdict.SKIP)
@@ -22,7 +23,7 @@ OBSERVED = (Verdict.GOOD, Verdict.BAD, Verdict.SKIP)
 class EndpointCheck:
     """Runs the endpoint steps still missing from the journal and judges them."""
 
-    def __init__(self, spec: Any, journal: PhaseJournal, queue: StepQueue, flakiness: Flakiness,
+    def __init__(self, spec: PhaseSpec, journal: PhaseJournal, queue: StepQueue, flakiness: Flakiness,
                  names: CommitNames, ui: Any, *, fixed: bool, perf: bool, needs_record: bool,
                  abort: Callable[[str], None]) -> None:
         self.spec = spec
