@@ -9,7 +9,8 @@ from engine_repo import BUILD, TEST, journal, last_json, linear, tb
 from tritonbisect.builds.recipes import TestSpec as Spec
 from tritonbisect.core.outcome import Policy
 from tritonbisect.domains.command.recipe import CommandRecipe
-from tritonbisect.executors.runner import Reuse, StepRequest, WorkerPool
+from tritonbisect.executors.local_pool import WorkerPool
+from tritonbisect.executors.runner import Reuse, StepRequest
 
 
 def _run(repo: Path, home: Path, good: str, build: str, test: str, *extra: str) -> dict:

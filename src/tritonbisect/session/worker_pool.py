@@ -26,7 +26,7 @@ def make_pool(
     """The worker pool of one phase for the session's executor."""
     kind = getattr(settings, "executor", "local") or "local"
     if kind == "local":
-        from tritonbisect.executors.runner import WorkerPool
+        from tritonbisect.executors.local_pool import WorkerPool
 
         return WorkerPool(
             spec.repo, settings.workdir, repo_id, settings.jobs, recipe, policy,
