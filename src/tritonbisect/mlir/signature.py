@@ -72,10 +72,10 @@ def _close(text: str, start: int) -> int:
     return i
 
 
-def split_top(text: str, sep: str = ",") -> list[str]:
-    """`text` split on `sep` outside brackets and quotes (empty pieces dropped)."""
-    parts: list[str] = []
-    depth, start, i = 0, 0, 0
+def top_level(text: str, needle: str) -> list[int]:
+    """Where `needle` starts in `text` outside brackets and quotes (`->` is not a bracket)."""
+    found: list[int] = []
+    depth, i = 0, 0
     while i < len(text):
         ch = text[i]
         if ch == '"':
@@ -86,10 +86,18 @@ def split_top(text: str, sep: str = ",") -> list[str]:
             depth += 1
         elif ch in ")]}" or (ch == ">" and text[i - 1] != "-"):
             depth -= 1
-        elif ch == sep and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
+        elif depth == 0 and text.startswith(needle, i):
+            found.append(i)
         i += 1
+    return found
+
+
+def split_top(text: str, sep: str = ",") -> list[str]:
+    """`text` split on `sep` outside brackets and quotes (empty pieces dropped)."""
+    parts, start = [], 0
+    for at in top_level(text, sep):
+        parts.append(text[start:at])
+        start = at + len(sep)
     parts.append(text[start:])
     return [p.strip() for p in parts if p.strip()]
 

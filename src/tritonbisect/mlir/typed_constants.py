@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from tritonbisect.mlir.signature import split_top
+from tritonbisect.mlir.signature import split_top, top_level
 
 _LOC_TAIL = re.compile(r"\s+loc\(.*$")
 _INT = re.compile(r"^i(\d+)$")
@@ -28,34 +28,15 @@ _FLOAT = re.compile(r"^(?:f16|bf16|f32|f64|tf32|f8E\w+|f6E\w+|f4E\w+)$")
 _TENSOR = re.compile(r"^tensor<(?P<dims>(?:[0-9]+x)*)(?P<elem>[^,>][^,]*?|!tt\.ptr<.*>)(?P<enc>,\s*#.*)?>$")
 
 
-def _top_level(text: str, needle: str) -> list[int]:
-    """Where `needle` occurs in `text` outside brackets and quotes."""
-    found, depth, i = [], 0, 0
-    while i < len(text):
-        ch = text[i]
-        if ch == '"':
-            i += 1
-            while i < len(text) and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-        elif ch in "<([{":
-            depth += 1
-        elif ch in ")]}" or (ch == ">" and text[i - 1] != "-"):
-            depth -= 1
-        elif depth == 0 and text.startswith(needle, i):
-            found.append(i)
-        i += 1
-    return found
-
-
 def types_of(line: str) -> str | None:
     """What follows the first top-level ` : ` of an operation's line (its location dropped)."""
     text = _LOC_TAIL.sub("", line.strip())
-    at = _top_level(text, " : ")
+    at = top_level(text, " : ")
     return text[at[0] + 3:].strip() if at else None
 
 
 def _after_arrow(text: str) -> str | None:
-    at = _top_level(text, "->")
+    at = top_level(text, "->")
     if not at:
         return None
     out = text[at[-1] + 2:].strip().rstrip("{").strip()
@@ -95,10 +76,10 @@ def result_type(name: str, head: str, tail: str = "") -> str | None:
         dims, elem, _ = element(split_top(types)[0])
         inner = re.match(r"^!tt\.ptr<(.*?)(?:,\s*\d+)?>$", elem)
         return with_element(split_top(types)[0], inner.group(1)) if inner else None
-    if _top_level(types, "->"):
+    if top_level(types, "->"):
         return _after_arrow(types)
-    if _top_level(types, " to "):
-        return types[_top_level(types, " to ")[-1] + 4:].strip()
+    if top_level(types, " to "):
+        return types[top_level(types, " to ")[-1] + 4:].strip()
     parts = split_top(types)
     if not parts:
         return None
