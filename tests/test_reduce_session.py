@@ -129,7 +129,7 @@ def test_a_planted_miscompile_is_reduced_from_the_session_with_no_build(tmp_path
     oracle = traced_oracle(tmp_path / "traced")
     test = oracle_commands(oracle).to_dict()
     session, truth, home = _session(tmp_path, test)
-    session.settings.env["TRITON_INTERPRET"] = "1"
+    session.settings.executor.env["TRITON_INTERPRET"] = "1"
     session.save()
     release = _release_wheel()
     cache = ArtifactCache(home / "cache")
