@@ -1,5 +1,6 @@
-"""The settings in session.json: written and read back, and a session written before they were
-split by concern (tests/data/session_v1/) still reported and resumed to the same answer."""
+"""The settings in session.json: format 2 written and read back, sessions of format 1 (the flat
+layout, tests/data/session_v1/) still reported and resumed to the same answer, a newer format
+refused in one line."""
 
 from __future__ import annotations
 
@@ -14,7 +15,14 @@ from tritonbisect.commands.options import bisect_settings
 from tritonbisect.core.errors import InputError
 from tritonbisect.session.judging import TestSettings as Judging  # not a test class
 from tritonbisect.session.settings import BisectSettings
-from tritonbisect.session.settings_file import FLAT_LAYOUT, flat_settings, read_settings
+from tritonbisect.session.settings_file import (
+    FLAT_LAYOUT,
+    SCHEMA,
+    flat_settings,
+    nested_of_flat,
+    read_settings,
+    settings_record,
+)
 
 FIXTURE = Path(__file__).parent / "data" / "session_v1"
 # the settings the first sessions had, before any other option was added
@@ -46,7 +54,7 @@ def _report_settings(repo: Path, home: Path, sid: str) -> dict:
     return json.loads(res.stdout)["settings"]
 
 
-def test_a_session_of_before_reports_and_resumes_to_the_same_culprit(tmp_path: Path) -> None:
+def test_a_format_1_session_reports_and_resumes_to_the_same_culprit(tmp_path: Path) -> None:
     repo, home, sid, shas, data = _install(tmp_path)
     status = tb("status", sid, cwd=repo, home=home)
     assert status.returncode == 0, status.stderr
@@ -65,7 +73,12 @@ def test_a_session_of_before_reports_and_resumes_to_the_same_culprit(tmp_path: P
     assert len(searched) == len(set(searched)), "a finished step was run again"
 
     saved = json.loads((home / "sessions" / sid / "session.json").read_text())
-    assert saved["settings"] == expected  # the same settings, without "json"
+    assert next(iter(saved)) == "schema" and saved["schema"] == SCHEMA
+    settings = saved["settings"]
+    assert settings["executor"]["jobs"] == 2 and settings["executor"]["env"] == {"TB_FIXTURE": "1"}
+    assert (settings["search"]["first_parent"], settings["search"]["max_tests"]) == (True, 40)
+    assert settings["test"]["command"] == data["settings"]["test"]
+    assert "json" not in json.dumps(settings)
     assert _report_settings(repo, home, sid) == expected  # the report's shape did not change
     status = tb("status", sid, cwd=repo, home=home)
     assert f"culprit {shas[17]} (confidence high)" in status.stdout
@@ -80,6 +93,24 @@ def test_the_first_sessions_settings_load_with_the_later_ones_defaulted(tmp_path
     res = tb("resume", sid, "--json", cwd=repo, home=home)
     assert res.returncode == 0, res.stderr
     assert last_json(res.stdout)["culprit"] == shas[17]
+
+
+def test_a_session_of_a_newer_format_is_refused_in_one_line(tmp_path: Path) -> None:
+    repo, home, sid, _shas, data = _install(tmp_path)
+    path = home / "sessions" / sid / "session.json"
+    path.write_text(json.dumps({"schema": SCHEMA + 1, **data}))
+    for args in (("status", sid), ("resume", sid), ("report", sid)):
+        res = tb(*args, cwd=repo, home=home)
+        assert res.returncode == 2, (args, res.stderr)
+        assert res.stderr.splitlines() == [
+            f"tritonbisect: error: session file {path} has format {SCHEMA + 1}, and this tritonbisect "
+            f"reads formats up to {SCHEMA}: resume it with the newer tritonbisect that wrote it"
+        ]
+    path.write_text(json.dumps({**data, "schema": "two"}))
+    res = tb("status", sid, cwd=repo, home=home)
+    assert res.returncode == 2 and res.stderr.splitlines() == [
+        f"tritonbisect: error: session file {path} is corrupt: its schema is 'two'"
+    ]
 
 
 def _varied(tmp_path: Path) -> list[BisectSettings]:
@@ -103,10 +134,13 @@ def _varied(tmp_path: Path) -> list[BisectSettings]:
     ]
 
 
-def test_the_saved_settings_give_back_the_same_settings(tmp_path: Path) -> None:
+def test_format_2_and_the_flat_layout_give_back_the_same_settings(tmp_path: Path) -> None:
     for settings in _varied(tmp_path):
+        data = json.loads(json.dumps({"schema": SCHEMA, "settings": settings_record(settings)}))
+        assert read_settings(data, tmp_path) == settings
         flat = json.loads(json.dumps(flat_settings(settings)))
         assert read_settings({"settings": flat}, tmp_path) == settings
+        assert nested_of_flat(flat) == json.loads(json.dumps(settings_record(settings)))
 
 
 def test_unknown_keys_are_ignored_and_nulls_take_the_default(tmp_path: Path) -> None:
@@ -114,12 +148,14 @@ def test_unknown_keys_are_ignored_and_nulls_take_the_default(tmp_path: Path) -> 
     settings = read_settings({"settings": flat}, tmp_path)
     assert (settings.executor.jobs, settings.executor.kind, settings.search.flaky, settings.executor.env) == \
         (4, "local", "detect", {})
+    data = {"schema": SCHEMA, "settings": {"executor": {"jobs": 2, "someday": 1}, "later": {}}}
+    assert read_settings(data, tmp_path).executor.jobs == 2
     with pytest.raises(InputError, match="settings are not an object"):
-        read_settings({"settings": [1]}, tmp_path)
+        read_settings({"schema": SCHEMA, "settings": [1]}, tmp_path)
 
 
 def test_every_setting_has_one_flat_name() -> None:
-    """session.json and the report hold every setting, under its flat name."""
+    """The report shows every setting (under its flat name), and format 1 reads into all of them."""
 
     def leaves(value: object, path: str) -> list[str]:
         if not dataclasses.is_dataclass(value):

@@ -44,7 +44,7 @@ from tritonbisect.session.phases import (
     PhaseState,
     SessionResult,
 )
-from tritonbisect.session.settings_file import flat_settings, read_settings
+from tritonbisect.session.settings_file import SCHEMA, SCHEMA_KEY, read_settings, settings_record
 from tritonbisect.session.workflows import continuation
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -120,12 +120,13 @@ class Session:
             spec.name = _unique_name(spec.name, names)
             names.append(spec.name)
         data = {
+            SCHEMA_KEY: SCHEMA,
             "id": sid,
             "created": now_iso(),
             "argv": [redact_text(a) for a in argv] if argv is not None else [],
             "cwd": os.getcwd(),
             "workflow": workflow,
-            "settings": flat_settings(settings),
+            "settings": settings_record(settings),
             "phases": [PhaseState(spec).to_dict() for spec in phases],
             "current_phase": 0,
             "extra": {"environment": environment()},  # the versions, for the report
@@ -166,12 +167,13 @@ class Session:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            SCHEMA_KEY: SCHEMA,
             "id": self.id,
             "created": self.created,
             "argv": self.argv,
             "cwd": self.cwd,
             "workflow": self.workflow,
-            "settings": flat_settings(self.settings),
+            "settings": settings_record(self.settings),
             "phases": [p.to_dict() for p in self._phases],
             "current_phase": self.current_phase,
             "extra": self.extra,

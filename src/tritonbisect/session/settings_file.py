@@ -1,9 +1,19 @@
-"""The settings as session.json keeps them: one flat object, each setting under its name in
-FLAT_LAYOUT (the layout session.json has always had, and the JSON report shows).
+"""The settings as session.json keeps them: the current layout, the older one it still reads,
+and the refusal of a newer one.
 
-A key this version does not know is ignored and a missing one takes its default, so older
-sessions, which lack the settings added since, still load; "json", which older sessions
-saved, is no setting (only the command's output) and is dropped.
+Format 2 (SCHEMA): session.json says `"schema": 2`, and its "settings" object has one object
+per part of BisectSettings (session/settings.py): "workdir", "executor", "verdicts", "perf",
+"test", "search", "hint" and "follow_ups" (whose "reduce" is an object too).
+
+Format 1 (no "schema"; every session written before format 2): "settings" is one flat
+object of the fields the settings had then (FLAT_LAYOUT says where each one went), with a
+"json" key that is no setting and is dropped. Older sessions of format 1 lack the keys added
+since, which take their defaults.
+
+In both, a key this version does not know is ignored and a missing one takes its default, so
+a field added later needs no new format: SCHEMA goes up only when a field moves, is renamed
+or changes its meaning. A file of a format newer than SCHEMA is refused in one line, since
+reading it as this version knows it could run the wrong bisect.
 """
 
 from __future__ import annotations
@@ -16,8 +26,12 @@ from typing import Any, TypeVar
 from tritonbisect.core.errors import InputError
 from tritonbisect.session.settings import BisectSettings
 
-# The flat name of every setting, in the order session.json has them: name -> (the part of
-# BisectSettings, dotted when nested, "" for BisectSettings itself; the field there).
+SCHEMA = 2
+SCHEMA_KEY = "schema"
+
+# The flat name of every setting: format 1's keys, in the order it wrote them, and the keys of
+# the JSON report's "settings". Name -> (the part of BisectSettings, dotted when nested, "" for
+# BisectSettings itself; the field there). A field added later gets a name here too.
 FLAT_LAYOUT: dict[str, tuple[str, str]] = {
     "jobs": ("executor", "jobs"),
     "repeat": ("executor", "repeat"),
@@ -65,25 +79,46 @@ FLAT_LAYOUT: dict[str, tuple[str, str]] = {
 T = TypeVar("T")
 
 
+def settings_record(settings: BisectSettings) -> dict[str, Any]:
+    """The "settings" object of a format-2 session.json."""
+    data = dataclasses.asdict(settings)
+    data["workdir"] = str(settings.workdir)
+    return data
+
+
 def read_settings(data: Mapping[str, Any], where: Path) -> BisectSettings:
-    """The settings of the session.json `data` (read from `where`)."""
+    """The settings of the session.json `data` (read from `where`), of any format up to
+    SCHEMA; InputError for a newer one, or one that is not a format at all."""
+    schema = data.get(SCHEMA_KEY, 1)
+    if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
+        raise InputError(f"session file {where} is corrupt: its {SCHEMA_KEY} is {schema!r}")
+    if schema > SCHEMA:
+        raise InputError(
+            f"session file {where} has format {schema}, and this tritonbisect reads formats up to "
+            f"{SCHEMA}: resume it with the newer tritonbisect that wrote it"
+        )
     given = data.get("settings") or {}
     if not isinstance(given, Mapping):
         raise InputError(f"session file {where} is corrupt: its settings are not an object")
+    return _made(BisectSettings, given if schema == SCHEMA else nested_of_flat(given))
+
+
+def nested_of_flat(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """Format 1's flat settings in format 2's layout (keys it does not know are dropped)."""
     nested: dict[str, Any] = {}
     for key, (part, name) in FLAT_LAYOUT.items():
-        if key in given:
+        if key in flat:
             node = nested
             for step in part.split(".") if part else ():
                 node = node.setdefault(step, {})
-            node[name] = given[key]
-    return _made(BisectSettings, nested)
+            node[name] = flat[key]
+    return nested
 
 
 def flat_settings(settings: BisectSettings) -> dict[str, Any]:
-    """The settings as session.json and the JSON report have them."""
-    record = dataclasses.asdict(settings)
-    record["workdir"] = str(settings.workdir)
+    """The settings in format 1's flat layout (without "json"): the shape the JSON report has
+    always shown."""
+    record = settings_record(settings)
     out: dict[str, Any] = {}
     for key, (part, name) in FLAT_LAYOUT.items():
         node = record
