@@ -195,9 +195,10 @@ def test_outcome_classification_blames_the_right_party() -> None:
 def test_bisect_options_of_the_compile_oracle() -> None:
     settings = bisect_settings(repro="t", kernel="k", oracle="compile", check=("codegen",),
                                codegen_thresholds=("spills=0",), compile_target="cuda:80")
-    assert (settings.oracle, settings.check, settings.codegen_thresholds, settings.compile_target) == \
+    test = settings.test
+    assert (test.oracle, test.check, test.codegen_thresholds, test.compile_target) == \
         ("compile", ["codegen"], ["spills=0"], "cuda:80")
-    assert bisect_settings(test="true").oracle == "runtime"
+    assert bisect_settings(test="true").test.oracle == "runtime"
     with pytest.raises(InputError, match="--oracle compile goes with --repro"):
         bisect_settings(test="true", oracle="compile")
     with pytest.raises(InputError, match="go with --oracle compile"):

@@ -86,8 +86,8 @@ def test_majority_and_flaky() -> None:
 
 def test_settings_validation(tmp_path: Path) -> None:
     s = bisect_settings(jobs=2, repeat=3, env=("A=1", "B=x=y"), workdir=str(tmp_path), test="true")
-    assert s.env == {"A": "1", "B": "x=y"} and s.workdir == tmp_path.resolve()
-    assert s.to_dict()["jobs"] == 2
+    assert s.executor.env == {"A": "1", "B": "x=y"} and s.workdir == tmp_path.resolve()
+    assert (s.executor.jobs, s.executor.repeat) == (2, 3)
     with pytest.raises(InputError, match="mutually exclusive"):
         bisect_settings(test="t", repro="x")
     with pytest.raises(InputError, match="--repro"):

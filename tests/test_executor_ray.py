@@ -281,7 +281,7 @@ def test_kill_9_of_the_driver_then_resume_on_a_new_private_cluster(tmp_path):
     rerun = [c for c in marker.read_text().split()[len(tested_before):] if c in finished - confirm]
     assert rerun == [], "a finished step ran again"
     session = json.loads((sdir / "session.json").read_text())
-    assert session["settings"]["executor"] == "ray" and session["settings"]["ray_address"] == "local"
+    assert session["settings"]["executor"]["kind"] == "ray" and session["settings"]["executor"]["ray_address"] == "local"
 
 
 def test_a_step_whose_verdict_no_longer_matters_is_stopped_on_its_node(cluster, tmp_path):

@@ -10,6 +10,7 @@ from tritonbisect.builds.recipes import TestSpec as Spec
 from tritonbisect.core.outcome import Policy
 from tritonbisect.domains.command.recipe import CommandRecipe
 from tritonbisect.executors.local_pool import WorkerPool
+from tritonbisect.executors.pool_settings import ExecutorSettings
 from tritonbisect.executors.runner import Reuse, StepRequest
 
 
@@ -58,7 +59,7 @@ def test_the_pool_keeps_builds_and_routes_a_reuse_to_the_checkout_that_holds_it(
     repo = tmp_path / "repo"
     shas = linear(repo, 6, culprit=4)
     recipe = CommandRecipe(BUILD, Spec(TEST))
-    pool = WorkerPool(repo, tmp_path / "work", "kept-test", 1, recipe, Policy())
+    pool = WorkerPool(ExecutorSettings(jobs=1), repo, tmp_path / "work", "kept-test", recipe, Policy())
     steps = iter(range(100))
 
     def step(commit: str, reuse: Reuse = Reuse.NO):

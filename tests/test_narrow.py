@@ -148,7 +148,9 @@ def test_a_wheel_is_found_by_its_triton_or_its_llvm_commit(tmp_path: Path) -> No
 
     from tritonbisect.builds.cache import ArtifactCache
     from tritonbisect.core.errors import InputError
+    from tritonbisect.executors.pool_settings import ExecutorSettings
     from tritonbisect.narrow.compilers import WheelBuild
+    from tritonbisect.session.settings import BisectSettings
 
     cache = ArtifactCache(tmp_path / "cache")
     for name, meta in (("a", {"commit": "t1" * 20, "recipe": "triton"}),
@@ -157,7 +159,8 @@ def test_a_wheel_is_found_by_its_triton_or_its_llvm_commit(tmp_path: Path) -> No
         wheel.write_bytes(b"zip")
         cache.put(ArtifactCache.key("r", meta["commit"], "triton", {"n": name}, "cp3", ""), wheel, meta)
     phase = SimpleNamespace(spec=SimpleNamespace(recipe_config={}, recipe_name="triton", repo=tmp_path))
-    session = SimpleNamespace(settings=SimpleNamespace(cache_dir=str(tmp_path / "cache"), workdir=tmp_path, env={}))
+    settings = BisectSettings(workdir=tmp_path, executor=ExecutorSettings(cache_dir=str(tmp_path / "cache")))
+    session = SimpleNamespace(settings=settings)
     builds = WheelBuild(session, phase)  # type: ignore[arg-type]
     assert builds._wheel("t1" * 20).name.endswith("+a-py3-none-any.whl")
     assert builds._wheel("l1" * 20).name.endswith("+b-py3-none-any.whl")

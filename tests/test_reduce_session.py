@@ -129,7 +129,7 @@ def test_a_planted_miscompile_is_reduced_from_the_session_with_no_build(tmp_path
     oracle = traced_oracle(tmp_path / "traced")
     test = oracle_commands(oracle).to_dict()
     session, truth, home = _session(tmp_path, test)
-    session.settings.env["TRITON_INTERPRET"] = "1"
+    session.settings.executor.env["TRITON_INTERPRET"] = "1"
     session.save()
     release = _release_wheel()
     cache = ArtifactCache(home / "cache")
@@ -244,8 +244,8 @@ def test_the_reduce_options_reach_the_reduction(tmp_path: Path) -> None:
     assert reduced["after"]["kernel_lines"] == reduced["before"]["kernel_lines"]
     assert reduced["after"]["elements"] < reduced["before"]["elements"]
     saved = json.loads((home / "sessions" / result["session"] / "session.json").read_text())
-    settings = saved["settings"]
-    assert (settings["reduce_levels"], settings["reduce_jobs"], settings["reduce_timeout"]) == (["inputs"], 1, 90.0)
+    reduce = saved["settings"]["follow_ups"]["reduce"]
+    assert (reduce["enabled"], reduce["levels"], reduce["jobs"], reduce["timeout"]) == (True, ["inputs"], 1, 90.0)
 
 
 def test_the_report_section_shows_the_kernel_and_the_reduced_oracle() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -17,6 +17,9 @@ from tritonbisect.commands.options import (
     bisect_settings,
     resolve_workdir,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.session import Session
 
 # --- shared by every bisecting command ---------------------------------------------------
 
@@ -72,7 +75,7 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
     return out
 
 
-def execute(session: Any, *, json_out: bool = False, ui: Any = None) -> NoReturn:
+def execute(session: Session, *, json_out: bool = False, ui: Any = None) -> NoReturn:
     """Drive a session to its end, print the result, and exit with the documented code.
 
     Used by `run`, `resume` and the domain bisectors (`triton`, `llvm`, ...).
@@ -80,7 +83,7 @@ def execute(session: Any, *, json_out: bool = False, ui: Any = None) -> NoReturn
     from tritonbisect.reports.display import make_ui
     from tritonbisect.session.session import drive
 
-    if getattr(session.settings, "sandbox", False):
+    if session.settings.executor.sandbox:
         from tritonbisect.builds.sandbox import announce
 
         click.echo(f"tritonbisect: {announce()}", err=True)
@@ -103,9 +106,9 @@ def execute(session: Any, *, json_out: bool = False, ui: Any = None) -> NoReturn
     raise click.exceptions.Exit(result.exit_code)
 
 
-def narrow_after(session: Any, result: Any, *, quiet: bool) -> dict[str, Any] | None:
+def narrow_after(session: Session, result: Any, *, quiet: bool) -> dict[str, Any] | None:
     """--narrow: name the compiler pass the culprit changed; a failure is a note."""
-    if not getattr(session.settings, "narrow", False) or result.status != "found":
+    if not session.settings.follow_ups.narrow or result.status != "found":
         return None
     from tritonbisect.commands.narrow import echo_narrowing
     from tritonbisect.core.errors import TritonBisectError
@@ -121,10 +124,10 @@ def narrow_after(session: Any, result: Any, *, quiet: bool) -> dict[str, Any] | 
     return narrowed
 
 
-def reduce_after(session: Any, result: Any, *, quiet: bool) -> dict[str, Any] | None:
+def reduce_after(session: Session, result: Any, *, quiet: bool) -> dict[str, Any] | None:
     """--reduce: shrink the oracle with the culprit's parent and the culprit from their cached
     builds, into SESSION_DIR/reduced; a failure is a note (the culprit stands)."""
-    if not getattr(session.settings, "reduce", False) or result.status != "found":
+    if not session.settings.follow_ups.reduce.enabled or result.status != "found":
         return None
     import shutil
     import tempfile
@@ -143,13 +146,13 @@ def reduce_after(session: Any, result: Any, *, quiet: bool) -> dict[str, Any] | 
     scratch = Path(tempfile.mkdtemp(prefix="tritonbisect-reduce-envs-"))
     try:
         ends = endpoints(session, scratch)
-        given = session.settings
-        settings = Settings(ends.good_python, ends.bad_python, given.reduce_jobs, given.reduce_timeout,
+        given = session.settings.follow_ups.reduce
+        settings = Settings(ends.good_python, ends.bad_python, given.jobs, given.timeout,
                             codegen_thresholds=ends.codegen_thresholds)
         click.echo("tritonbisect: --reduce: shrinking the oracle with the culprit and its parent ...", err=True)
         out = Path(session.dir) / "reduced"
         shutil.rmtree(out, ignore_errors=True)
-        result_ = run_reduction(oracle_io.load(ends.oracle), settings, out, tuple(given.reduce_levels), env=ends.env,
+        result_ = run_reduction(oracle_io.load(ends.oracle), settings, out, tuple(given.levels), env=ends.env,
                                 progress=lambda line: click.echo(f"[{time.monotonic() - t0:6.0f}s] {line}", err=True))
     except NotReproducible as exc:
         click.echo(f"tritonbisect: --reduce: not reproducible with the cached builds: {exc}", err=True)
@@ -167,7 +170,7 @@ def reduce_after(session: Any, result: Any, *, quiet: bool) -> dict[str, Any] | 
     return record
 
 
-def summary(session: Any, result: Any) -> str:
+def summary(session: Session, result: Any) -> str:
     lines = []
     if result.status == "found":
         subject = ""
@@ -181,7 +184,7 @@ def summary(session: Any, result: Any) -> str:
                 subject = ""
         # --wheels only ends at the nightlies' bracket: its culprit is the first bad nightly
         label = "first bad nightly" if result.phase == "nightlies" else "culprit"
-        if getattr(session.settings, "regress", None) == "fixed":
+        if session.settings.verdicts.regress == "fixed":
             label = "first fixed nightly" if result.phase == "nightlies" else "fixed by"
         lines.append(f"{label}: {result.culprit}{subject}")
         post = session.extra.get("posterior", {}).get(result.phase) or {}
@@ -247,7 +250,7 @@ def resume_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
 
     session = Session.open(resolve_workdir(workdir), session_id)
     session.journal.records()  # a corrupt journal is reported before anything runs
-    if session.settings.manual:
+    if session.settings.test.manual:
         from tritonbisect.session.manual import require_terminal
 
         require_terminal()

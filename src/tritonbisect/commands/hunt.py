@@ -22,7 +22,12 @@ import click
 from click.core import ParameterSource
 
 from tritonbisect.commands.launch import resolve_test
-from tritonbisect.commands.options import BisectSettings, bisect_settings, common_bisect_options
+from tritonbisect.commands.options import (
+    BisectSettings,
+    bisect_settings,
+    common_bisect_options,
+    wants_json,
+)
 from tritonbisect.core.errors import InputError
 from tritonbisect.domains.llvm.llvm_options import llvm_options
 from tritonbisect.domains.triton.triton_options import build_options
@@ -144,19 +149,19 @@ def hunt_cmd(ctx: click.Context, state_path: Path, bad: str | None, good: str | 
     if kwargs.get("verify_revert") is None:  # a culprit filed as an issue is proven by its revert
         kwargs["verify_revert"] = (kwargs.get("regress") or "fail") != "fixed"
     settings = bisect_settings(**kwargs)
-    if settings.regress == "fixed":
+    if settings.verdicts.regress == "fixed":
         raise InputError("hunt looks for regressions; --regress fixed is not for a hunt (use `run --regress fixed`)")
-    if getattr(settings, "reduce", False):
+    if settings.follow_ups.reduce.enabled:
         raise InputError("--reduce is not for a hunt: run `tritonbisect reduce --session S` on the night's session")
-    if getattr(settings, "narrow", False):
+    if settings.follow_ups.narrow:
         raise InputError("--narrow is not for a hunt: run `tritonbisect narrow SESSION` on the night's session")
-    if not settings.wants_test:
+    if not settings.test.wanted:
         raise InputError("give the test to run: --test CMD (or --repro TRACE --kernel K)")
     target = choose_target(ctx, kwargs, settings)
     state_path = state_path.expanduser().resolve()
     hunt_dir = _hunt_dir(settings.workdir, state_path)
     head = target.head(bad)
-    if settings.repro:
+    if settings.test.repro:
         spec = settings.test_spec(out_dir=hunt_dir / "oracle")
         target.test = spec.to_dict()
     else:
@@ -175,7 +180,7 @@ def hunt_cmd(ctx: click.Context, state_path: Path, bad: str | None, good: str | 
     try:
         with StateLock(state_path):
             state = HuntState.load(state_path)
-            notes = state.check_target({**target.identity(), "regress": settings.regress,
+            notes = state.check_target({**target.identity(), "regress": settings.verdicts.regress,
                                         "test": _test_identity(settings)})
             for note in notes:
                 ui.note(note)
@@ -204,7 +209,7 @@ def hunt_cmd(ctx: click.Context, state_path: Path, bad: str | None, good: str | 
     if gh_out is not None:
         with open(gh_out, "a", encoding="utf-8") as f:
             f.write(github_outputs(data))
-    if settings.json:
+    if wants_json(kwargs):
         click.echo(json.dumps(data))
     else:
         click.echo(_plain(data))
@@ -213,16 +218,16 @@ def hunt_cmd(ctx: click.Context, state_path: Path, bad: str | None, good: str | 
 
 def _test_identity(settings: BisectSettings) -> str:
     """The test as the user gave it (not the generated oracle's command)."""
-    if settings.test:
-        return settings.test
-    words = [f"--repro {settings.repro}", f"--kernel {settings.kernel}"]
-    if settings.launch_id is not None:
-        words.append(f"--launch-id {settings.launch_id}")
-    oracle = getattr(settings, "oracle", None)  # --oracle compile or ir, where present
-    if oracle and oracle != "runtime":
-        words.append(f"--oracle {oracle}")
-    if oracle == "ir":
-        words.append(f"--from {getattr(settings, 'ir_from', 'ttir')}")
+    test = settings.test
+    if test.command:
+        return test.command
+    words = [f"--repro {test.repro}", f"--kernel {test.kernel}"]
+    if test.launch_id is not None:
+        words.append(f"--launch-id {test.launch_id}")
+    if test.oracle != "runtime":  # --oracle compile or ir
+        words.append(f"--oracle {test.oracle}")
+    if test.oracle == "ir":
+        words.append(f"--from {test.ir_from}")
     return " ".join(words)
 
 

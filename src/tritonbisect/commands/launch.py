@@ -6,41 +6,45 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonbisect.core.errors import InputError
 
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.settings import BisectSettings
 
-def resolve_test(settings: Any, history: Any, commit: str) -> dict[str, Any]:
+
+def resolve_test(settings: BisectSettings, history: Any, commit: str) -> dict[str, Any]:
     """--test / --repro as the TestSpec dict of the recipes; the script is checked at `commit`.
 
     A relative script path is looked up from the current directory, then from the root of
     the repository the test runs in (`--triton-dir DIR --test test/t.py` from elsewhere).
     """
-    if not settings.wants_test:
+    if not settings.test.wanted:
         raise InputError("give the test to run: --test CMD (or --repro TRACE --kernel K)")
     root = Path(history.root)
     try:
         spec = settings.test_spec(repo=root, bad=commit, history=history)
     except InputError:
-        if Path.cwd().resolve() == root.resolve() or settings.repro:
+        if Path.cwd().resolve() == root.resolve() or settings.test.repro:
             raise
         spec = settings.test_spec(repo=root, bad=commit, history=history, cwd=root)
     return spec.to_dict()
 
 
-def start_session(settings: Any, phases: Sequence[Any], *, workflow: str | None = None,
+def start_session(settings: BisectSettings, phases: Sequence[Any], *, json_out: bool, workflow: str | None = None,
                   before_run: Callable[[Any], None] | None = None) -> None:
     """Create the session of `phases` (with its workflow, see session/workflows.py), let
-    `before_run` add to it, and run it to the end: this exits with the documented code."""
+    `before_run` add to it, and run it to the end (the result as JSON with `json_out`): this
+    exits with the documented code."""
     from tritonbisect.commands.engine import execute
     from tritonbisect.session.phase_hint import check_hint
     from tritonbisect.session.session import Session
 
-    check_hint(settings, [getattr(p, "spec", p) for p in phases])
+    check_hint(settings.hint, [getattr(p, "spec", p) for p in phases])
     session = Session.create(
         settings.workdir, settings, list(phases), workflow=workflow, argv=list(sys.argv[1:])
     )
     if before_run is not None:
         before_run(session)
-    execute(session, json_out=settings.json)
+    execute(session, json_out=json_out)

@@ -117,7 +117,7 @@ def render_session_log(session: Any, phase_name: str | None = None) -> str:
         if ev.flakiness_seen:
             try:
                 post = bayes.posterior(phase_candidates(phase), ev.counts,
-                                       model=flake_model_of(session.settings), marks=ev.marks)
+                                       model=flake_model_of(session.settings.search), marks=ev.marks)
                 p_bad = post.p_bad
             except (ValueError, InputError):
                 p_bad = None
@@ -144,7 +144,7 @@ def replay_cmd(logfile: Path, repo: Path, build_cmd: str | None, **kwargs: Any) 
     tested with --test (or judged by hand without it).
     """
     from tritonbisect.commands.engine import execute
-    from tritonbisect.commands.options import bisect_settings
+    from tritonbisect.commands.options import bisect_settings, wants_json
     from tritonbisect.core.clock import now_iso
     from tritonbisect.core.history import History
     from tritonbisect.domains.command.recipe import CommandRecipe
@@ -180,20 +180,20 @@ def replay_cmd(logfile: Path, repo: Path, build_cmd: str | None, **kwargs: Any) 
 
     good = resolve(log.good[0][0], log.good[0][1])[0]
     bad = resolve(log.bad[0][0], log.bad[0][1])[0]
-    cands = candidates_of(history, good, bad, first_parent=settings.first_parent)  # validates
+    cands = candidates_of(history, good, bad, first_parent=settings.search.first_parent)  # validates
     in_set = set(cands.order)
     spec = settings.test_spec(repo=Path(history.root), bad=bad, history=history)
     recipe = CommandRecipe(build_cmd, spec)
     phase = PhaseSpec(name="main", repo=Path(history.root), good=good, bad=bad,
                       recipe_name=recipe.name, recipe_config=recipe.config(),
-                      first_parent=settings.first_parent)
+                      first_parent=settings.search.first_parent)
     records, notes = replayed_records(
         log, phase="main", good=good, bad=bad, resolve=resolve, in_range=in_set.__contains__,
         source=logfile.name, stamp=now_iso("milliseconds"),
     )
     from tritonbisect.session.phase_hint import check_hint
 
-    check_hint(settings, [phase])
+    check_hint(settings.hint, [phase])
     session = Session.create(settings.workdir, settings, [phase], argv=list(sys.argv[1:]))
     for rec in records:
         session.journal.append(rec)
@@ -204,7 +204,7 @@ def replay_cmd(logfile: Path, repo: Path, build_cmd: str | None, **kwargs: Any) 
         f"{good[:12]}..{bad[:12]} ({len(cands.order)} commits); going on",
         err=True,
     )
-    execute(session, json_out=settings.json)
+    execute(session, json_out=wants_json(kwargs))
 
 
 def git_rev_list(root: Path, left: str, right: str) -> list[str]:

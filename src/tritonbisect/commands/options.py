@@ -3,8 +3,9 @@
     @click.command()
     @common_bisect_options                 # with --test / --repro
     def triton(**kwargs):
-        settings = bisect_settings(**kwargs)
+        settings = bisect_settings(**kwargs)   # a session.settings.BisectSettings
         spec = settings.test_spec(out_dir=..., repo=..., bad=..., history=...)
+        ... execute(session, json_out=wants_json(kwargs))   # --json is output, not a setting
 
 `@common_bisect_options(test=False)` leaves out --test/--repro/--kernel/--launch-id.
 """
@@ -19,11 +20,8 @@ import click
 
 from tritonbisect.commands.help_sections import hidden_alias
 from tritonbisect.core.errors import InputError
-from tritonbisect.core.outcome import BUILD_FAILURE_MODES, REGRESS_MODES
-from tritonbisect.core.perf import (
-    DEFAULT_SAMPLES,
-    parse_threshold,
-)
+from tritonbisect.core.outcome import BUILD_FAILURE_MODES, REGRESS_MODES, VerdictSettings
+from tritonbisect.core.perf import DEFAULT_SAMPLES, PerfOptions, parse_threshold
 
 # click-free helpers live in core/step_args.py (`tritonbisect step` imports them without click)
 from tritonbisect.core.step_args import HOME_ENV as HOME_ENV
@@ -31,9 +29,12 @@ from tritonbisect.core.step_args import check_test_command as check_test_command
 from tritonbisect.core.step_args import default_workdir as default_workdir
 from tritonbisect.core.step_args import parse_env as parse_env
 from tritonbisect.core.step_args import resolve_workdir as resolve_workdir
+from tritonbisect.executors.pool_settings import ExecutorSettings
+from tritonbisect.session.flakiness import SearchSettings
+from tritonbisect.session.follow_ups import FollowUps, ReduceOptions
+from tritonbisect.session.judging import TestSettings
+from tritonbisect.session.phase_hint import HintSettings
 from tritonbisect.session.settings import BisectSettings as BisectSettings
-from tritonbisect.session.settings import perf_from_values
-from tritonbisect.session.settings import perf_settings_of as perf_settings_of
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,7 +60,7 @@ def _add_options(f: F, options: list[Callable[[F], F]]) -> F:
 
 def executor_options(f: F | None = None, *, test_resources: bool = True) -> Any:
     """Click decorator: --executor, --ray-address, --build-resources, --test-resources,
-    --cache-dir (validated by `executor_values`)."""
+    --cache-dir (validated by `executor_settings`)."""
 
     def decorate(func: F) -> F:
         options: list[Callable[[F], F]] = [
@@ -79,8 +80,17 @@ def executor_options(f: F | None = None, *, test_resources: bool = True) -> Any:
     return decorate
 
 
-def executor_values(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """The validated executor fields of BisectSettings from the options' values."""
+def executor_settings(
+    kwargs: Mapping[str, Any],
+    *,
+    jobs: int = 1,
+    repeat: int = 1,
+    timeout: float | None = None,
+    env: dict[str, str] | None = None,
+    sandbox: bool = False,
+) -> ExecutorSettings:
+    """The ExecutorSettings of the executor options' values (validated) and of the step
+    options the caller validated."""
     from tritonbisect.builds.store import check_location
     from tritonbisect.executors.choose import check_address, parse_resources, require_ray
 
@@ -107,15 +117,12 @@ def executor_values(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     if cache_url and not cache_url.lower().startswith("s3://"):
         raise InputError(f"--cache-url {cache_url}: only s3:// is supported (any S3-compatible "
                          "store: set AWS_ENDPOINT_URL for MinIO, Ceph, R2...)")
-    extra = {"repo_url": repo_url} if repo_url else {}
-    return {
-        "executor": executor,
-        "ray_address": check_address(address),
-        "build_resources": build,
-        "test_resources": test,
-        "cache_dir": check_location(cache_url or kwargs.get("cache_dir")),
-        **extra,
-    }
+    return ExecutorSettings(
+        kind=executor, jobs=jobs, repeat=repeat, timeout=timeout, env=dict(env or {}),
+        cache_dir=check_location(cache_url or kwargs.get("cache_dir")), sandbox=sandbox,
+        ray_address=check_address(address), build_resources=build, test_resources=test,
+        repo_url=repo_url or None,
+    )
 
 
 def common_bisect_options(f: F | None = None, *, test: bool = True) -> Any:
@@ -178,54 +185,55 @@ def hint_options() -> list[Callable[[F], F]]:
     ]
 
 
-def _hint_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+def _hint_settings(kwargs: Mapping[str, Any]) -> HintSettings:
     names = [str(n).strip() for n in kwargs.get("prefer_pass") or ()]
     globs = [str(g).strip() for g in kwargs.get("prefer_files") or ()]
     for flag, values in (("--prefer-pass", names), ("--prefer-files", globs)):
         if any(not v for v in values):
             raise InputError(f"{flag} needs a value, e.g. {flag} TritonGPUCoalesce" if flag == "--prefer-pass"
                              else f"{flag} needs a glob, e.g. {flag} 'lib/Dialect/TritonGPU/**'")
-    return {"prefer_pass": names, "prefer_files": globs}
+    return HintSettings(prefer_pass=names, prefer_files=globs)
 
 
-def _verdict_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """The flaky-test and manual-judging fields of BisectSettings from the command's keyword arguments."""
+def _search_settings(kwargs: Mapping[str, Any]) -> tuple[SearchSettings, bool]:
+    """The flaky-test settings and whether a person judges (--manual, or no test given), from
+    the command's keyword arguments."""
     from tritonbisect.session.flakiness import parse_flake_rate
     from tritonbisect.session.manual import require_terminal
 
-    out: dict[str, Any] = {"flaky": kwargs.get("flaky") or "detect"}
+    search = SearchSettings(first_parent=bool(kwargs.get("first_parent")), flaky=kwargs.get("flaky") or "detect")
     rate = kwargs.get("flake_rate")
     if rate:
         try:
-            out["flake_rate"] = list(parse_flake_rate(str(rate)))
+            search.flake_rate = list(parse_flake_rate(str(rate)))
         except ValueError as exc:
             raise InputError(str(exc)) from None
     confidence = kwargs.get("confidence")
     if confidence is not None:
         if not 0.5 <= float(confidence) < 1.0:
             raise InputError(f"--confidence must be at least 0.5 and below 1, got {confidence}")
-        out["confidence"] = float(confidence)
+        search.confidence = float(confidence)
     max_tests = kwargs.get("max_tests")
     if max_tests is not None:
         if int(max_tests) < 1:
             raise InputError("--max-tests must be at least 1")
-        out["max_tests"] = int(max_tests)
+        search.max_tests = int(max_tests)
     has_test_options = "test" in kwargs or "repro" in kwargs
     given = bool(kwargs.get("test") or kwargs.get("repro"))
     if kwargs.get("manual") and given:
         raise InputError("--manual and --test/--repro are mutually exclusive: a person or a test judges")
-    if kwargs.get("manual") or (has_test_options and not given):
+    manual = bool(kwargs.get("manual") or (has_test_options and not given))
+    if manual:
         if (kwargs.get("jobs") or 1) > 1:
             raise InputError("commits judged by hand are built one at a time: drop --jobs")
         require_terminal()
-        out["manual"] = True
-    return out
+    return search, manual
 
 
 def bisect_settings(**kwargs: Any) -> BisectSettings:
     """Validated BisectSettings from the keyword arguments of a command using the options.
 
-    Unknown keys (the command's own options) are ignored.
+    Unknown keys (the command's own options, and --json: the command's output) are ignored.
     """
     test = kwargs.get("test")
     repro = kwargs.get("repro")
@@ -238,7 +246,8 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
     ir_file = bool(repro) and str(repro).endswith((".ttir", ".ttgir"))  # --repro k.ttgir --oracle ir
     if repro and not kernel and not ir_file:
         raise InputError("--repro needs --kernel K (the kernel to reproduce)")
-    compile_oracle = compile_oracle_settings(kwargs)
+    oracle = compile_oracle_settings(kwargs)
+    narrow, reduce = _narrow_and_reduce(kwargs, oracle["oracle"])
     timeout = kwargs.get("timeout")
     if timeout is not None and timeout <= 0:
         raise InputError("--timeout must be a positive number of seconds")
@@ -247,33 +256,33 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
     repeat = kwargs.get("repeat") or (DEFAULT_SAMPLES if regress == "perf" else 1)
     if jobs < 1 or repeat < 1:
         raise InputError("--jobs and --repeat must be at least 1")
-    perf = perf_option_values(kwargs, regress=regress, repeat=repeat)
+    perf = perf_options(kwargs, regress=regress, repeat=repeat)
     if kwargs.get("sandbox"):
         from tritonbisect.builds.sandbox import require
 
         require()  # refuse before a session exists
+    env = _with_log_limit(parse_env(kwargs.get("env")), kwargs.get("log_limit"))
+    workdir = resolve_workdir(kwargs.get("workdir"))
+    executor = executor_settings(kwargs, jobs=jobs, repeat=repeat, timeout=timeout, env=env,
+                                 sandbox=bool(kwargs.get("sandbox")))
+    search, manual = _search_settings(kwargs)
+    hint = _hint_settings(kwargs)
     return BisectSettings(
-        jobs=jobs,
-        repeat=repeat,
-        timeout=timeout,
-        env=_with_log_limit(parse_env(kwargs.get("env")), kwargs.get("log_limit")),
-        on_build_failure=kwargs.get("on_build_failure") or "skip",
-        regress=regress,
-        first_parent=bool(kwargs.get("first_parent")),
-        workdir=resolve_workdir(kwargs.get("workdir")),
-        json=bool(kwargs.get("json_out") or kwargs.get("json")),
-        test=test,
-        repro=repro,
-        kernel=kernel,
-        launch_id=launch_id,
-        **compile_oracle,
-        **executor_values(kwargs),
-        **_verdict_settings(kwargs),
-        **_hint_settings(kwargs),
-        **perf,
-        verify_revert=_verify_revert(kwargs),
-        sandbox=bool(kwargs.get("sandbox")),
+        workdir=workdir,
+        executor=executor,
+        verdicts=VerdictSettings(regress=regress, on_build_failure=kwargs.get("on_build_failure") or "skip"),
+        perf=perf,
+        test=TestSettings(command=test, repro=repro, kernel=kernel, launch_id=launch_id, manual=manual, **oracle),
+        search=search,
+        hint=hint,
+        follow_ups=FollowUps(verify_revert=_verify_revert(kwargs), narrow=narrow, reduce=reduce),
     )
+
+
+def wants_json(kwargs: Mapping[str, Any]) -> bool:
+    """--json: the command prints its result as one JSON object (its output, not a setting of
+    the session: `resume` has its own --json)."""
+    return bool(kwargs.get("json_out"))
 
 
 def _verify_revert(kwargs: Mapping[str, Any]) -> bool:
@@ -323,7 +332,7 @@ def compile_oracle_options() -> list[Callable[[F], F]]:
 
 
 def compile_oracle_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """The compile-oracle fields of BisectSettings, validated."""
+    """The compile oracle's fields of TestSettings, validated."""
     oracle = kwargs.get("oracle") or "runtime"
     check = list(kwargs.get("check") or ())
     thresholds = list(kwargs.get("codegen_thresholds") or ())
@@ -352,19 +361,19 @@ def compile_oracle_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
         from tritonbisect.oracles.compile.spec import parse_target_text
 
         parse_target_text(target)
+    return {"oracle": oracle, "check": check, "codegen_thresholds": thresholds, "compile_target": target,
+            "ir_from": (ir_from or "ttir") if oracle == "ir" else "source"}
+
+
+def _narrow_and_reduce(kwargs: Mapping[str, Any], oracle: str) -> tuple[bool, ReduceOptions]:
+    """--narrow, and --reduce with --reduce-level/--reduce-jobs/--reduce-timeout (validated as
+    `reduce` validates its own)."""
+    from tritonbisect.reduce.levels import DEFAULT_JOBS, DEFAULT_TIMEOUT, LEVELS, parse_levels
+
     if kwargs.get("narrow") and oracle not in ("compile", "ir"):
         raise InputError("--narrow goes with --oracle compile or --oracle ir (it compiles the oracle's kernel)")
     if kwargs.get("reduce_after") and not kwargs.get("repro"):
         raise InputError("--reduce goes with --repro TRACE (it shrinks the oracle's kernel)")
-    return {"oracle": oracle, "check": check, "codegen_thresholds": thresholds, "compile_target": target,
-            "narrow": bool(kwargs.get("narrow")), "reduce": bool(kwargs.get("reduce_after")),
-            "ir_from": (ir_from or "ttir") if oracle == "ir" else "source", **_reduce_values(kwargs)}
-
-
-def _reduce_values(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """--reduce-level/--reduce-jobs/--reduce-timeout, validated as `reduce` validates its own."""
-    from tritonbisect.reduce.levels import DEFAULT_JOBS, DEFAULT_TIMEOUT, LEVELS, parse_levels
-
     given = [f"--reduce-{name}" for name in ("level", "jobs", "timeout") if kwargs.get(f"reduce_{name}") is not None]
     if given and not kwargs.get("reduce_after"):
         raise InputError(f"{given[0]} goes with --reduce")
@@ -374,8 +383,11 @@ def _reduce_values(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     if timeout is not None and timeout <= 0:
         raise InputError("--reduce-timeout must be a positive number of seconds")
     level = kwargs.get("reduce_level")
-    return {"reduce_levels": list(parse_levels(level, "--reduce-level") if level is not None else LEVELS),
-            "reduce_jobs": jobs or DEFAULT_JOBS, "reduce_timeout": timeout or DEFAULT_TIMEOUT}
+    return bool(kwargs.get("narrow")), ReduceOptions(
+        enabled=bool(kwargs.get("reduce_after")),
+        levels=list(parse_levels(level, "--reduce-level") if level is not None else LEVELS),
+        jobs=jobs or DEFAULT_JOBS, timeout=timeout or DEFAULT_TIMEOUT,
+    )
 
 
 # --- performance regressions (--regress perf) --------------------------------------------
@@ -391,8 +403,8 @@ PERF_OPTIONS = [
 ]
 
 
-def perf_option_values(kwargs: Mapping[str, Any], *, regress: str, repeat: int) -> dict[str, Any]:
-    """The validated perf fields of BisectSettings; InputError for a misuse, in one line."""
+def perf_options(kwargs: Mapping[str, Any], *, regress: str, repeat: int) -> PerfOptions:
+    """The validated perf options; InputError for a misuse, in one line."""
     given = [
         name for name, key in (("--threshold", "threshold"), ("--significance", "significance"),
                                ("--max-samples", "max_samples"), ("--higher-is-better", "higher_is_better"))
@@ -401,19 +413,19 @@ def perf_option_values(kwargs: Mapping[str, Any], *, regress: str, repeat: int) 
     if regress != "perf":
         if given:
             raise InputError(f"{given[0]} goes with --regress perf")
-        return {}
+        return PerfOptions()
     try:
         threshold = parse_threshold(kwargs["threshold"]) if kwargs.get("threshold") is not None else None
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    values = {
-        "threshold": threshold,
-        "significance": kwargs.get("significance"),
-        "max_samples": kwargs.get("max_samples"),
-        "higher_is_better": bool(kwargs.get("higher_is_better")),
-    }
+    options = PerfOptions(
+        threshold=threshold,
+        significance=kwargs.get("significance"),
+        max_samples=kwargs.get("max_samples"),
+        higher_is_better=bool(kwargs.get("higher_is_better")),
+    )
     try:
-        perf_from_values(values, repeat)
+        options.resolve(repeat)
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    return values
+    return options

@@ -16,7 +16,7 @@ from tritonbisect import __version__
 from tritonbisect.builds.sandbox import Sandbox, detect, why_unavailable
 from tritonbisect.cli.entry import run_cli
 from tritonbisect.commands.help_sections import sectioned
-from tritonbisect.commands.options import executor_options, executor_values, resolve_workdir
+from tritonbisect.commands.options import executor_options, executor_settings, resolve_workdir
 from tritonbisect.compat_builder import gitops
 from tritonbisect.compat_builder.agent import (
     DEFAULT_MODEL,
@@ -40,6 +40,7 @@ from tritonbisect.compat_builder.session_state import (
 from tritonbisect.core.errors import EXIT_MANUAL_FIX_NEEDED, InputError, TritonBisectError
 from tritonbisect.core.history import History
 from tritonbisect.domains.llvm.compat_map import order_problems, read_map
+from tritonbisect.executors.pool_settings import ExecutorSettings
 
 AI_CHOICES = ("anthropic", "claude-cli", "none")
 _EXECUTOR_KEY = "tritonbisect.executor"
@@ -91,7 +92,7 @@ def _executor_block(f):
 
     @functools.wraps(f)
     def wrapper(*args, executor, ray_address, build_resources, cache_dir, **kwargs):
-        click.get_current_context().meta[_EXECUTOR_KEY] = executor_values(
+        click.get_current_context().meta[_EXECUTOR_KEY] = executor_settings(
             {"executor": executor, "ray_address": ray_address,
              "build_resources": build_resources, "cache_dir": cache_dir})
         return f(*args, **kwargs)
@@ -102,16 +103,14 @@ def _executor_block(f):
 def _new_prober(**kwargs):
     """A Prober here, or one whose probes run on a Ray cluster (--executor ray)."""
     ctx = click.get_current_context()
-    executor = ctx.meta.get(_EXECUTOR_KEY) or {}
-    kwargs["cache_dir"] = executor.get("cache_dir")
-    if executor.get("executor") != "ray":
+    executor: ExecutorSettings = ctx.meta.get(_EXECUTOR_KEY) or ExecutorSettings()
+    kwargs["cache_dir"] = executor.cache_dir
+    if executor.kind != "ray":
         return Prober(**kwargs)
     from tritonbisect.compat_builder.remote_probe import RemoteProber
-    from tritonbisect.executors.ray_cluster import DEFAULT_RESOURCES
 
-    prober = RemoteProber(kwargs, address=executor["ray_address"],
-                          build_resources=executor.get("build_resources") or DEFAULT_RESOURCES,
-                          log=_echo)
+    build_resources, _test_resources = executor.resources()
+    prober = RemoteProber(kwargs, address=executor.ray_address, build_resources=build_resources, log=_echo)
     ctx.call_on_close(prober.close)
     return prober
 

@@ -55,6 +55,15 @@ REGRESS_MODES = ("fail", "crash", "mismatch", "compile_error", "fixed", "perf")
 BUILD_FAILURE_MODES = ("skip", "abort", "bad")
 
 
+@dataclass
+class VerdictSettings:
+    """The choices behind a session's Policy, as given: --regress and --on-build-failure (the
+    perf options of --regress perf are core.perf.PerfOptions)."""
+
+    regress: str = "fail"
+    on_build_failure: str = "skip"
+
+
 @dataclass(frozen=True)
 class Policy:
     """Maps outcome kinds to verdicts.

@@ -68,6 +68,27 @@ class PerfSettings:
         )
 
 
+@dataclass
+class PerfOptions:
+    """--perf-threshold, --significance, --max-samples, --higher-is-better as given (None: the
+    default); `resolve` makes the PerfSettings steps are judged by."""
+
+    threshold: float | None = None
+    significance: float | None = None
+    max_samples: int | None = None
+    higher_is_better: bool = False
+
+    def resolve(self, repeat: int) -> PerfSettings:
+        """The settings of `repeat` samples per step; ValueError for values that do not go together."""
+        return PerfSettings(
+            samples=repeat,
+            max_samples=self.max_samples or repeat * MAX_SAMPLES_FACTOR,
+            threshold=DEFAULT_THRESHOLD if self.threshold is None else self.threshold,
+            significance=self.significance or DEFAULT_SIGNIFICANCE,
+            higher_is_better=bool(self.higher_is_better),
+        )
+
+
 def parse_threshold(text: str | float) -> float:
     """`5%`, `5 %` or `0.05` as the fraction 0.05; ValueError with the reason otherwise."""
     raw = str(text).strip()

@@ -11,8 +11,18 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tritonbisect.core.errors import InputError
+from tritonbisect.executors.pool_settings import ExecutorSettings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.builds.recipes import Recipe
+    from tritonbisect.core.outcome import Policy
+    from tritonbisect.executors.local_pool import WorkerPool
+    from tritonbisect.executors.ray_pool import RayPool
 
 EXECUTORS = ("local", "ray")
 RAY_INSTALL_HINT = (
@@ -78,3 +88,28 @@ def check_address(address: str | None) -> str:
             "local (a private one on this machine), or HOST:PORT of the head node"
         )
     return address
+
+
+def make_pool(
+    settings: ExecutorSettings,
+    repo: Path,
+    workdir: Path,
+    repo_id: str,
+    recipe: Recipe,
+    policy: Policy,
+    *,
+    first_commits: Sequence[str] = (),
+    note: Callable[[str], None] = lambda _text: None,
+) -> WorkerPool | RayPool:
+    """The worker pool of `settings.kind` for steps on `repo` with `recipe`; a Ray node is
+    sent `first_commits` (the range's bad, then its good) before anything else."""
+    if settings.kind == "local":
+        from tritonbisect.executors.local_pool import WorkerPool
+
+        return WorkerPool(settings, repo, workdir, repo_id, recipe, policy)
+    if settings.kind == "ray":
+        require_ray()
+        from tritonbisect.executors.ray_pool import RayPool
+
+        return RayPool(settings, repo, workdir, repo_id, recipe, policy, first_commits=first_commits, note=note)
+    raise InputError(f"session uses unknown executor {settings.kind!r} (known: {', '.join(EXECUTORS)})")

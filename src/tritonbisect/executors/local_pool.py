@@ -5,7 +5,7 @@ builds there."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from tritonbisect.builds.recipes import PrepareResult, Recipe
 from tritonbisect.core.outcome import Kind, Policy
 from tritonbisect.core.process import track_token, untrack_token
+from tritonbisect.executors.pool_settings import ExecutorSettings
 from tritonbisect.executors.runner import (
     Reuse,
     StepRequest,
@@ -51,32 +52,17 @@ class WorkerPool:
     """
 
     def __init__(
-        self,
-        repo: Path,
-        workdir: Path,
-        repo_id: str,
-        jobs: int,
-        recipe: Recipe,
-        policy: Policy,
-        *,
-        repeat: int = 1,
-        env: Mapping[str, str] | None = None,
-        timeout: float | None = None,
-        cache_dir: str | None = None,
-        sandbox: bool = False,
+        self, settings: ExecutorSettings, repo: Path, workdir: Path, repo_id: str, recipe: Recipe, policy: Policy
     ) -> None:
         self.repo = repo
         self.workdir = workdir
         self.repo_id = repo_id
-        self.jobs = max(1, jobs)
+        self.jobs = max(1, settings.jobs)
         self.recipe = recipe
         self.policy = policy
-        self.repeat = repeat
-        self.env = dict(env or {})
-        self.timeout = timeout
         self.step_settings = StepSettings(
-            policy=policy, repeat=repeat, env=self.env, timeout=timeout, workdir=workdir,
-            cache_dir=cache_dir, workers=self.jobs, sandbox=sandbox,
+            policy=policy, repeat=settings.repeat, env=dict(settings.env), timeout=settings.timeout, workdir=workdir,
+            cache_dir=settings.cache_dir, workers=self.jobs, sandbox=settings.sandbox,
         )
         from concurrent.futures import ThreadPoolExecutor
 

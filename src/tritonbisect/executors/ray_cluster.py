@@ -251,13 +251,3 @@ def _fmt(resources: Mapping[str, float]) -> str:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
-
-
-DEFAULT_RESOURCES: dict[str, float] = {"CPU": 1.0}
-
-
-def resources_of(settings: Any) -> tuple[dict[str, float], dict[str, float]]:
-    """(build resources, test resources) of a ray session, defaults filled in."""
-    build = dict(settings.build_resources or DEFAULT_RESOURCES)
-    test = dict(settings.test_resources or DEFAULT_RESOURCES)
-    return build, test

@@ -26,7 +26,7 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
@@ -36,17 +36,13 @@ from typing import Any
 import ray
 from ray import exceptions as ray_errors
 
+from tritonbisect.builds.recipes import Recipe
 from tritonbisect.core.clock import now_iso
-from tritonbisect.core.outcome import Kind, Verdict
+from tritonbisect.core.outcome import Kind, Policy, Verdict
 from tritonbisect.core.process import track_token, untrack_token
 from tritonbisect.executors.logsync import LogMirror, relocate
-from tritonbisect.executors.ray_cluster import (
-    Cluster,
-    actor_options,
-    check_fits,
-    connect,
-    resources_of,
-)
+from tritonbisect.executors.pool_settings import ExecutorSettings
+from tritonbisect.executors.ray_cluster import Cluster, actor_options, check_fits, connect
 from tritonbisect.executors.ray_repo import bundle_for
 from tritonbisect.executors.ray_worker import StepWorker, WorkerSpec
 from tritonbisect.executors.runner import StepRequest, StepResult, execute_with_retry
@@ -72,12 +68,13 @@ class _Slot:
 
 
 class RayPool:
-    def __init__(self, settings: Any, spec: Any, repo_id: str, recipe: Any, policy: Any, *,
+    def __init__(self, settings: ExecutorSettings, repo: Path, workdir: Path, repo_id: str, recipe: Recipe,
+                 policy: Policy, *, first_commits: Sequence[str] = (),
                  note: Callable[[str], None] = lambda _t: None) -> None:
         self.settings = settings
         self.jobs = max(1, settings.jobs)
         self.note = note
-        build, test = resources_of(settings)
+        build, test = settings.resources()
         # every recipe but a plain command one caches its builds (as session/builds_at_hand.py assumes)
         self.split = build != test and bool(getattr(recipe, "caches_builds", True))
         if build != test and not self.split:
@@ -90,16 +87,14 @@ class RayPool:
         self.cluster: Cluster = connect(settings.ray_address or "auto",
                                         needs=list(wants.values()), jobs=self.jobs)
         check_fits(self.cluster, wants, self.jobs, note)
+        # a node rebuilds the recipe from its name and config (Recipe.config's contract)
         self.base_spec = WorkerSpec(
-            repo=str(spec.repo), workdir=str(settings.workdir), repo_id=repo_id,
-            recipe_name=spec.recipe_name, recipe_config=dict(spec.recipe_config),
-            regress=policy.regress, on_build_failure=policy.on_build_failure,
-            repeat=settings.repeat, env=dict(settings.env), timeout=settings.timeout,
-            cache_dir=getattr(settings, "cache_dir", None), sandbox=bool(getattr(settings, "sandbox", False)),
-            repo_url=getattr(settings, "repo_url", None),
+            repo=str(repo), workdir=str(workdir), repo_id=repo_id,
+            recipe_name=recipe.name, recipe_config=dict(recipe.config()),
+            regress=policy.regress, on_build_failure=policy.on_build_failure, settings=settings,
         )
-        self.repo = Path(spec.repo)
-        self.first_commits = [c for c in (spec.bad, spec.good) if c]
+        self.repo = Path(repo)
+        self.first_commits = [c for c in first_commits if c]  # the range's bad, then its good
         self._node_locks: dict[str, threading.Lock] = {}
         self.shipped: list[dict[str, Any]] = []  # one row per bundle sent (size, seconds, node)
         self._remote = ray.remote(StepWorker)

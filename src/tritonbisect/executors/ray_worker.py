@@ -28,6 +28,7 @@ from tritonbisect.builds.recipes import recipe_from_config
 from tritonbisect.core.outcome import Policy
 from tritonbisect.core.process import CancelToken
 from tritonbisect.executors.logsync import read_new
+from tritonbisect.executors.pool_settings import ExecutorSettings
 from tritonbisect.executors.ray_repo import NodeRepo, node_root
 from tritonbisect.executors.runner import StepSettings, run_in_worktree
 from tritonbisect.executors.worktree import Worktree, acquire_worktree
@@ -44,26 +45,21 @@ class WorkerSpec:
     recipe_config: dict[str, Any]
     regress: str
     on_build_failure: str
-    repeat: int = 1
-    env: dict[str, str] = dataclasses.field(default_factory=dict)
-    timeout: float | None = None
-    cache_dir: str | None = None
-    sandbox: bool = False  # --sandbox: builds and tests in builds/sandbox.py's sandbox
+    settings: ExecutorSettings  # repeat, env, timeout, cache, sandbox, --repo-url
     prefer_worktree: int = 0  # take this worktree slot when free (a dead worker's, say)
-    repo_url: str | None = None  # where a node fetches the repository itself (--repo-url)
 
 
 class StepWorker:
     def __init__(self, spec: WorkerSpec) -> None:
         self.spec = spec
         root = node_root()
-        self.repo = NodeRepo(root, spec.repo_id, spec.repo_url, local=spec.repo)
+        self.repo = NodeRepo(root, spec.repo_id, spec.settings.repo_url, local=spec.repo)
         self.workdir = root / "work"
         self.recipe = recipe_from_config(spec.recipe_name, spec.recipe_config)
         self.settings = StepSettings(
             policy=Policy(regress=spec.regress, on_build_failure=spec.on_build_failure),
-            repeat=spec.repeat, env=dict(spec.env), timeout=spec.timeout,
-            workdir=self.workdir, cache_dir=spec.cache_dir, sandbox=spec.sandbox,
+            repeat=spec.settings.repeat, env=dict(spec.settings.env), timeout=spec.settings.timeout,
+            workdir=self.workdir, cache_dir=spec.settings.cache_dir, sandbox=spec.settings.sandbox,
         )
         self._lock = threading.Lock()
         self._tokens: dict[str, CancelToken] = {}
@@ -110,7 +106,7 @@ class StepWorker:
     def _local_cache(self) -> Any:
         """This node's own directory cache, or None when the session's cache is shared
         (a --cache-dir every node reaches, or an object store): nothing to hand over."""
-        if self.spec.cache_dir:
+        if self.spec.settings.cache_dir:
             return None
         from tritonbisect.builds.store import open_cache
 

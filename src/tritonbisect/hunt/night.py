@@ -41,6 +41,7 @@ from tritonbisect.hunt.night_steps import (
 )
 from tritonbisect.hunt.targets import HuntTarget
 from tritonbisect.session.session import Session, counters_of, drive
+from tritonbisect.session.settings import BisectSettings
 
 MAX_NIGHT_DIRS = 60  # night folders kept (those a regression points to are kept too)
 
@@ -96,7 +97,7 @@ class Night:
     def __init__(
         self,
         target: HuntTarget,
-        settings: Any,  # BisectSettings
+        settings: BisectSettings,
         state: HuntState,
         options: NightOptions,
         ui: Any,

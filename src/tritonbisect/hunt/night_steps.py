@@ -11,6 +11,7 @@ from typing import Any
 
 from tritonbisect.session.journal import Journal
 from tritonbisect.session.session import PhaseSpec
+from tritonbisect.session.settings import BisectSettings
 
 NIGHT_JOURNAL = "night.jsonl"
 PHASE = "hunt"
@@ -23,7 +24,7 @@ ROLE_LAST_GOOD = "last-good"  # does the last good still pass? (else: the enviro
 
 
 class Prober:
-    def __init__(self, spec: PhaseSpec, settings: Any, night_dir: Path, ui: Any, subject: Any) -> None:
+    def __init__(self, spec: PhaseSpec, settings: BisectSettings, night_dir: Path, ui: Any, subject: Any) -> None:
         from tritonbisect.builds.recipes import recipe_from_config
 
         self.spec = spec
@@ -41,12 +42,12 @@ class Prober:
         import dataclasses
 
         from tritonbisect.core.history import History
-        from tritonbisect.session.worker_pool import make_pool
+        from tritonbisect.session.worker_pool import phase_pool
 
         s = self.settings
-        one: Any = dataclasses.replace(s, jobs=1) if dataclasses.is_dataclass(s) and not isinstance(s, type) else s
-        return make_pool(one, self.spec, History(self.spec.repo).repo_id(), self.recipe, s.policy(),
-                         note=getattr(self.ui, "note", lambda _text: None))
+        return phase_pool(s, self.spec, History(self.spec.repo).repo_id(), self.recipe, s.policy(),
+                          executor=dataclasses.replace(s.executor, jobs=1),
+                          note=getattr(self.ui, "note", lambda _text: None))
 
     def step(
         self, commit: str, role: str, *, record: bool = False, baseline: tuple[float, ...] | None = None

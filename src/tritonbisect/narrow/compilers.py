@@ -40,12 +40,12 @@ class CommandBuild:
     def __init__(self, session: Session, phase: Any) -> None:
         self.cfg = phase.spec.recipe_config
         self.settings = session.settings
-        self.store = open_cache(session.settings.cache_dir, workdir=Path(session.settings.workdir))
+        self.store = open_cache(session.settings.executor.cache_dir, workdir=Path(session.settings.workdir))
         self.repo_id = root_identity(phase.spec.repo) or str(phase.spec.repo)
 
     def environment(self, commit: str, scratch: Path) -> Environment:
         rel = Path(self.cfg["artifact"])
-        config = {"build": self.cfg["build"], "artifact": rel.as_posix(), "env": dict(sorted(self.settings.env.items()))}
+        config = {"build": self.cfg["build"], "artifact": rel.as_posix(), "env": dict(sorted(self.settings.executor.env.items()))}
         hit = self.store.get(self.store.key(self.repo_id, commit, "command", config, "any", ""))
         if hit is None:
             raise _no_build(commit)
@@ -56,7 +56,7 @@ class CommandBuild:
         else:
             shutil.copy2(hit, target)
         env = clean_env()
-        for key, value in self.settings.env.items():
+        for key, value in self.settings.executor.env.items():
             if key == "PYTHONPATH":  # relative entries are relative to the checkout
                 value = os.pathsep.join(str(scratch / p) if p and not os.path.isabs(p) else p
                                         for p in value.split(os.pathsep))
@@ -71,7 +71,7 @@ class WheelBuild:
         self.settings = session.settings
         self.repo = phase.spec.repo
         self.published = phase.spec.recipe_name == "wheel"  # a `wheels` session's version ladder
-        self.store = open_cache(self.cfg.get("cache_dir") or session.settings.cache_dir,
+        self.store = open_cache(self.cfg.get("cache_dir") or session.settings.executor.cache_dir,
                                 workdir=Path(session.settings.workdir))
 
     def _published(self, commit: str) -> Path:
@@ -115,7 +115,7 @@ class WheelBuild:
             raise InputError(f"cannot install the cached wheel {wheel.name} into a scratch venv: "
                              f"{(proc.stderr.strip().splitlines() or ['?'])[-1][:200]}")
         env = clean_env()
-        env.update(self.settings.env)
+        env.update(self.settings.executor.env)
         env["TRITONBISECT_COMMIT"] = commit
         return str(venv.python), env, scratch
 

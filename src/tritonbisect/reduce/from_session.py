@@ -63,7 +63,7 @@ def endpoints(session: Session, scratch: Path) -> Endpoints:
         root = scratch / role
         root.mkdir(parents=True)
         python, env, _cwd = builds.environment(commit, root)
-        pythons.append(_wrapper(root, python, env, session.settings.env))
+        pythons.append(_wrapper(root, python, env, session.settings.executor.env))
     return Endpoints(culprit, parents[0], oracle, pythons[0], pythons[1], env, scratch, thresholds)
 
 

@@ -68,7 +68,7 @@ class PlainUI(NullUI):
         self._print(
             f"tritonbisect: session {session.id}, phase {spec.name}: bisecting {where} "
             f"(good {self.short(spec.good)}, bad {self.short(spec.bad)}), "
-            f"{session.settings.jobs} worker(s)"
+            f"{session.settings.executor.jobs} worker(s)"
         )
 
     def note(self, text: str) -> None:

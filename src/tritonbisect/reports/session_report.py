@@ -16,6 +16,7 @@ from tritonbisect.reports.extras import (
 from tritonbisect.reports.reduced import reduced_lines
 from tritonbisect.reports.where import where_lines
 from tritonbisect.session.session import Session, counters_of
+from tritonbisect.session.settings_file import flat_settings
 
 
 def reproduce_command(session: Session) -> str:
@@ -152,7 +153,7 @@ def report_data(session: Session) -> dict[str, Any]:
         "confidence": result.confidence,
         "candidates": result.candidates,
         "counters": counters_of(records),
-        "settings": {k: v for k, v in session.settings.to_dict().items() if k != "json"},
+        "settings": flat_settings(session.settings),  # one flat object, as the report always had
         "command": reproduce_command(session),
         "phases": phases,
         "revert": session.extra.get("revert"),  # --verify-revert: each culprit's revert verdict

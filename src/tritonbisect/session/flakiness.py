@@ -15,6 +15,7 @@ Modes (`--flaky`):
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tritonbisect.search import bayes
@@ -59,18 +60,28 @@ def parse_flake_rate(text: str) -> tuple[float, float]:
     return p, q
 
 
-def confidence_of(settings: Any) -> float:
+@dataclass
+class SearchSettings:
+    """How a session searches: the history it walks and how flaky it takes the test to be."""
+
+    first_parent: bool = False  # --first-parent: only the first parent of merges
+    flaky: str = "detect"  # --flaky, one of FLAKY_MODES
+    flake_rate: list[float] | None = None  # --flake-rate P[,Q]: fixed error rates
+    confidence: float | None = None  # --confidence; None: DEFAULT_CONFIDENCE or FLAKY_CONFIDENCE
+    max_tests: int | None = None  # --max-tests: search tests allowed (flake-aware search)
+
+
+def confidence_of(settings: SearchSettings) -> float:
     """The posterior an answer must reach: --confidence, else the default for the mode."""
-    given = getattr(settings, "confidence", None)
-    if given:
-        return float(given)
-    declared_flaky = getattr(settings, "flaky", None) == "auto" or getattr(settings, "flake_rate", None)
+    if settings.confidence:
+        return float(settings.confidence)
+    declared_flaky = settings.flaky == "auto" or settings.flake_rate
     return FLAKY_CONFIDENCE if declared_flaky else DEFAULT_CONFIDENCE
 
 
-def flake_model_of(settings: Any) -> bayes.FlakeModel:
+def flake_model_of(settings: SearchSettings) -> bayes.FlakeModel:
     """The bayes.FlakeModel of a session's settings: --flake-rate's fixed rates, or learned."""
-    rate = getattr(settings, "flake_rate", None)
+    rate = settings.flake_rate
     if rate:
         return bayes.FlakeModel(p=float(rate[0]), q=float(rate[1]) if len(rate) > 1 else 0.0)
     return bayes.FlakeModel()
@@ -80,12 +91,12 @@ class Flakiness:
     """One phase's view of its test's flakiness; whether it searches flake-aware is decided
     when the search starts and never goes back (see the module docstring)."""
 
-    def __init__(self, settings: Any, hint: PhaseHint, ui: Any) -> None:
+    def __init__(self, settings: SearchSettings, hint: PhaseHint, ui: Any) -> None:
         self.settings = settings
         self.hint = hint
         self.ui = ui
-        self.mode = getattr(settings, "flaky", "detect") or "detect"
-        self.rate = getattr(settings, "flake_rate", None)
+        self.mode = settings.flaky or "detect"
+        self.rate = settings.flake_rate
         self.confidence = confidence_of(settings)
         self.aware: bool | None = None
 
@@ -98,7 +109,7 @@ class Flakiness:
         return model
 
     def test_budget(self, n_candidates: int) -> int:
-        given = getattr(self.settings, "max_tests", None)
+        given = self.settings.max_tests
         return int(given) if given else default_test_budget(n_candidates)
 
     def endpoint_runs(self) -> int:

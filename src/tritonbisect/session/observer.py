@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.handle import SessionHandle
 
 _VERDICT_MARK = {"good": "good", "bad": "BAD", "skip": "skip", "abort": "ABORT"}
 # --regress fixed looks for the commit that fixed it: "bad" is the new, fixed state
@@ -27,12 +30,10 @@ class NullUI:
         self.labels: dict[str, str] = {}
         self.marks = _VERDICT_MARK
 
-    def phase_started(self, session: Any, phase: Any, n: int, subject: Callable[[str], str]) -> None:
-        self.jobs = getattr(getattr(session, "settings", None), "jobs", 1) or 1
-        extra = getattr(session, "extra", None) or {}
-        self.labels = (extra.get("labels") or {}).get(phase.spec.name) or {}
-        regress = getattr(getattr(session, "settings", None), "regress", "fail")
-        self.marks = _FIXED_MARK if regress == "fixed" else _VERDICT_MARK
+    def phase_started(self, session: SessionHandle, phase: Any, n: int, subject: Callable[[str], str]) -> None:
+        self.jobs = session.settings.executor.jobs or 1
+        self.labels = (session.extra.get("labels") or {}).get(phase.spec.name) or {}
+        self.marks = _FIXED_MARK if session.settings.verdicts.regress == "fixed" else _VERDICT_MARK
 
     def short(self, commit: str | None) -> str:
         return self.labels.get(commit or "") or short(commit)

@@ -9,6 +9,7 @@ are stored in session.json under extra["hint"][phase] for the report and the JSO
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from tritonbisect.core.errors import InputError
@@ -17,15 +18,28 @@ from tritonbisect.search import prior
 _HINTS: dict[tuple, Any] = {}
 
 
-def wanted(settings: Any) -> bool:
-    return bool(getattr(settings, "prefer_pass", None) or getattr(settings, "prefer_files", None))
+@dataclass
+class HintSettings:
+    """--prefer-pass NAME and --prefer-files GLOB (each repeatable), as given."""
+
+    prefer_pass: list[str] = field(default_factory=list)
+    prefer_files: list[str] = field(default_factory=list)
+
+    @property
+    def wanted(self) -> bool:
+        return bool(self.prefer_pass or self.prefer_files)
+
+    def described(self) -> str:
+        parts = [f"--prefer-pass {p}" for p in self.prefer_pass]
+        parts += [f"--prefer-files {g}" for g in self.prefer_files]
+        return " ".join(parts)
 
 
-def _find(spec: Any, settings: Any, range_size: int):
+def _find(spec: Any, settings: HintSettings, range_size: int):
     from tritonbisect.session.hint import find_hint
 
-    passes = tuple(getattr(settings, "prefer_pass", None) or ())
-    globs = tuple(getattr(settings, "prefer_files", None) or ())
+    passes = tuple(settings.prefer_pass)
+    globs = tuple(settings.prefer_files)
     key = (str(spec.repo), spec.good, spec.bad, passes, globs, bool(spec.first_parent))
     if key not in _HINTS:
         _HINTS[key] = find_hint(spec.repo, spec.good, spec.bad, passes=passes, globs=globs,
@@ -33,10 +47,10 @@ def _find(spec: Any, settings: Any, range_size: int):
     return _HINTS[key]
 
 
-def check_hint(settings: Any, specs: Any) -> None:
+def check_hint(settings: HintSettings, specs: Any) -> None:
     """A new session's hint must name something in its first commit-range phase (PhaseSpec):
     InputError otherwise, before the session is made."""
-    if not wanted(settings):
+    if not settings.wanted:
         return
     from tritonbisect.core.history import History
 
@@ -52,7 +66,7 @@ class PhaseHint:
     """The hint as one phase sees it: its prior over the phase's commits (computed once, when
     first asked; that first time prints what it weighs) and its verdict at the end."""
 
-    def __init__(self, settings: Any, spec: Any, cands: Any, ui: Any, extra: dict[str, Any]) -> None:
+    def __init__(self, settings: HintSettings, spec: Any, cands: Any, ui: Any, extra: dict[str, Any]) -> None:
         self.settings = settings
         self.spec = spec
         self.cands = cands
@@ -69,10 +83,10 @@ class PhaseHint:
             return self._prior
         self._asked = True
         settings, spec = self.settings, self.spec
-        if not wanted(settings):
+        if not settings.wanted:
             return None
         if spec.candidates:
-            self.ui.note(f"the hint ({_described(settings)}) weighs commits of a source range; phase "
+            self.ui.note(f"the hint ({settings.described()}) weighs commits of a source range; phase "
                          f"{spec.name} tests a list of builds, so it searches without it")
             return None
         try:
@@ -116,8 +130,3 @@ class PhaseHint:
                      against=verdict.against, verdict=verdict.sentence())
         self.ui.note(f"hint: {verdict.sentence()}")
 
-
-def _described(settings: Any) -> str:
-    parts = [f"--prefer-pass {p}" for p in getattr(settings, "prefer_pass", None) or ()]
-    parts += [f"--prefer-files {g}" for g in getattr(settings, "prefer_files", None) or ()]
-    return " ".join(parts)

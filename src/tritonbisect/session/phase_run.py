@@ -29,7 +29,7 @@ from tritonbisect.session.step_queue import StepQueue
 from tritonbisect.session.strategy import Strategy, Switched
 from tritonbisect.session.strategy_classic import ClassicSearch
 from tritonbisect.session.strategy_flaky import FlakeAwareSearch
-from tritonbisect.session.worker_pool import make_pool
+from tritonbisect.session.worker_pool import phase_pool
 
 _CANDIDATES: dict[tuple[str, str, str, bool], Any] = {}
 
@@ -77,14 +77,14 @@ class PhaseRun:
         self.names = CommitNames(self.history, labels, [spec.good, *self.cands.order])
         self.queue = StepQueue(self.journal, ui, steps_dir=session.dir / "steps",
                                subject=self.subject, baseline=self._perf_baseline)
-        self.hint = PhaseHint(self.settings, spec, self.cands, ui, session.extra)
-        self.flakiness = Flakiness(self.settings, self.hint, ui)
+        self.hint = PhaseHint(self.settings.hint, spec, self.cands, ui, session.extra)
+        self.flakiness = Flakiness(self.settings.search, self.hint, ui)
         self.builds = BuildsAtHand(spec, self.recipe, self.journal, ui)
         self.loop = SearchLoop(
-            self.queue, ui, jobs=self.settings.jobs, in_set=in_set, builds=self.builds,
+            self.queue, ui, jobs=self.settings.executor.jobs, in_set=in_set, builds=self.builds,
             commits=self.cands.order, subject=self.subject, progress=self.progress, abort=self._abort,
         )
-        self.judge = ManualJudge(ui) if getattr(self.settings, "manual", False) else None
+        self.judge = ManualJudge(ui) if self.settings.test.manual else None
         if self.judge is not None:  # --manual: a person gives the verdict (session/manual.py)
             self.queue.judge = self._judged
         self.confirmation = Confirmation(
@@ -109,7 +109,7 @@ class PhaseRun:
             remaining, steps = self.strategy.progress()
         else:
             remaining = len(self.cands.order)
-            steps = steps_left(remaining, self.settings.jobs)
+            steps = steps_left(remaining, self.settings.executor.jobs)
         return Progress(remaining, steps, len(self.journal), len(self.queue))
 
     def _judged(self, result: Any, role: str) -> tuple[Any, dict[str, Any] | None]:
@@ -132,7 +132,7 @@ class PhaseRun:
         self.ui.phase_started(self.session, self.phase, len(self.cands.order), self.subject)
         if self.journal.records:
             self.ui.note(f"{len(self.journal.records)} finished steps replayed from the journal")
-        pool = make_pool(
+        pool = phase_pool(
             self.settings, self.spec, self.history.repo_id(), self.recipe, self.policy, note=self.ui.note
         )
         with self.queue.running_on(pool):
@@ -183,7 +183,7 @@ class PhaseRun:
         if not self.flakiness.decide(self.journal.evidence()):
             self.classic = ClassicSearch(
                 self.cands, self.journal, self.flakiness, self.builds, self.ui,
-                jobs=self.settings.jobs, good=self.spec.good,
+                jobs=self.settings.executor.jobs, good=self.spec.good,
             )
             self.strategy = self.classic
             outcome = self.loop.run(self.classic)
@@ -193,7 +193,7 @@ class PhaseRun:
 
     def _flake_aware_search(self) -> Found | Inconclusive | None:
         self.strategy = FlakeAwareSearch(self.cands, self.journal, self.flakiness, self.ui,
-                                         jobs=self.settings.jobs)
+                                         jobs=self.settings.executor.jobs)
         outcome = self.loop.run(self.strategy)
         return None if isinstance(outcome, Switched) else outcome  # it never hands over
 

@@ -87,7 +87,6 @@ def _journaled(session: SessionHandle, phase: str, bad: str, reverts: list[str])
 def _run_verify(session: SessionHandle, phase: PhaseState, reverts: list[str], ui: Any) -> dict[str, Any] | None:
     """Build and test the bad commit with `reverts` undone; the journaled record (None: the
     step aborted, which is said)."""
-    import dataclasses
     import json
     from pathlib import Path
 
@@ -95,7 +94,7 @@ def _run_verify(session: SessionHandle, phase: PhaseState, reverts: list[str], u
     from tritonbisect.builds.revert_recipe import REVERT_FILE
     from tritonbisect.core.history import History
     from tritonbisect.executors.runner import StepRequest
-    from tritonbisect.session.worker_pool import make_pool
+    from tritonbisect.session.worker_pool import phase_pool
 
     spec = phase.spec
     inner_name, inner_config, _ = _reverts_of(spec)
@@ -111,9 +110,7 @@ def _run_verify(session: SessionHandle, phase: PhaseState, reverts: list[str], u
         from tritonbisect.core.perf import baseline_of
 
         baseline = baseline_of(session.records(spec.name), spec.good)
-    # an executor that rebuilds the recipe from the spec on its nodes (Ray) must get this one
-    step_spec = dataclasses.replace(spec, recipe_name="revert", recipe_config=config)
-    pool = make_pool(session.settings, step_spec, history.repo_id(), recipe, policy, note=ui.note)
+    pool = phase_pool(session.settings, spec, history.repo_id(), recipe, policy, note=ui.note)
     request = StepRequest(commit=spec.bad, log_dir=log_dir, baseline=baseline)
     try:
         ui.step_started(spec.name, spec.bad, ROLE_REVERT, f"bad commit with {_names(reverts)} reverted")
@@ -202,7 +199,7 @@ def _next_phase(session: SessionHandle, phase: PhaseState, root: str) -> PhaseSt
 
 def applies_to(session: SessionHandle, phase: PhaseState) -> bool:
     return (
-        bool(getattr(session.settings, "verify_revert", False))
+        session.settings.follow_ups.verify_revert
         and phase.status == STATUS_FOUND
         and phase.culprit is not None
         # a list of releases or nightlies, not a range of commits: nothing to revert
@@ -216,7 +213,7 @@ def after_phase(session: SessionHandle, phase: PhaseState, ui: Any) -> None:
     fails, find the next culprit with the earlier ones reverted, and verify it."""
     from tritonbisect.session.phase_run import PhaseRun
 
-    if not getattr(session.settings, "verify_revert", False):
+    if not session.settings.follow_ups.verify_revert:
         return
     root = root_of(session, phase.spec.name)
     names = [p.spec.name for p in session.phases()]

@@ -44,6 +44,7 @@ from tritonbisect.session.phases import (
     PhaseState,
     SessionResult,
 )
+from tritonbisect.session.settings_file import SCHEMA, SCHEMA_KEY, read_settings, settings_record
 from tritonbisect.session.workflows import continuation
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -74,8 +75,6 @@ def _new_id() -> str:
 
 class Session:
     def __init__(self, directory: Path, data: Mapping[str, Any]) -> None:
-        from tritonbisect.session.settings import BisectSettings
-
         self.dir = directory
         try:
             self.id = str(data["id"])
@@ -83,7 +82,7 @@ class Session:
             self.argv = list(data.get("argv") or [])
             self.cwd = data.get("cwd")
             self.workflow = data.get("workflow")
-            self.settings = BisectSettings.from_dict(data.get("settings") or {})
+            self.settings = read_settings(data, directory / SESSION_FILE)
             self._phases = [PhaseState.from_dict(p) for p in data.get("phases") or []]
             self.current_phase = int(data.get("current_phase", 0))
             self.extra: dict[str, Any] = dict(data.get("extra") or {})
@@ -121,12 +120,13 @@ class Session:
             spec.name = _unique_name(spec.name, names)
             names.append(spec.name)
         data = {
+            SCHEMA_KEY: SCHEMA,
             "id": sid,
             "created": now_iso(),
             "argv": [redact_text(a) for a in argv] if argv is not None else [],
             "cwd": os.getcwd(),
             "workflow": workflow,
-            "settings": settings.to_dict(),
+            "settings": settings_record(settings),
             "phases": [PhaseState(spec).to_dict() for spec in phases],
             "current_phase": 0,
             "extra": {"environment": environment()},  # the versions, for the report
@@ -167,12 +167,13 @@ class Session:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            SCHEMA_KEY: SCHEMA,
             "id": self.id,
             "created": self.created,
             "argv": self.argv,
             "cwd": self.cwd,
             "workflow": self.workflow,
-            "settings": self.settings.to_dict(),
+            "settings": settings_record(self.settings),
             "phases": [p.to_dict() for p in self._phases],
             "current_phase": self.current_phase,
             "extra": self.extra,
@@ -283,7 +284,7 @@ def drive(session: Session, ui: Any = None) -> SessionResult:
 def _after_phase(session: Session, phase: PhaseState, ui: Any) -> None:
     """What runs when a phase ends, in the phase's lock and Ctrl-C handling: the revert
     check of its culprit (--verify-revert), which may bisect again for a second culprit."""
-    if getattr(session.settings, "verify_revert", False):
+    if session.settings.follow_ups.verify_revert:
         from tritonbisect.session.revert_check import after_phase
 
         after_phase(session, phase, ui)

@@ -4,38 +4,32 @@ the phase's repository, recipe and policy."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tritonbisect.builds.recipes import Recipe
-from tritonbisect.core.errors import InputError
 from tritonbisect.core.outcome import Policy
-from tritonbisect.executors.choose import EXECUTORS, require_ray
+from tritonbisect.executors.choose import make_pool
+from tritonbisect.executors.pool_settings import ExecutorSettings
 from tritonbisect.session.phases import PhaseSpec
 from tritonbisect.session.settings import BisectSettings
 
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.executors.local_pool import WorkerPool
+    from tritonbisect.executors.ray_pool import RayPool
 
-def make_pool(
+
+def phase_pool(
     settings: BisectSettings,
     spec: PhaseSpec,
     repo_id: str,
     recipe: Recipe,
     policy: Policy,
     *,
+    executor: ExecutorSettings | None = None,
     note: Callable[[str], None] = lambda _text: None,
-) -> Any:
-    """The worker pool of one phase for the session's executor."""
-    kind = getattr(settings, "executor", "local") or "local"
-    if kind == "local":
-        from tritonbisect.executors.local_pool import WorkerPool
-
-        return WorkerPool(
-            spec.repo, settings.workdir, repo_id, settings.jobs, recipe, policy,
-            repeat=settings.repeat, env=settings.env, timeout=settings.timeout,
-            cache_dir=getattr(settings, "cache_dir", None), sandbox=bool(getattr(settings, "sandbox", False)),
-        )
-    if kind == "ray":
-        require_ray()
-        from tritonbisect.executors.ray_pool import RayPool
-
-        return RayPool(settings, spec, repo_id, recipe, policy, note=note)
-    raise InputError(f"session uses unknown executor {kind!r} (known: {', '.join(EXECUTORS)})")
+) -> WorkerPool | RayPool:
+    """The worker pool of one phase, on the session's executor (or `executor`, a variant of it)."""
+    return make_pool(
+        executor or settings.executor, spec.repo, settings.workdir, repo_id, recipe, policy,
+        first_commits=(spec.bad, spec.good), note=note,
+    )

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from tritonbisect.commands.launch import start_session
-from tritonbisect.commands.options import bisect_settings, common_bisect_options
+from tritonbisect.commands.options import bisect_settings, common_bisect_options, wants_json
 from tritonbisect.core.errors import InputError
 
 
@@ -29,12 +29,12 @@ def run_cmd(repo: Path, good: str, bad: str, build_cmd: str | None, artifact: st
     from tritonbisect.session.session import PhaseSpec, candidates_of
 
     settings = bisect_settings(**kwargs)
-    if not settings.wants_test:
+    if not settings.test.wanted:
         raise InputError("give the test to run: --test CMD (or --repro TRACE --kernel K)")
     history = History(repo)
     good_sha = history.resolve(good)
     bad_sha = history.resolve(bad)
-    candidates_of(history, good_sha, bad_sha, first_parent=settings.first_parent)  # validates
+    candidates_of(history, good_sha, bad_sha, first_parent=settings.search.first_parent)  # validates
     spec = settings.test_spec(repo=Path(history.root), bad=bad_sha, history=history)
     recipe = CommandRecipe(build_cmd, spec, artifact=_artifact_path(artifact, build_cmd))
     phase = PhaseSpec(
@@ -44,9 +44,9 @@ def run_cmd(repo: Path, good: str, bad: str, build_cmd: str | None, artifact: st
         bad=bad_sha,
         recipe_name=recipe.name,
         recipe_config=recipe.config(),
-        first_parent=settings.first_parent,
+        first_parent=settings.search.first_parent,
     )
-    start_session(settings, [phase])
+    start_session(settings, [phase], json_out=wants_json(kwargs))
 
 
 def _artifact_path(artifact: str | None, build_cmd: str | None) -> str | None:

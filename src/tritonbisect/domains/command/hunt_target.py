@@ -34,7 +34,7 @@ class CommandTarget(GitTarget):
 
 
 def _create(kw: dict[str, Any], settings: BisectSettings) -> CommandTarget:
-    return CommandTarget(kw.get("repo") or Path("."), kw.get("build_cmd"), {}, first_parent=settings.first_parent)
+    return CommandTarget(kw.get("repo") or Path("."), kw.get("build_cmd"), {}, first_parent=settings.search.first_parent)
 
 
 # it takes any options: hunt/target_table.py tries it last

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from tritonbisect.commands.launch import resolve_test, start_session
-from tritonbisect.commands.options import bisect_settings, common_bisect_options
+from tritonbisect.commands.options import bisect_settings, common_bisect_options, wants_json
 from tritonbisect.core.errors import InputError
 from tritonbisect.domains.llvm.llvm_options import llvm_config_from_options, llvm_options
 from tritonbisect.domains.triton.triton_options import build_from_options, build_options
@@ -46,7 +46,7 @@ def llvm_cmd(triton_dir: Path, llvm_dir: Path, good_llvm: str, bad_llvm: str, co
     )
     bisector.llvm_history.candidates(bisector.good_llvm, bisector.bad_llvm)
     bisector.test = resolve_test(settings, bisector.triton, bisector.fixed)
-    start_session(settings, [bisector.phase()])
+    start_session(settings, [bisector.phase()], json_out=wants_json(kwargs))
 
 
 @click.command("pairs")
@@ -75,7 +75,7 @@ def pairs_cmd(compat_map: Path, triton_dir: Path, llvm_dir: Path, good_llvm: str
         f"at most {max_pairs_tested(len(bisector.pairs))} to test",
         err=True,
     )
-    start_session(settings, [bisector.phase()], workflow=WORKFLOW)
+    start_session(settings, [bisector.phase()], workflow=WORKFLOW, json_out=wants_json(kwargs))
 
 
 COMMANDS: list[click.Command] = [llvm_cmd, pairs_cmd]

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from tritonbisect.commands.launch import resolve_test, start_session
-from tritonbisect.commands.options import bisect_settings, common_bisect_options
+from tritonbisect.commands.options import bisect_settings, common_bisect_options, wants_json
 from tritonbisect.core.errors import InputError
 from tritonbisect.domains.triton.triton_options import build_from_options, build_options
 
@@ -45,13 +45,13 @@ def torch_cmd(torch_dir: Path, good: str, bad: str, triton_dir: Path | None, use
         raise InputError("--wheels only needs --wheel-index URL (an index with PyTorch nightlies)")
     bisector = TorchBisector(
         torch_dir, good, bad, test={}, build=build_from_options(kwargs), triton_dir=triton_dir,
-        use=parse_use_flags(use), first_parent=settings.first_parent, llvm_dir=llvm_dir,
+        use=parse_use_flags(use), first_parent=settings.search.first_parent, llvm_dir=llvm_dir,
         device=device,
     )
-    bisector.history.candidates(bisector.good, bisector.bad, first_parent=settings.first_parent)
+    bisector.history.candidates(bisector.good, bisector.bad, first_parent=settings.search.first_parent)
     bisector.test = resolve_test(settings, bisector.history, bisector.bad)
     if not wheel_index:
-        start_session(settings, [bisector.phase()])
+        start_session(settings, [bisector.phase()], json_out=wants_json(kwargs))
         return
     from tritonbisect.domains.torch.nightly_workflow import WORKFLOW
 
@@ -65,7 +65,7 @@ def torch_cmd(torch_dir: Path, good: str, bad: str, triton_dir: Path | None, use
         session.extra["wheels_mode"] = wheels_mode
         session.save()
 
-    start_session(settings, phases, workflow=WORKFLOW, before_run=save)
+    start_session(settings, phases, workflow=WORKFLOW, before_run=save, json_out=wants_json(kwargs))
 
 
 COMMANDS: list[click.Command] = [torch_cmd]

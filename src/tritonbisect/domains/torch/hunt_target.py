@@ -43,7 +43,7 @@ def _create(kw: dict[str, Any], settings: BisectSettings) -> TorchTarget:
     return TorchTarget(
         kw["torch_dir"], {}, build=build_from_options(kw), triton_dir=kw.get("triton_dir"),
         use=parse_use_flags(kw.get("use") or ()), llvm_dir=kw.get("llvm_dir"),
-        first_parent=settings.first_parent,
+        first_parent=settings.search.first_parent,
     )
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from tritonbisect.commands.launch import resolve_test, start_session
-from tritonbisect.commands.options import bisect_settings, common_bisect_options
+from tritonbisect.commands.options import bisect_settings, common_bisect_options, wants_json
 from tritonbisect.core.errors import InputError
 from tritonbisect.domains.llvm.llvm_options import llvm_config_from_options, llvm_options
 from tritonbisect.domains.triton.triton_options import build_from_options, build_options
@@ -56,10 +56,10 @@ def triton_cmd(triton_dir: Path, good: str, bad: str, no_descend_llvm: bool, llv
     build = build_from_options(kwargs)
     llvm = llvm_config_from_options(kwargs)
     bisector = TritonBisector(
-        triton_dir, good, bad, test={}, build=build, first_parent=settings.first_parent,
+        triton_dir, good, bad, test={}, build=build, first_parent=settings.search.first_parent,
         llvm_dir=llvm_dir, llvm=llvm,
     )
-    bisector.history.candidates(bisector.good, bisector.bad, first_parent=settings.first_parent)
+    bisector.history.candidates(bisector.good, bisector.bad, first_parent=settings.search.first_parent)
     bisector.test = resolve_test(settings, bisector.history, bisector.bad)
     plan = DescentPlan(
         descend=not no_descend_llvm,
@@ -82,7 +82,7 @@ def triton_cmd(triton_dir: Path, good: str, bad: str, no_descend_llvm: bool, llv
             session.extra["wheels_mode"] = wheels_mode
         plan.save(session)
 
-    start_session(settings, phases, workflow=WORKFLOW, before_run=save)
+    start_session(settings, phases, workflow=WORKFLOW, before_run=save, json_out=wants_json(kwargs))
 
 
 COMMANDS: list[click.Command] = [triton_cmd]

@@ -83,7 +83,7 @@ def _create(kw: dict[str, Any], settings: BisectSettings) -> TritonTarget:
         build=build_from_options(kw), llvm_dir=kw.get("llvm_dir"), llvm=llvm_config_from_options(kw),
         compat_map=kw.get("compat_map"), descend=not kw.get("no_descend_llvm"),
     )
-    return TritonTarget(kw["triton_dir"], {}, config, first_parent=settings.first_parent)
+    return TritonTarget(kw["triton_dir"], {}, config, first_parent=settings.search.first_parent)
 
 
 HUNT_TARGET = TargetFactory(

@@ -15,9 +15,10 @@ from typing import Any, NoReturn
 
 import click
 
-from tritonbisect.commands.options import bisect_settings, common_bisect_options
+from tritonbisect.commands.options import bisect_settings, common_bisect_options, wants_json
 from tritonbisect.core.errors import InputError
 from tritonbisect.domains.wheels.target_python import target_platform, target_python
+from tritonbisect.session.settings import BisectSettings
 
 _dir = click.Path(file_okay=False, path_type=Path)
 FEED_NAMES = ("pypi", "triton-nightly", "pytorch-nightly")  # builds/wheel_feeds.py FEEDS, without importing it
@@ -50,9 +51,9 @@ def wheels_cmd(good: str, bad: str, package: str | None, feed: str | None, index
     )
 
     settings = bisect_settings(**kwargs)
-    if not settings.wants_test:
+    if not settings.test.wanted:
         raise InputError("give the test to run: --test CMD (or --repro TRACE --kernel K)")
-    if settings.prefer_pass or settings.prefer_files:
+    if settings.hint.wanted:
         raise InputError("--prefer-pass/--prefer-files weigh commits; wheels bisects versions: give them to the "
                          "commit bisect it prints (with --triton-dir and --narrow, filled in)")
     target = target_python(python, venv)
@@ -95,7 +96,7 @@ def wheels_cmd(good: str, bad: str, package: str | None, feed: str | None, index
         click.echo(f"tritonbisect wheels: {line}", err=True)
     click.echo(f"tritonbisect wheels: {len(rungs)} {package} versions from {rungs[0].version} to "
                f"{rungs[-1].version} for {plat.describe()}", err=True)
-    _run(settings, bisector, triton_dir)
+    _run(settings, bisector, triton_dir, json_out=wants_json(kwargs))
 
 
 def _choose_installer(installer: str, target: str) -> None:
@@ -137,7 +138,7 @@ def _package_files(feed: str | None, package: str | None, lister: Any, good: str
     return normalize_name(chosen.package), chosen.files
 
 
-def _run(settings: Any, bisector: Any, triton_dir: Path | None) -> NoReturn:
+def _run(settings: BisectSettings, bisector: Any, triton_dir: Path | None, *, json_out: bool) -> NoReturn:
     from tritonbisect.domains.wheels.versions_report import commit_range, wheels_result
     from tritonbisect.reports.display import make_ui
     from tritonbisect.session.session import Session, drive
@@ -155,8 +156,8 @@ def _run(settings: Any, bisector: Any, triton_dir: Path | None) -> NoReturn:
         ui.close()
     from tritonbisect.commands.engine import narrow_after, reduce_after
 
-    narrowed = narrow_after(session, result, quiet=settings.json)
-    reduced = reduce_after(session, result, quiet=settings.json)
+    narrowed = narrow_after(session, result, quiet=json_out)
+    reduced = reduce_after(session, result, quiet=json_out)
     out = wheels_result(result, session.journal.records(), bisector.versions(), bisector.shas,
                         session.dir)
     out.update(session=session.id, session_dir=str(session.dir), exit_code=result.exit_code,
@@ -176,7 +177,7 @@ def _run(settings: Any, bisector: Any, triton_dir: Path | None) -> NoReturn:
             narrowed["prefer_pass"] = hint
             cr["command"] = hint["command"]
             out["prefer_pass"] = hint
-    if settings.json:
+    if json_out:
         click.echo(json.dumps(out))
     else:
         click.echo(_summary(out, session))

@@ -4,15 +4,18 @@ the range that have a published nightly, tested before anything is built from so
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from tritonbisect.core.errors import InputError
 from tritonbisect.domains.wheels.target_python import target_platform, target_python
 
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.settings import BisectSettings
 
-def nightly_phases(bisector: Any, source_phase: Any, settings: Any, index_urls: tuple[str, ...],
+
+def nightly_phases(bisector: Any, source_phase: Any, settings: BisectSettings, index_urls: tuple[str, ...],
                    package: str, mode: str) -> list[Any]:
     """The phases of `tritonbisect triton|torch --wheel-index`: the installs-only "nightlies"
     phase (the source phase follows inside its bracket), or the source phase alone when
@@ -30,7 +33,7 @@ def nightly_phases(bisector: Any, source_phase: Any, settings: Any, index_urls: 
     files = list_or_abort(list_wheels, normalize_name(package), index_urls=index_urls)
     files = compatible(files, target_platform(target))
     order = list(candidates_of(bisector.history, bisector.good, bisector.bad,
-                               first_parent=settings.first_parent).order)
+                               first_parent=settings.search.first_parent).order)
     recipe = source_phase.recipe_name
     read = ""
     if recipe == "torch":
@@ -41,7 +44,7 @@ def nightly_phases(bisector: Any, source_phase: Any, settings: Any, index_urls: 
         entry["package"] = package
     config = {**source_phase.recipe_config, "wheels": wheels, "wheel_index": [strip_auth(u) for u in index_urls]}
     phase = nightly_phase(source_phase.repo, bisector.good, bisector.bad, order, wheels, config,
-                          first_parent=settings.first_parent, history=bisector.history,
+                          first_parent=settings.search.first_parent, history=bisector.history,
                           recipe_name=recipe)
     what = "+git<sha> or git_version" if recipe == "torch" else "+git<sha>"
     if phase is None and mode == "only":
@@ -59,7 +62,7 @@ def nightly_phases(bisector: Any, source_phase: Any, settings: Any, index_urls: 
     return [phase]
 
 
-def _torch_nightlies(bisector: Any, files: list, order: list[str], settings: Any,
+def _torch_nightlies(bisector: Any, files: list, order: list[str], settings: BisectSettings,
                      package: str) -> tuple[dict[str, dict[str, Any]], str]:
     """PyTorch nightlies by the commit in their `version.py`: one per date between good's and
     bad's commit dates is downloaded (into the artifact cache the installs use) and read."""
@@ -74,7 +77,7 @@ def _torch_nightlies(bisector: Any, files: list, order: list[str], settings: Any
     def day(commit: str):
         return datetime.fromisoformat(bisector.history.committed_at(commit)).astimezone(timezone.utc).date()
 
-    cache_root = Path(open_cache(settings.cache_dir, workdir=Path(settings.workdir)).root)
+    cache_root = Path(open_cache(settings.executor.cache_dir, workdir=Path(settings.workdir)).root)
 
     def read_commit(f) -> tuple[str | None, str | None]:
         try:
