@@ -220,6 +220,21 @@ def test_run_regress_perf_finds_a_30_percent_slowdown(tmp_path: Path, capsys) ->
     assert "| metric |" in md and "reference)" in md
 
 
+def test_run_regress_perf_on_ray_judges_steps_on_the_nodes(tmp_path: Path, capsys) -> None:
+    """The policy travels whole to a Ray node: with --regress perf it carries the perf settings."""
+    pytest.importorskip("ray")
+    repo = tmp_path / "repo"
+    shas = _perf_repo(repo, 12, culprit=7)
+    code, res, err = run_json(
+        ["run", "--repo", str(repo), "--good", shas[0], "--bad", shas[-1], "--build", BUILD,
+         "--test", JSON_METRIC_TEST, "--regress", "perf", "--executor", "ray", "--ray-address", "local",
+         "--workdir", str(tmp_path / "w")],
+        capsys,
+    )
+    assert code == 0, err[-3000:]
+    assert res["culprit"] == shas[7]
+
+
 def test_run_regress_perf_without_a_metric_aborts_with_the_reason(tmp_path: Path, capsys) -> None:
     repo = tmp_path / "repo"
     shas = _perf_repo(repo, 4, culprit=2)

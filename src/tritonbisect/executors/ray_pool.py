@@ -91,7 +91,7 @@ class RayPool:
         self.base_spec = WorkerSpec(
             repo=str(repo), workdir=str(workdir), repo_id=repo_id,
             recipe_name=recipe.name, recipe_config=dict(recipe.config()),
-            regress=policy.regress, on_build_failure=policy.on_build_failure, settings=settings,
+            policy=policy, settings=settings,
         )
         self.repo = Path(repo)
         self.first_commits = [c for c in first_commits if c]  # the range's bad, then its good

@@ -43,8 +43,7 @@ class WorkerSpec:
     repo_id: str
     recipe_name: str
     recipe_config: dict[str, Any]
-    regress: str
-    on_build_failure: str
+    policy: Policy  # the whole policy: with --regress perf it carries how steps are sampled and judged
     settings: ExecutorSettings  # repeat, env, timeout, cache, sandbox, --repo-url
     prefer_worktree: int = 0  # take this worktree slot when free (a dead worker's, say)
 
@@ -57,7 +56,7 @@ class StepWorker:
         self.workdir = root / "work"
         self.recipe = recipe_from_config(spec.recipe_name, spec.recipe_config)
         self.settings = StepSettings(
-            policy=Policy(regress=spec.regress, on_build_failure=spec.on_build_failure),
+            policy=spec.policy,
             repeat=spec.settings.repeat, env=dict(spec.settings.env), timeout=spec.settings.timeout,
             workdir=self.workdir, cache_dir=spec.settings.cache_dir, sandbox=spec.settings.sandbox,
         )
