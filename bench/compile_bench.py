@@ -42,7 +42,7 @@ from tritonbisect.traces.reader import iter_records, load_trace  # noqa: E402
 
 TRACED = "3.6.0"
 RELEASES = ("3.0.0", "3.1.0", "3.2.0", "3.3.1", "3.4.0", "3.5.1", "3.6.0", "3.7.0", "3.8.0", "3.9.0")
-SECTION = "Compile oracle across Triton releases (issue 8)"
+SECTION = "Compile oracle across Triton releases"
 
 
 def kernels(traces: Path | None, captures: Path | None) -> list[tuple[str, Path, str]]:

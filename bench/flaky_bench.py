@@ -477,7 +477,7 @@ def render(figures, seeds: int, cli_rows: list[str], cli_seeds: int, agree: int,
 
 
 def targets(figures) -> list[str]:
-    lines = ["Targets (issue 12):"]
+    lines = ["Targets:"]
     for n in (64, 1000):
         key = {s: figures.get((Case(n, 0.1), s)) for s in STRATEGIES}
         if not all(key.values()):

@@ -1,4 +1,4 @@
-"""Benchmark of the IR oracle and of pass-level narrowing (issue 14), CPU only.
+"""Benchmark of the IR oracle and of pass-level narrowing, CPU only.
 
     python bench/ir_oracle_bench.py [--traces DIR] [--runs 5] [--results bench/RESULTS.md]
 
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/: the to
 from results_md import write_section  # noqa: E402
 from tritonbisect.traces.reader import load_trace  # noqa: E402
 
-SECTION = "IR oracle and pass-level narrowing (issue 14)"
+SECTION = "IR oracle and pass-level narrowing"
 # measured once by hand (it downloads ~1 GB of wheels), 2026-11-24, this machine
 WHEELS_SESSION = (
     "End to end on published releases: `tritonbisect wheels --good 3.3.1 --bad 3.9.0 --repro "

@@ -195,7 +195,7 @@ def main() -> int:
         text = render(json.loads(args.path.read_text()))
         print(text)
         if args.results:
-            write_section("Runtime IR oracle on the GPU (issue 14)", text, args.results)
+            write_section("Runtime IR oracle on the GPU", text, args.results)
     return 0
 
 

@@ -196,7 +196,7 @@ def main() -> int:
 
 
 def section_title(device: str) -> str:
-    return f"Whole-program replay: crash isolation, fork vs spawn ({'GPU' if device == 'cuda' else 'CPU'}, issue 8)"
+    return f"Whole-program replay: crash isolation, fork vs spawn ({'GPU' if device == 'cuda' else 'CPU'})"
 
 
 def render(f: dict) -> str:

@@ -43,7 +43,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PROGRAMS = HERE / "gpu_programs"
-SECTION = "Tracer: survival and per-launch overhead on the GPU (issue 13)"
+SECTION = "Tracer: survival and per-launch overhead on the GPU"
 
 TP_RUNNER = r'''
 import json, os, runpy, sys

@@ -1,4 +1,4 @@
-"""commits.csv (contract F): read, write, validation errors that name file:line."""
+"""commits.csv: read, write, validation errors that name file:line."""
 
 from __future__ import annotations
 

@@ -274,5 +274,5 @@ def test_the_runner_compiles_ir_files_too(tmp_path: Path) -> None:
     assert {"ttgir", "llir", "ptx", "cubin"} <= set(res.artifacts)
     ttir.write_text(comp.ttir.replace("tt.get_program_id", "tt.get_program_idd"))
     res = tb_runner.compile_in_child(job, tmp_path / "work", timeout=300)
-    # issue 14: IR this Triton cannot parse is unreadable (a skip), not a compile error of the commit
+    # IR this Triton cannot parse is unreadable (a skip), not a compile error of the commit
     assert res.status == "unreadable_ir" and res.phase == "parse", res.reason

@@ -1,4 +1,4 @@
-"""Multi-phase sessions through the library API (contract C): a workflow appends a phase."""
+"""Multi-phase sessions through the library API: a workflow appends a phase."""
 
 from __future__ import annotations
 

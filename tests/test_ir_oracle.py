@@ -1,4 +1,4 @@
-"""The IR oracle (issue 14 §1): compile a trace's recorded TTIR/TTGIR, or an IR file, with the
+"""The IR oracle: compile a trace's recorded TTIR/TTGIR, or an IR file, with the
 Triton of the machine (the PyPI wheel, a CPU compile for sm90).
 
 The recorded IR is the H100 trace's (Triton 3.6.0). Outcomes: it compiles (pass); an IR the

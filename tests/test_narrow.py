@@ -1,4 +1,4 @@
-"""Pass-level narrowing (issue 14 §2) on the toy pass-pipeline Triton (toyworld/pass_triton.py).
+"""Pass-level narrowing on the toy pass-pipeline Triton (toyworld/pass_triton.py).
 
 The toy is a pure-Python `triton` whose compile runs named passes and dumps the IR before each
 one under MLIR_ENABLE_DUMP=1 in MLIR's format. Its culprit commit changes TritonGPUCoalesce

@@ -1,4 +1,4 @@
-"""Tracing never breaks the traced program (issue 13): real programs, each run twice as real
+"""Tracing never breaks the traced program: real programs, each run twice as real
 subprocesses, untraced and under `tritonbisect trace`, must end with the same exit status,
 print the same and save the same outputs, and leave a readable trace from every process that
 launched a kernel.

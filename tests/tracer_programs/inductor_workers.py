@@ -1,7 +1,7 @@
 """Inductor's parallel compile, for real: a SubprocPool of compile workers (a separate
 `python -m torch._inductor.compile_worker` process and its pool) compiles an Inductor kernel
 for sm90 (`_worker_compile_triton`: load the generated module, precompile, prepare_for_pickle)
-and pickles the CachingAutotuner back; this is where issue 13's
+and pickles the CachingAutotuner back; this is where an earlier tracer's
 "Can't pickle local object '_wrap_launch_metadata.<locals>.launch_metadata'" was raised.
 The parent then pickles the kernel again (as Inductor's caches do), builds Inductor's own
 launcher for it and launches it through the stand-in driver (fake_gpu), pickling the launch

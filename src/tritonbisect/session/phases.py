@@ -1,7 +1,6 @@
 """The persistent state of a session's phases: what each bisects and how it ended.
 
-These are what session.json holds per phase (see CONTRACTS C); `bisect.session` re-exports
-them, so other modules import them from there.
+These are what session.json holds per phase (docs/architecture.md, "Settings and session.json").
 """
 
 from __future__ import annotations

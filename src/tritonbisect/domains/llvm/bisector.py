@@ -48,7 +48,7 @@ def llvm_order(history: History, good: str, bad: str) -> list[str]:
 
 
 def load_compat_map(path: Path):
-    """Read a commits.csv (contract F); errors name the file and line."""
+    """Read a commits.csv; errors name the file and line."""
     from tritonbisect.domains.llvm.compat_map import read_map
 
     if not Path(path).is_file():

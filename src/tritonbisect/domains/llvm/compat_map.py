@@ -1,4 +1,4 @@
-"""commits.csv: the Triton<->LLVM compatibility map of one LLVM bump (contract F).
+"""commits.csv: the Triton<->LLVM compatibility map of one LLVM bump.
 
 Format::
 
