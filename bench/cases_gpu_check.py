@@ -33,7 +33,6 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO / "src"))
 from results_md import write_section  # noqa: E402
-
 from tritonbisect.oracles.mutations import MUTATIONS, mutate  # noqa: E402
 
 SECTION = "Several cases in one session on the GPU: each kernel of a torch.compile program its own culprit"
