@@ -59,6 +59,10 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
         from tritonbisect.session.revert_check import revert_json
 
         out.update(revert_json(session))
+    if session.extra.get("cases"):  # a test that reports cases: each case's own culprit
+        from tritonbisect.reports.case_tables import cases_json
+
+        out.update(cases_json(session, result.phase))
     if session.extra.get("hint"):  # --prefer-pass / --prefer-files: what it weighed, what came of it
         out["hint"] = session.extra["hint"]
     if session.extra.get("wheels_mode") is not None:  # triton --wheel-index: installs vs builds
@@ -201,6 +205,8 @@ def summary(session: Any, result: Any) -> str:
         lines.extend(f"  {c}  {states[c]}" for c in result.candidates)
     else:
         lines.append(f"{result.status}: {result.reason}")
+    if session.extra.get("cases"):  # a test that reports cases: the culprit of each
+        lines.extend(_case_lines(session, result.phase))
     for name, hint in (session.extra.get("hint") or {}).items():
         lines.append(f"hint ({hint.get('described')}), phase {name}: "
                      + (hint.get("verdict") or f"weighed {hint.get('commits')} commits"))
@@ -219,6 +225,22 @@ def summary(session: Any, result: Any) -> str:
         + workdir_flag(session)
     )
     return "\n".join(lines)
+
+
+def _case_lines(session: Any, phase_name: str) -> list[str]:
+    from tritonbisect.reports.case_tables import summary_lines
+
+    phase = next((p for p in session.phases() if p.spec.name == phase_name), None)
+    subjects: dict[str, str] = {}
+    if phase is not None:
+        try:
+            from tritonbisect.core.history import History
+
+            state = (session.extra.get("cases") or {}).get(phase_name) or {}
+            subjects = History(phase.spec.repo).subjects(list(state.get("culprits") or []))
+        except Exception:  # noqa: BLE001 - the repository may be gone: no subjects then
+            subjects = {}
+    return summary_lines(session, phase_name, lambda c: subjects.get(c, ""))
 
 
 def workdir_flag(session: Any) -> str:
