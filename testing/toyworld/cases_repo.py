@@ -1,8 +1,10 @@
 """A linear toy history whose test reports several cases, each broken at its own commit.
 
 Every commit holds `cases/<name>` per case: "ok" before the case's culprit, "bad" from it
-on (a case may also be bad from the first commit: it fails at the good endpoint). Commits
-listed as broken hold BROKEN and do not build. The build copies `cases/` into the ignored
+on (a case may also be bad from the first commit: it fails at the good endpoint). A case may
+break a second time (`second`: `cases/<name>.2` turns bad there, so the revert of its first
+culprit still fails), or have its line edited again (`edited`: the revert of its culprit no
+longer applies at the bad commit). Commits listed as broken hold BROKEN and do not build. The build copies `cases/` into the ignored
 `out/`; the test (`CasesWorld.test`, a script outside the repository) reads it back and
 writes `{"status": ..., "cases": {name: "pass" | "mismatch"}}` to $TRITONBISECT_RESULT, as
 the whole-program replay oracle does, and exits 1 when a case fails. Each build and each
@@ -28,9 +30,11 @@ if count:
 only = [c for c in os.environ.get("CASES_ONLY", "").split(",") if c]
 cases = {}
 for path in sorted(Path("out/cases").iterdir()):
-    if only and path.name not in only:
+    name = path.name.split(".")[0]
+    if only and name not in only:
         continue
-    cases[path.name] = "pass" if path.read_text().strip() == "ok" else "mismatch"
+    ok = path.read_text().strip() == "ok"
+    cases[name] = "pass" if ok and cases.get(name, "pass") == "pass" else "mismatch"
 status = "mismatch" if "mismatch" in cases.values() else "pass"
 result = os.environ.get("TRITONBISECT_RESULT")
 if result:
@@ -75,7 +79,8 @@ class CasesWorld:
         return self.shas[self.culprits[case]]
 
 
-def make_cases_world(root: Path, n: int, culprits: Mapping[str, int], *, broken: Iterable[int] = ()) -> CasesWorld:
+def make_cases_world(root: Path, n: int, culprits: Mapping[str, int], *, broken: Iterable[int] = (),
+                     second: Mapping[str, int] | None = None, edited: Mapping[str, int] | None = None) -> CasesWorld:
     """`n` commits in root/repo; case c is bad from commit culprits[c] on."""
     root.mkdir(parents=True, exist_ok=True)
     repo = root / "repo"
@@ -83,7 +88,12 @@ def make_cases_world(root: Path, n: int, culprits: Mapping[str, int], *, broken:
     commits = []
     for i in range(n):
         tree = {f"cases/{case}": ("bad\n" if i >= at else "ok\n") for case, at in culprits.items()}
-        tree.update({"n.txt": f"{i}\n", ".gitignore": "out/\n"})
+        for case, at in (second or {}).items():
+            tree[f"cases/{case}.2"] = "bad\n" if i >= at else "ok\n"
+        for case, at in (edited or {}).items():
+            if i >= at:
+                tree[f"cases/{case}"] = "bad, edited again\n"
+        tree.update({f"log/{i}": f"{i}\n", ".gitignore": "out/\n"})  # a change of its own in each commit
         if i in broken:
             tree["BROKEN"] = "x\n"
         commits.append(CommitSpec(tree=tree, subject=f"c{i}", timestamp=1_700_000_000 + 60 * i))

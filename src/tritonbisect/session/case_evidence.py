@@ -21,7 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tritonbisect.core.outcome import Verdict
-from tritonbisect.session.evidence import OBSERVED_ROLES, Evidence, evidence_of, undone_seqs
+from tritonbisect.session.evidence import (
+    CORRECTION_ROLES,
+    OBSERVED_ROLES,
+    Evidence,
+    evidence_of,
+    undone_seqs,
+)
 from tritonbisect.session.journal import ROLE_ENDPOINT
 
 
@@ -33,7 +39,7 @@ def reported(rec: Mapping[str, Any]) -> dict[str, Mapping[str, str]]:
 
 def case_view(rec: Mapping[str, Any], name: str) -> dict[str, Any]:
     """The record as the case `name` sees it (see the module docstring)."""
-    if rec.get("role") not in OBSERVED_ROLES or rec.get("verdict") == Verdict.ABORT:
+    if rec.get("role") in CORRECTION_ROLES or rec.get("verdict") == Verdict.ABORT:
         return dict(rec)  # a mark, an undo, an aborted step: the same for every case
     out = dict(rec)
     own = reported(rec).get(name)

@@ -100,12 +100,11 @@ def after_phase(session: SessionHandle, phase: PhaseState, ui: Any) -> None:
         if files:
             entry["files"] = files
         entries.append(entry)
-        fixed = [n for n, v in per_case.items() if v == FIXES]
-        ui.note(revert_line(entry) + (f" ({len(fixed)} of {len(names)} cases fixed)" if len(names) > 1 else ""))
+        ui.note(revert_line(entry))
     revert_state(session)["chains"][spec.name] = entries
     session.save()
     still = [n for n, e in cases.items() if e.get("revert") == STILL_FAILS]
     if still:
-        ui.note(f"--verify-revert: {', '.join(still[:8])}{' ...' if len(still) > 8 else ''} still fail with their "
-                "culprit reverted; the search for a second culprit is single-case: bisect again with a test "
-                "that reports only those cases")
+        ui.note(f"--verify-revert: {', '.join(still[:8])}{' ...' if len(still) > 8 else ''} "
+                f"still fail{'s' if len(still) == 1 else ''} with the culprit reverted; the search for a second "
+                "culprit is single-case: bisect again with a test that reports only those cases")

@@ -261,6 +261,9 @@ def revert_line(entry: Mapping[str, Any]) -> str:
     verdict = entry["revert"]
     others = [c[:12] for c in entry.get("reverted", [])[1:]]
     also = f" (with {', '.join(others)} reverted too)" if others else ""
+    cases = entry.get("cases") or {}
+    if cases and verdict != CONFLICT:  # the culprit of several cases (session/revert_cases.py)
+        return f"revert of {culprit} at the bad commit{also}: " + _cases_said(cases, entry.get("reason"))
     if verdict == FIXES:
         return f"revert of {culprit} at the bad commit{also}: fixes the test"
     if verdict == STILL_FAILS:
@@ -269,6 +272,23 @@ def revert_line(entry: Mapping[str, Any]) -> str:
         files = ", ".join(entry.get("files") or [])
         return f"revert of {culprit} at the bad commit{also}: conflict in {files}"
     return f"revert of {culprit} at the bad commit{also}: untestable ({entry.get('reason')})"
+
+
+def _cases_said(cases: Mapping[str, str], reason: Any) -> str:
+    """What a culprit's revert did to each of its cases, in words."""
+    def named(verdict: str) -> list[str]:
+        return [n for n, v in cases.items() if v == verdict]
+
+    parts = []
+    if named(FIXES):
+        parts.append(f"fixes {', '.join(named(FIXES))}")
+    still = named(STILL_FAILS)
+    if still:
+        parts.append(f"{', '.join(still)} still fail{'s' if len(still) == 1 else ''} "
+                     f"(another commit broke {'it' if len(still) == 1 else 'them'} too)")
+    if named(UNTESTABLE):
+        parts.append(f"untestable for {', '.join(named(UNTESTABLE))} ({reason})")
+    return "; ".join(parts)
 
 
 def revert_json(session: SessionHandle) -> dict[str, Any]:
@@ -294,7 +314,7 @@ def summary_lines(session: SessionHandle) -> list[str]:
     data = revert_json(session)
     out = []
     for i, entry in enumerate(data.get("culprits") or []):
-        if i:
+        if i and not entry.get("cases"):  # the culprits of cases are listed with them already
             out.append(f"culprit {i + 1}: {entry['culprit']} (confidence {entry.get('confidence')})")
         out.append(revert_line(entry))
     search = data.get("next_culprit_search")
