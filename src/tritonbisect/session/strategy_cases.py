@@ -149,10 +149,12 @@ class CasesSearch:
                 and all(s.commit not in eff[c] for c in open_)]
 
     def keep(self) -> tuple[str, ...]:
-        """The boundaries of every open case (the culprits and parents when the search ends)."""
+        """The boundaries of every case, open ones first (the culprits and their parents when
+        the search ends: the confirmation re-tests them)."""
         eff = self.effective()
+        open_ = self.open_cases()
         keep: dict[str, None] = {}
-        for case in self.open_cases():
+        for case in [*open_, *(c for c in self.cases if c not in open_)]:
             keep.update(dict.fromkeys(self.builds.to_keep(self.cands, eff[case], self.good)))
         return tuple(keep)[:_MAX_KEPT]
 
