@@ -224,3 +224,15 @@ def test_verify_revert_gives_each_case_the_verdict_of_its_own_culprit(tmp_path: 
     md = tb("report", out["session"], cwd=world.repo, home=home).stdout
     assert "| revert |" in md and f"| ln | `{world.culprit('ln')[:12]}` | found | high | " in md
     assert f"revert of {world.culprit('ln')[:12]} at the bad commit: fixes softmax; ln still fails" in md
+
+
+def test_repeated_runs_are_combined_per_case(tmp_path: Path) -> None:
+    world = make_cases_world(tmp_path, 16, {"a": 4, "b": 11})
+    home = tmp_path / "home"
+    proc = _run(world, home, "--repeat", "2")
+    assert proc.returncode == 0, proc.stderr
+    out = last_json(proc.stdout)
+    assert {c: e["culprit"] for c, e in out["cases"].items()} == {"a": world.culprit("a"), "b": world.culprit("b")}
+    step = next(r for r in journal(home, out["session"]) if r["role"] == "search")
+    assert len(step["tests"]) == 2 and all(set(t["cases"]) == {"a", "b"} for t in step["tests"])
+    assert all(v["kind"] in ("pass", "mismatch") for v in step["cases"].values())  # both runs agree
