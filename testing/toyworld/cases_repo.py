@@ -7,7 +7,8 @@ culprit still fails), or have its line edited again (`edited`: the revert of its
 longer applies at the bad commit). Commits listed as broken hold BROKEN and do not build. The build copies `cases/` into the ignored
 `out/`; the test (`CasesWorld.test`, a script outside the repository) reads it back and
 writes `{"status": ..., "cases": {name: "pass" | "mismatch"}}` to $TRITONBISECT_RESULT, as
-the whole-program replay oracle does, and exits 1 when a case fails. Each build and each
+the whole-program replay oracle does, and exits 1 when a case fails (`CasesWorld.env` can
+make it judge some cases only, and report no cases at all). Each build and each
 test appends a line to a count file, so a benchmark can count them.
 """
 
@@ -38,7 +39,8 @@ for path in sorted(Path("out/cases").iterdir()):
 status = "mismatch" if "mismatch" in cases.values() else "pass"
 result = os.environ.get("TRITONBISECT_RESULT")
 if result:
-    Path(result).write_text(json.dumps({"status": status, "cases": cases}))
+    data = {"status": status} if os.environ.get("CASES_PLAIN") else {"status": status, "cases": cases}
+    Path(result).write_text(json.dumps(data))
 sys.exit(1 if status != "pass" else 0)
 '''
 
@@ -64,11 +66,14 @@ class CasesWorld:
     def count_file(self) -> Path:
         return self.repo.parent / "count"
 
-    def env(self, only: Iterable[str] = ()) -> dict[str, str]:
-        """What the test needs in its environment (CASES_ONLY: report these cases only)."""
+    def env(self, only: Iterable[str] = (), *, plain: bool = False) -> dict[str, str]:
+        """What the test needs in its environment (CASES_ONLY: judge these cases only;
+        CASES_PLAIN: report the overall status alone, as a test without cases does)."""
         out = {"CASES_COUNT": str(self.count_file)}
         if only:
             out["CASES_ONLY"] = ",".join(only)
+        if plain:
+            out["CASES_PLAIN"] = "1"
         return out
 
     def counts(self) -> dict[str, int]:
