@@ -50,6 +50,10 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
                 "confidence": p.confidence,
                 "reason": p.reason,
                 "posterior": session.extra.get("posterior", {}).get(p.spec.name),
+                # a test that reports cases: each phase's own (a follow-up phase searches those
+                # of the earliest culprit only), as the top-level "cases" has them for the answer's
+                **({"cases": (session.extra.get("cases") or {})[p.spec.name]}
+                   if (session.extra.get("cases") or {}).get(p.spec.name) else {}),
             }
             for p in session.phases()
         ],
