@@ -324,6 +324,12 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
         click.echo(line)
         if p.reason:
             click.echo(f"    {p.reason}")
+        if (session.extra.get("cases") or {}).get(p.spec.name):  # a test that reports cases
+            from tritonbisect.reports.case_tables import summary_lines
+
+            for case_line in summary_lines(session, p.spec.name):
+                if not case_line.startswith("cases:"):  # the reason above counts them already
+                    click.echo(f"    {case_line.strip()}")
     total = sum(float(r.get("seconds") or 0) for r in records)
     click.echo(
         f"  {counters['steps']} steps, {counters['tests']} test runs, {counters['builds']} builds "

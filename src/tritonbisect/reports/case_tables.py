@@ -57,8 +57,8 @@ def summary_lines(session: Any, phase: str, subject: Callable[[str], str] = lamb
         said = f" (low confidence: {_listed(low)})" if low else ""
         revert = sorted({str(cases[n]["revert"]) for n in names if cases[n].get("revert")})
         said += f"; revert: {', '.join(revert)}" if revert else ""
-        out.append(f"  {culprit[:12]} {subject(culprit)[:50]}: {len(names)} case{'s' if len(names) != 1 else ''} "
-                   f"({_listed(names)}){said}")
+        title = f"{culprit[:12]} {subject(culprit)[:50]}".strip()
+        out.append(f"  {title}: {len(names)} case{'s' if len(names) != 1 else ''} ({_listed(names)}){said}")
     others = _others(state)
     for status, names in others.items():
         if status == "inconclusive":
@@ -69,7 +69,7 @@ def summary_lines(session: Any, phase: str, subject: Callable[[str], str] = lamb
             out.append(f"  {status}: {_listed(names)}")
     if state.get("not_regressed"):
         out.append(f"  {len(state['not_regressed'])} more case(s) pass at the bad commit")
-    if out:
+    if by_culprit(state):
         n = len(by_culprit(state))
         found = sum(len(names) for _, names in by_culprit(state))
         out.insert(0, f"cases: {found} regressed at {n} commit{'s' if n != 1 else ''}")
