@@ -69,6 +69,9 @@ def test_each_regressed_case_gets_its_own_culprit(tmp_path: Path) -> None:
     assert f"| gemm | `{world.culprit('gemm')[:12]}` | found | high |" in md
     assert "| old | already mismatch at the good commit | invalid-endpoints |" in md
     assert "**Earliest culprit:**" in md
+    status = tb("status", out["session"], cwd=world.repo, home=home).stdout
+    assert f"    {world.culprit('softmax')[:12]}: 2 cases (layernorm, softmax)" in status \
+        or f"    {world.culprit('softmax')[:12]}: 2 cases (softmax, layernorm)" in status
     plain = tb("resume", out["session"], cwd=world.repo, home=home)  # a finished session: its summary
     assert plain.returncode == 0, plain.stderr
     assert "cases: 4 regressed at 3 commits" in plain.stdout
