@@ -63,6 +63,7 @@ def test_each_regressed_case_gets_its_own_culprit(tmp_path: Path) -> None:
     report = tb("report", out["session"], cwd=world.repo, home=home)
     assert report.returncode == 0, report.stderr
     md = report.stdout
+    assert md.startswith(f"## Bisected: 4 cases at 3 culprits, the earliest `{world.culprit('gemm')[:12]}` c12")
     assert "### Cases" in md
     assert f"- **2 cases regressed at `{world.culprit('softmax')[:12]}` c50:** softmax, layernorm" in md \
         or f"- **2 cases regressed at `{world.culprit('softmax')[:12]}` c50:** layernorm, softmax" in md

@@ -232,6 +232,10 @@ def render_markdown(session: Session) -> str:
     if culprit_phase and data["status"] == "found":
         info = culprit_phase["culprit_info"] or {}
         title = f"`{culprit_phase['culprit'][:12]}` {info.get('subject', '')}".strip()
+        culprits = (culprit_phase.get("cases") or {}).get("culprits") or []
+        if len(culprits) > 1:  # a test that reports cases, broken at several commits
+            found = sum(1 for e in culprit_phase["cases"]["cases"].values() if e.get("culprit"))
+            title = f"{found} cases at {len(culprits)} culprits, the earliest {title}"
         out.append(f"## Bisected: {title}")
     else:
         out.append(f"## Bisect result: {data['status']}")
