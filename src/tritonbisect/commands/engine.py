@@ -53,6 +53,10 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
                 "confidence": p.confidence,
                 "reason": p.reason,
                 "posterior": session.extra.get("posterior", {}).get(p.spec.name),
+                # a test that reports cases: each phase's own (a follow-up phase searches those
+                # of the earliest culprit only), as the top-level "cases" has them for the answer's
+                **({"cases": (session.extra.get("cases") or {})[p.spec.name]}
+                   if (session.extra.get("cases") or {}).get(p.spec.name) else {}),
             }
             for p in session.phases()
         ],
@@ -62,6 +66,10 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
         from tritonbisect.session.revert_check import revert_json
 
         out.update(revert_json(session))
+    if session.extra.get("cases"):  # a test that reports cases: each case's own culprit
+        from tritonbisect.reports.case_tables import cases_json
+
+        out.update(cases_json(session, result.phase))
     if session.extra.get("hint"):  # --prefer-pass / --prefer-files: what it weighed, what came of it
         out["hint"] = session.extra["hint"]
     if session.extra.get("wheels_mode") is not None:  # triton --wheel-index: installs vs builds
@@ -204,6 +212,8 @@ def summary(session: Session, result: Any) -> str:
         lines.extend(f"  {c}  {states[c]}" for c in result.candidates)
     else:
         lines.append(f"{result.status}: {result.reason}")
+    if session.extra.get("cases"):  # a test that reports cases: the culprit of each
+        lines.extend(_case_lines(session, result.phase))
     for name, hint in (session.extra.get("hint") or {}).items():
         lines.append(f"hint ({hint.get('described')}), phase {name}: "
                      + (hint.get("verdict") or f"weighed {hint.get('commits')} commits"))
@@ -222,6 +232,22 @@ def summary(session: Session, result: Any) -> str:
         + workdir_flag(session)
     )
     return "\n".join(lines)
+
+
+def _case_lines(session: Any, phase_name: str) -> list[str]:
+    from tritonbisect.reports.case_tables import summary_lines
+
+    phase = next((p for p in session.phases() if p.spec.name == phase_name), None)
+    subjects: dict[str, str] = {}
+    if phase is not None:
+        try:
+            from tritonbisect.core.history import History
+
+            state = (session.extra.get("cases") or {}).get(phase_name) or {}
+            subjects = History(phase.spec.repo).subjects(list(state.get("culprits") or []))
+        except Exception:  # noqa: BLE001 - the repository may be gone: no subjects then
+            subjects = {}
+    return summary_lines(session, phase_name, lambda c: subjects.get(c, ""))
 
 
 def workdir_flag(session: Any) -> str:
@@ -301,6 +327,12 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
         click.echo(line)
         if p.reason:
             click.echo(f"    {p.reason}")
+        if (session.extra.get("cases") or {}).get(p.spec.name):  # a test that reports cases
+            from tritonbisect.reports.case_tables import summary_lines
+
+            for case_line in summary_lines(session, p.spec.name):
+                if not case_line.startswith("cases:"):  # the reason above counts them already
+                    click.echo(f"    {case_line.strip()}")
     total = sum(float(r.get("seconds") or 0) for r in records)
     click.echo(
         f"  {counters['steps']} steps, {counters['tests']} test runs, {counters['builds']} builds "

@@ -262,8 +262,8 @@ def _plain(data: dict[str, Any]) -> str:
         f"{data['tests']} test runs, {data['builds']} builds ({data['cached_builds']} cached) tonight"
         + (f"; session {data['session']}" if data.get("session") else "")
     )
-    if data.get("issue"):
-        lines.append(f"issue: {data['issue']['title']} (body: {data['issue']['body_file']})")
+    for issue in data.get("issues") or ([data["issue"]] if data.get("issue") else []):
+        lines.append(f"issue: {issue['title']} (body: {issue['body_file']})")
     for note in data.get("notes") or []:
         lines.append(f"note: {note}")
     return "\n".join(lines)

@@ -161,6 +161,21 @@ _RESULT_STATUS_TO_KIND = {
 }
 
 
+def case_kinds(result: Mapping | None) -> dict[str, Kind]:
+    """The per-case kinds a test reported beside its overall status: `"cases": {name:
+    status}` in its structured result (a replay oracle: one case per kernel). A status the
+    tool does not know is left out, as a case the test did not report is."""
+    cases = result.get("cases") if result is not None else None
+    if not isinstance(cases, Mapping):
+        return {}
+    out: dict[str, Kind] = {}
+    for name, status in cases.items():
+        kind = _RESULT_STATUS_TO_KIND.get(status) if isinstance(status, str) else None
+        if kind is not None and str(name).strip():
+            out[str(name)] = kind
+    return out
+
+
 @dataclass(frozen=True)
 class Classification:
     kind: Kind

@@ -38,15 +38,19 @@ class _Checkout:
     holds: str | None = None  # the commit whose successful build is in it
     build_no: int = 0  # which of the pool's builds that was
     build_log: str | None = None
+    # the pool's keep_builds calls when its last step ended: a step that ended after the
+    # latest call is one whose verdict the driver may not have heard yet
+    ended_at: int = -1
 
 
 class WorkerPool:
     """Runs StepRequests on `jobs` threads, each step in a worktree of the pool's own.
 
     A worktree holds the build of the last commit built in it until another step builds
-    there. `keep_builds(commits)` asks the pool to leave those builds where they are: other
-    steps then take another worktree (made when none is free, so at most len(commits) more
-    than jobs). A request with `reuse` runs in a worktree that holds its commit's build and
+    there. `keep_builds(commits)` asks the pool to leave those builds where they are, and
+    those of the steps that ended since (the caller has not heard them yet): other steps then
+    take another worktree (made when none is free, so at most len(commits) + jobs more than
+    jobs). A request with `reuse` runs in a worktree that holds its commit's build and
     skips the build (Reuse.LATEST: only when no other build started since, for a build that
     changes things outside its worktree).
     """
@@ -71,11 +75,13 @@ class WorkerPool:
         self._lock = threading.Lock()  # the bookkeeping of the worktrees, held briefly
         self._alloc_lock = threading.Lock()  # making a worktree (git), held longer
         self._keep: frozenset[str] = frozenset()
+        self._keep_calls = 0  # keep_builds calls so far
         self._builds = 0  # builds started so far
 
     def keep_builds(self, commits: Iterable[str]) -> None:
         with self._lock:
             self._keep = frozenset(commits)
+            self._keep_calls += 1
 
     def _worktree(self, checkout: _Checkout) -> Worktree:
         with self._alloc_lock:
@@ -101,9 +107,13 @@ class WorkerPool:
                         c.busy = True
                         return c, True
             # a worktree that holds this commit builds it again at no cost; else one whose
-            # build nobody asked to keep; else a new one
+            # build nobody asked to keep; else a new one. While builds are kept, a step that
+            # ended since the driver last said which (its verdict not heard yet) keeps its
+            # build too: the driver may ask to keep it
             same = [c for c in idle if c.holds == request.commit]
-            free = same or [c for c in idle if c.holds is None or c.holds not in self._keep]
+            keeping = bool(self._keep)
+            free = same or [c for c in idle if c.holds is None or (
+                c.holds not in self._keep and not (keeping and c.ended_at >= self._keep_calls))]
             checkout = free[0] if free else _Checkout(len(self._checkouts))
             if not free:
                 self._checkouts.append(checkout)
@@ -121,6 +131,7 @@ class WorkerPool:
         finally:
             with self._lock:
                 checkout.busy = False
+                checkout.ended_at = self._keep_calls
             untrack_token(request.token)
 
     def _attempt(self, request: StepRequest, checkout: _Checkout, reuse: bool, log_dir: Path) -> StepResult:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from tritonbisect.builds.recipes import PrepareResult, Recipe, StepContext, TestRun
 from tritonbisect.core.clock import now_iso
-from tritonbisect.core.outcome import Kind, Policy, Verdict, classify_test
+from tritonbisect.core.outcome import Kind, Policy, Verdict, case_kinds, classify_test
 from tritonbisect.core.process import CancelToken, GitError, read_tail
 from tritonbisect.executors.worktree import Worktree
 
@@ -52,6 +52,8 @@ class StepResult:
     cancelled: bool = False
     node: str | None = None  # the cluster node the step ran on (Ray executor only)
     perf: dict[str, Any] | None = None  # --regress perf: samples and their judgement
+    # the cases the test reported (a kernel each, say): name -> {"kind", "verdict"}
+    cases: dict[str, dict[str, str]] | None = None
 
     def to_record(self) -> dict[str, Any]:
         rec: dict[str, Any] = {
@@ -75,6 +77,8 @@ class StepResult:
             rec["node"] = self.node
         if self.perf is not None:
             rec["perf"] = self.perf
+        if self.cases:
+            rec["cases"] = self.cases
         return rec
 
 
@@ -193,6 +197,9 @@ def execute_step(
                 )
             kind, reason = _classify_run(run)
             entry = _test_entry(run, kind, reason)
+            cases = case_kinds(run.result)
+            if cases and perf is None:  # cases are judged pass/fail, not by their timings
+                entry["cases"] = {name: k.value for name, k in cases.items()}
             if perf is not None:
                 from tritonbisect.core.perf import metric_of
 
@@ -223,7 +230,8 @@ def execute_step(
             build=build, tests=tests, record=record_entry, perf=decision.record,
         )
     kind, verdict, reason = combine_runs(kinds, [t["reason"] for t in tests], policy)
-    return done(kind, verdict, reason, build=build, tests=tests, record=record_entry)
+    return done(kind, verdict, reason, build=build, tests=tests, record=record_entry,
+                cases=combine_cases(tests, policy))
 
 
 def execute_build(
@@ -270,6 +278,25 @@ def combine_runs(kinds: Sequence[Kind], reasons: Sequence[str], policy: Policy) 
     else:
         reason = f"flaky: {tally} ({detail})"
     return Kind.FLAKY, majority, reason
+
+
+def combine_cases(tests: Sequence[dict[str, Any]], policy: Policy) -> dict[str, dict[str, str]] | None:
+    """Each reported case's kind and verdict over the runs of a step, combined as the
+    overall result is (a run that did not report a case says nothing of it). A case's
+    infrastructure failure is no verdict on the commit for that case: skip, never abort."""
+    runs: dict[str, list[Kind]] = {}
+    for test in tests:
+        for name, kind in (test.get("cases") or {}).items():
+            runs.setdefault(name, []).append(Kind(kind))
+    if not runs:
+        return None
+    out: dict[str, dict[str, str]] = {}
+    for name, kinds in runs.items():
+        kind, verdict, _ = combine_runs(kinds, [k.value for k in kinds], policy)
+        if verdict is Verdict.ABORT:
+            verdict = Verdict.SKIP
+        out[name] = {"kind": kind.value, "verdict": verdict.value}
+    return out
 
 
 def _crash_reason(what: str, exc: BaseException, log_dir: Path) -> str:

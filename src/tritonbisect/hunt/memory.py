@@ -53,6 +53,7 @@ class Regression:
     nights_seen: int = 1
     fixed_between: list[str] | None = None  # [last failing head, first passing head]
     fixed_at: str | None = None
+    cases: list[str] = field(default_factory=list)  # a test that reports cases: those this culprit broke
 
     @property
     def short(self) -> str:

@@ -81,6 +81,7 @@ class NightResult:
     session_records: list[dict[str, Any]] = field(default_factory=list)  # run tonight
     resumed: bool = False
     new: Regression | None = None
+    also_new: list[Regression] = field(default_factory=list)  # the other culprits of a test's cases
     known: list[Regression] = field(default_factory=list)
     fixed: list[Regression] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -354,19 +355,29 @@ class Night:
             self.state.save()
             return self._result("environment", f"the bisect's endpoints are invalid: {result.reason}",
                                 last_good=self.state.last_good, **kw)
-        reg = self._regression(session, result, active)
-        existing = self.state.find(reg.key)
-        if existing is not None:
-            existing.last_seen, existing.last_seen_at = reg.bad, now_iso()
-            existing.status = OPEN
-            self.state.save()
-            return self._result("known", f"the bisect found {existing.short}, already reported",
-                                last_good=self.state.last_good, known=[existing], **kw)
-        self.state.regressions.append(reg)
+        found = self._case_regressions(session, result, active) or [self._regression(session, result, active)]
+        new, known = [], []
+        for reg in found:
+            existing = self.state.find(reg.key)
+            if existing is not None:
+                existing.last_seen, existing.last_seen_at = reg.bad, now_iso()
+                existing.status = OPEN
+                known.append(existing)
+            else:
+                self.state.regressions.append(reg)
+                new.append(reg)
         self.state.save()
+        if not new:
+            names = ", ".join(r.short for r in known)
+            return self._result("known", f"the bisect found {names}, already reported",
+                                last_good=self.state.last_good, known=known, **kw)
+        reg = new[0]
         if reg.culprit:
             what = f"new regression: {reg.culprit[:12]} {reg.subject}"
-            return self._result("new", what, last_good=self.state.last_good, new=reg, **kw)
+            if len(new) > 1:  # a test that reports cases: one regression per culprit
+                what = f"{len(new)} new regressions: " + ", ".join(f"{r.short} ({', '.join(r.cases)})" for r in new)
+            return self._result("new", what, last_good=self.state.last_good, new=reg, also_new=new[1:],
+                                known=known, **kw)
         return self._result(
             "inconclusive",
             f"new regression between {good[:12] if good else '?'} and {bad[:12] if bad else '?'}: "
@@ -374,8 +385,9 @@ class Night:
             last_good=self.state.last_good, new=reg, **kw,
         )
 
-    def _regression(self, session: Session, result: Any, active: dict[str, Any]) -> Regression:
-        culprit = result.culprit if result.status == "found" else None
+    def _regression(self, session: Session, result: Any, active: dict[str, Any], *,
+                    culprit: str | None = None) -> Regression:
+        culprit = culprit or (result.culprit if result.status == "found" else None)
         candidates = list(result.candidates or ([culprit] if culprit else []))
         if culprit:
             key = culprit
@@ -391,6 +403,20 @@ class Night:
             session=session.id, confidence=result.confidence, status=OPEN,
             last_seen=str(active.get("bad")), last_seen_at=now_iso(),
         )
+
+    def _case_regressions(self, session: Session, result: Any, active: dict[str, Any]) -> list[Regression]:
+        """One regression per culprit of a test that reports cases (each names its cases),
+        earliest first; [] when the session has no cases' culprits."""
+        state = ((session.extra.get("cases") or {}).get(result.phase) or {}) if result.status == "found" else {}
+        cases = state.get("cases") or {}
+        out = []
+        for culprit in state.get("culprits") or []:
+            names = [n for n, e in cases.items() if e.get("culprit") == culprit]
+            reg = self._regression(session, result, active, culprit=culprit)
+            reg.cases, reg.candidates = names, [culprit]
+            reg.confidence = "low" if any(cases[n].get("confidence") == "low" for n in names) else "high"
+            out.append(reg)
+        return out
 
     def _resume_active(self) -> NightResult | None:
         active = self.state.active or {}

@@ -67,6 +67,8 @@ def issue_body(
         out.append(f"| **Confidence** | {reg.confidence or '—'} |")
     else:
         out.append(f"| **Candidates** | {len(reg.candidates)} commits that could not be tested (listed in the report) |")
+    if reg.cases:  # a test that reports cases: those this culprit broke (the others have their own issue)
+        out.append(f"| **Cases** | {len(reg.cases)}: {_md(', '.join(reg.cases))[:1000]} |")
     out.append(f"| **Failure** | {_md(reg.kind)}: {_md(reg.reason)[:200]} |")
     out.append(f"| **Last green** | {_commit(reg.good, subject(reg.good))} |")
     out.append(f"| **First red** | {_commit(reg.bad, subject(reg.bad))} |")
@@ -145,8 +147,9 @@ def summary_markdown(result: NightResult, state: HuntState, subject: Callable[[s
     out.append(
         f"- **Tonight:** {c['tests']} test runs, {c['builds']} builds ({c['cached_builds']} cached){extra}"
     )
-    if result.new is not None:
-        out.append(f"- **New regression:** {issue_title(result.new)}")
+    for reg in new_regressions(result):
+        cases = f" ({len(reg.cases)} cases: {_md(', '.join(reg.cases[:8]))})" if reg.cases else ""
+        out.append(f"- **New regression:** {issue_title(reg)}{cases}")
     for reg in result.fixed:
         where = ""
         if reg.fixed_between:
@@ -188,6 +191,8 @@ def result_json(result: NightResult, state: HuntState, files: dict[str, Any]) ->
         "candidates": new.candidates if new else [],
         "confidence": new.confidence if new else None,
         "new": asdict(new) if new else None,
+        # a test that reports cases: the night's other new culprits, an issue each
+        "also_new": [asdict(r) for r in result.also_new],
         "known": [r.key for r in result.known],
         "fixed": [r.key for r in result.fixed],
         "open": [r.key for r in state.open_regressions()],
@@ -207,16 +212,23 @@ def write_files(
     `summary_file` (--summary) is replaced; `step_summary` ($GITHUB_STEP_SUMMARY) belongs to
     the workflow step and is appended to."""
     files: dict[str, Any] = {"issue": None, "fixed_comments": [], "summary_files": []}
+    files["issues"] = []
     if issue_body_path is not None:
         # a body left by an earlier night must never be posted again
-        for stale in [issue_body_path, *issue_body_path.parent.glob(f"{issue_body_path.stem}.fixed-*.md")]:
+        for stale in [issue_body_path, *issue_body_path.parent.glob(f"{issue_body_path.stem}.fixed-*.md"),
+                      *issue_body_path.parent.glob(f"{issue_body_path.stem}.new-*.md")]:
             stale.unlink(missing_ok=True)
-    if result.new is not None and issue_body_path is not None:
-        reg = result.new
+    for i, reg in enumerate(new_regressions(result) if issue_body_path is not None else []):
+        assert issue_body_path is not None
+        # one issue per culprit: the first at --issue-body, the others of a test's cases beside it
+        path = issue_body_path if i == 0 else issue_body_path.with_name(f"{issue_body_path.stem}.new-{_key12(reg)}.md")
         parent = parent_of(reg.culprit) if reg.culprit else None
         body = issue_body(result, reg, state=state, subject=subject, reproduce=reproduce, parent=parent)
-        atomic_write_text(issue_body_path, body)
-        files["issue"] = {"key": _key12(reg), "title": issue_title(reg), "body_file": str(issue_body_path)}
+        atomic_write_text(path, body)
+        entry = {"key": _key12(reg), "title": issue_title(reg), "body_file": str(path)}
+        files["issues"].append(entry)
+        if i == 0:
+            files["issue"] = entry
     if result.fixed and issue_body_path is not None:
         for reg in result.fixed:
             path = issue_body_path.with_name(f"{issue_body_path.stem}.fixed-{_key12(reg)}.md")
@@ -232,6 +244,11 @@ def write_files(
             f.write(text)
         files["summary_files"].append(str(step_summary))
     return files
+
+
+def new_regressions(result: NightResult) -> list[Regression]:
+    """The night's new regressions: one, or one per culprit of a test's cases."""
+    return ([result.new] if result.new is not None else []) + list(result.also_new)
 
 
 def _key12(reg: Regression) -> str:
@@ -251,6 +268,8 @@ def github_outputs(data: dict[str, Any]) -> str:
         "issue-key": issue.get("key", ""),
         "issue-title": issue.get("title", ""),
         "issue-body": issue.get("body_file", ""),
+        # every new issue, one a line: "<key> <body file> <title>" (a test's cases: one per culprit)
+        "issues": "\n".join(f"{i['key']} {i['body_file']} {i['title']}" for i in data.get("issues") or []),
         "fixed": "\n".join(f"{c['key']} {c['file']}" for c in data.get("fixed_comments") or []),
         "session-dir": data.get("session_dir") or "",
         "night-dir": data.get("night_dir") or "",

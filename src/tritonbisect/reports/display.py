@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
+from tritonbisect.reports.case_tables import by_culprit, step_cases
+from tritonbisect.session.case_answer import cases_state
 from tritonbisect.session.observer import _FIXED_MARK, NullUI, short
 
 
@@ -51,6 +53,12 @@ def format_eta(seconds: float | None) -> str:
     return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
 
 
+def open_text(names: tuple[str, ...], most: int = 5) -> str:
+    """The cases still searched, named (the first few) and counted."""
+    shown = ", ".join(names[:most])
+    return shown + (f" (+{len(names) - most})" if len(names) > most else "")
+
+
 class PlainUI(NullUI):
     """One line per event on a stream (stderr by default)."""
 
@@ -85,11 +93,16 @@ class PlainUI(NullUI):
             f"  [{rec.get('role')}] {self.short(rec.get('commit'))} {verdict} "
             f"{rec.get('kind')} ({float(rec.get('seconds') or 0):.1f}s){where_of(rec)} {subject[:50]}"
         )
+        open_cases = tuple(getattr(progress, "open_cases", ()) or ())
+        if open_cases:
+            line += step_cases(rec, open_cases)
         if progress is not None:
             line += (
                 f" | {progress.remaining} left, ~{progress.steps_left} steps,"
                 f" ETA {format_eta(self.eta(progress))}"
             )
+        if open_cases:
+            line += f" | open: {open_text(open_cases)}"
         return line
 
     def endpoints_invalid(self, session: Any, phase: Any, good: Any, bad: Any) -> None:
@@ -118,6 +131,8 @@ class PlainUI(NullUI):
                 f"tritonbisect: phase {phase.spec.name}: culprit {phase.culprit} "
                 f"(confidence {phase.confidence})"
             )
+            for culprit, names in by_culprit(cases_state(session, phase.spec.name) or {}):
+                self._print(f"tritonbisect:   {self.short(culprit)}: {open_text(tuple(names))}")
         elif phase.status == "inconclusive":
             self._print(
                 f"tritonbisect: phase {phase.spec.name}: inconclusive, "
@@ -188,6 +203,9 @@ class RichUI(PlainUI):
                 f"range left {progress.remaining} commits | steps left ~{progress.steps_left}"
                 f" | ETA {format_eta(self.eta(progress))}"
             )
+            open_cases = tuple(getattr(progress, "open_cases", ()) or ())
+            if open_cases:
+                self._status += f" | open cases: {open_text(open_cases)}"
 
     def close(self) -> None:
         self.live.stop()

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from tritonbisect.core.perf import format_summary, summary_of
+from tritonbisect.reports.case_tables import markdown_lines as case_lines
+from tritonbisect.reports.case_tables import searched_cases, step_cell
 from tritonbisect.reports.extras import (
     PathScrubber,
     environment_line,
@@ -97,6 +99,7 @@ def _step(rec: Mapping[str, Any], subject: str) -> dict[str, Any]:
             for t in tests
         ],
         "dir": rec.get("dir"),
+        "cases": rec.get("cases"),  # a test that reports cases: each case's kind and verdict
         "metric": summary_of(rec),  # --regress perf: median, samples, change vs the reference
     }
 
@@ -141,6 +144,8 @@ def report_data(session: Session) -> dict[str, Any]:
                 "steps": [_step(r, subject(str(r.get("commit")))) for r in recs],
                 # did any verdict disagree with another (a flaky test, a confirmation, a mark)?
                 "contradicted": _contradicted(recs, phase),
+                # a test that reports cases: each case's answer (session/case_answer.py)
+                "cases": (session.extra.get("cases") or {}).get(phase.spec.name),
             }
         )
     result = session.result()
@@ -160,6 +165,24 @@ def report_data(session: Session) -> dict[str, Any]:
         "narrow": session.extra.get("narrow"),  # `narrow` / --narrow: where in the compiler
         "reduce": session.extra.get("reduce"),  # `reduce --session` / --reduce: the reduced kernel
     }
+
+
+def _culprit_subjects(phase: Mapping[str, Any]):
+    """The subject of each culprit of a phase's cases (one git call for all)."""
+    culprits = list((phase.get("cases") or {}).get("culprits") or [])
+    known = _subjects(_history_of(phase["repo"]), culprits) if culprits else {}
+    return lambda commit: known.get(commit, "")
+
+
+def _history_of(repo: str) -> Any:
+    try:
+        from pathlib import Path
+
+        from tritonbisect.core.history import History
+
+        return History(Path(repo))
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def _contradicted(recs: list[dict[str, Any]], phase: Any) -> bool:
@@ -210,6 +233,10 @@ def render_markdown(session: Session) -> str:
     if culprit_phase and data["status"] == "found":
         info = culprit_phase["culprit_info"] or {}
         title = f"`{culprit_phase['culprit'][:12]}` {info.get('subject', '')}".strip()
+        culprits = (culprit_phase.get("cases") or {}).get("culprits") or []
+        if len(culprits) > 1:  # a test that reports cases, broken at several commits
+            found = sum(1 for e in culprit_phase["cases"]["cases"].values() if e.get("culprit"))
+            title = f"{found} cases at {len(culprits)} culprits, the earliest {title}"
         out.append(f"## Bisected: {title}")
     else:
         out.append(f"## Bisect result: {data['status']}")
@@ -240,7 +267,8 @@ def render_markdown(session: Session) -> str:
         out.append(f"- **Range:** good `{phase['good'][:12]}` → bad `{phase['bad'][:12]}`{n}")
         out.append(f"- **Status:** {phase['status']}")
         if phase["culprit"]:
-            out.append(f"- **Culprit:** {_commit_line(phase['culprit_info'], phase['culprit'])}")
+            label = "Earliest culprit" if phase.get("cases") and len(phase["cases"].get("culprits") or []) > 1 else "Culprit"
+            out.append(f"- **{label}:** {_commit_line(phase['culprit_info'], phase['culprit'])}")
         if phase["status"] == "inconclusive":
             out.append(f"- **Candidates ({len(phase['candidates'])}), one of them is the culprit:**")
             for cand in phase["candidates_info"]:
@@ -257,17 +285,19 @@ def render_markdown(session: Session) -> str:
             f"- **Cost:** {pc['tests']} test runs, {pc['builds']} builds"
             f" ({pc['cached_builds']} cached), {pc['rounds']} search rounds"
         )
+        out.extend(case_lines(phase.get("cases"), _culprit_subjects(phase), level))
         out.append("")
         out.append(f"{level} Steps")
         out.append("")
         metrics = any(step["metric"] for step in phase["steps"])
+        searched = searched_cases(phase.get("cases"))
         out.append(
             "| # | role | commit | subject | outcome | verdict | build | test | worker |"
-            + (" metric |" if metrics else "")
+            + (" metric |" if metrics else "") + (" cases |" if searched else "")
         )
         out.append(
             "|---|------|--------|---------|---------|---------|-------|------|--------|"
-            + ("--------|" if metrics else "")
+            + ("--------|" if metrics else "") + ("-------|" if searched else "")
         )
         for step in phase["steps"]:
             build = step["build"] or {}
@@ -287,6 +317,7 @@ def render_markdown(session: Session) -> str:
                 f"| {_md_escape(step['subject'])[:60]} | {step['kind']} | {step['verdict']} "
                 f"| {build_cell} | {test_cell} | {step['worker']} |"
                 + (f" {format_summary(step['metric'])} |" if metrics else "")
+                + (f" {step_cell(step['cases'], searched)} |" if searched else "")
             )
         if phase["culprit"] or phase["status"] == "invalid-endpoints":
             log = failing_log(phase["steps"], phase["culprit"], phase["bad"])

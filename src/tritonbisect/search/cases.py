@@ -93,6 +93,13 @@ def next_step_cases(
     widest = max(states.values(), key=lambda st: st.m)
     risk = classic._skip_risk(widest, cached_pos)
     flying = {idx.pos[c] for c in in_flight if c in idx.pos}
+    # cases with the same verdicts (not told apart yet, or broken by one commit) have the same
+    # state: each such group is scored once, weighted by its size
+    groups: dict[frozenset[tuple[str, str]], tuple[str, int]] = {}
+    for case in states:
+        key = frozenset(verdicts[case].items())
+        first, count = groups.get(key, (case, 0))
+        groups[key] = (first, count + 1)
     chosen: list[int] = []
     for _ in range(max(1, int(workers)) - len(in_flight & set(idx.pos))):
         best, best_score = -1, 0.0
@@ -100,8 +107,8 @@ def next_step_cases(
             if i in flying:
                 continue
             gain = 0.0
-            for case, st in states.items():
-                gain += _info(st, i, flying, verdicts[case])
+            for case, count in groups.values():
+                gain += count * _info(states[case], i, flying, verdicts[case])
             if gain <= 0.0:
                 continue
             score = gain * (1.0 - (risk[i] if risk else 0.0))

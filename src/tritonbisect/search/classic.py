@@ -181,6 +181,29 @@ def ancestry(cands: Candidates) -> _Index:
     return _index(cands)
 
 
+def implied(cands: Candidates, verdicts: Mapping[str, str]) -> frozenset[str] | None:
+    """Commits of the set whose verdict follows from `verdicts`: the ancestors-or-self of a
+    good commit are good, the descendants-or-self of a bad one bad. None while the two
+    overlap (the verdicts contradict the history)."""
+    idx = _index(cands)
+    goods = bads = 0
+    for commit, verdict in verdicts.items():
+        i = idx.pos.get(commit)
+        if i is None:
+            continue
+        if verdict == "good":
+            goods |= idx.anc(i)
+        elif verdict == "bad":
+            bads |= 1 << i
+    below_bad = 0
+    for i in range(idx.n):
+        if idx.anc(i) & bads:
+            below_bad |= 1 << i
+    if goods & below_bad:
+        return None
+    return frozenset(idx.order[i] for i in _bits(goods | below_bad))
+
+
 def _bits(mask: int):
     """Indices of the set bits of mask, ascending."""
     while mask:

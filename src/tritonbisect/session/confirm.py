@@ -4,7 +4,7 @@ still holds the commit's build), and a person's verdict is not re-tested."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +75,15 @@ class Confirmation:
 
     def run(self, culprit: str, parent: str) -> Confirmed | TakenBack | None:
         """Re-test what the journal does not hold yet; None when the phase aborted."""
+        found = self.retest([(culprit, parent)])
+        if found is None or isinstance(found, TakenBack):
+            return found
+        return Confirmed(culprit, parent, found)
+
+    def retest(self, pairs: Sequence[tuple[str, str]]) -> dict[str, dict[str, Any]] | TakenBack | None:
+        """Re-test each (culprit, parent) the journal holds no confirmation of, all at once
+        (several culprits: one per case of a test that reports cases); each commit's record
+        (a mark: {"verdict", "kind"}), or None when the phase aborted."""
         ev = self.journal.evidence()
         marks = ev.marks  # a person's verdict is not re-tested
         found: dict[str, dict[str, Any]] = {}
@@ -82,12 +91,21 @@ class Confirmation:
             undone = int(rec.get("seq") or 0) in ev.undone
             if rec.get("role") == ROLE_CONFIRM and rec.get("verdict") in OBSERVED and not undone:
                 found[rec["commit"]] = rec
-        todo = [c for c in dict.fromkeys((culprit, parent)) if c not in found and c not in marks]
+        commits = [c for pair in pairs for c in pair]
+        todo = [c for c in dict.fromkeys(commits) if c not in found and c not in marks]
         if todo:
-            self.ui.note(
-                f"confirming: re-testing {self.names.named(culprit)} and its parent {self.names.named(parent)}"
-            )
-        self.queue.keep_builds(self.builds.kept_for_confirmation(culprit, parent))
+            culprits = list(dict.fromkeys(c for c, _ in pairs))
+            parents = list(dict.fromkeys(p for _, p in pairs))
+            if len(culprits) == 1:
+                self.ui.note(f"confirming: re-testing {self.names.named(culprits[0])} and its parent "
+                             f"{self.names.named(parents[0])}")
+            else:
+                self.ui.note(f"confirming {len(culprits)} culprits: re-testing "
+                             f"{', '.join(c[:12] for c in culprits)} and their parents {', '.join(p[:12] for p in parents)}")
+        keep: dict[str, None] = {}
+        for culprit, parent in pairs:
+            keep.update(dict.fromkeys(self.builds.kept_for_confirmation(culprit, parent)))
+        self.queue.keep_builds(tuple(keep))
         todo = self.builds.confirm_order(todo)
         for batch in [[c] for c in todo] if self.one_at_a_time else [todo]:
             for commit in batch:
@@ -106,4 +124,4 @@ class Confirmation:
                         return TakenBack()
         for commit, verdict in marks.items():
             found[commit] = {"verdict": verdict, "kind": "marked"}
-        return Confirmed(culprit, parent, found)
+        return found

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 from tritonbisect.core.outcome import Verdict
+from tritonbisect.session.case_answer import no_regression_line
+from tritonbisect.session.case_evidence import CaseSplit, split_cases
 from tritonbisect.session.evidence import undone_seqs
 from tritonbisect.session.flakiness import Flakiness
 from tritonbisect.session.journal import ROLE_ENDPOINT
@@ -36,10 +38,13 @@ class EndpointCheck:
         self.perf = perf  # --regress perf: the good endpoint measures the reference
         self.needs_record = needs_record  # the good endpoint records the oracle's golden output
         self.abort = abort
+        # the test reports cases (a kernel each, say): which of them the endpoints bracket
+        self.split: CaseSplit | None = None
 
     def run(self) -> list[str] | None:
         """Why the endpoints cannot bracket a regression: [] when they can, None when the
-        phase aborted (said already)."""
+        phase aborted (said already). A test that reports cases at the bad endpoint is judged
+        per case (`self.split`): the endpoints hold when they bracket one case's regression."""
         spec = self.spec
         runs = self.flakiness.endpoint_runs()
         tally = self.tally()
@@ -63,6 +68,9 @@ class EndpointCheck:
                 self.queue.submit(commit, ROLE_ENDPOINT, 0)
         if not self._collect():
             return None
+        self.split = split_cases(self.journal.records, spec.good, spec.bad)
+        if self.split is not None:  # each case is judged on its own: a case failing at good is left out
+            return [] if self.split.regressed else [no_regression_line(self.split)]
         problems = self.problems(self.tally())
         if problems:
             again = self._contradicting()

@@ -15,6 +15,8 @@ from tritonbisect.core.history import History
 from tritonbisect.search.classic import Candidates, Found, Inconclusive, steps_left
 from tritonbisect.session.answer import Answer
 from tritonbisect.session.builds_at_hand import BuildsAtHand
+from tritonbisect.session.case_answer import CaseAnswer, record_split, split_line
+from tritonbisect.session.case_evidence import CaseSplit
 from tritonbisect.session.confirm import Confirmation, TakenBack
 from tritonbisect.session.endpoints import EndpointCheck
 from tritonbisect.session.flakiness import Flakiness
@@ -26,7 +28,8 @@ from tritonbisect.session.phase_journal import PhaseJournal
 from tritonbisect.session.phases import STATUS_ABORTED, STATUS_INVALID, PhaseState
 from tritonbisect.session.search_loop import SearchLoop
 from tritonbisect.session.step_queue import StepQueue
-from tritonbisect.session.strategy import Strategy, Switched
+from tritonbisect.session.strategy import CasesFound, Strategy, Switched
+from tritonbisect.session.strategy_cases import CasesSearch
 from tritonbisect.session.strategy_classic import ClassicSearch
 from tritonbisect.session.strategy_flaky import FlakeAwareSearch
 from tritonbisect.session.worker_pool import phase_pool
@@ -49,6 +52,7 @@ class Progress:
     steps_left: int  # estimated rounds of tests left
     done: int  # steps finished in this phase
     in_flight: int
+    open_cases: tuple[str, ...] = ()  # a test that reports cases: those whose culprit is sought
 
 
 class PhaseRun:
@@ -92,8 +96,11 @@ class PhaseRun:
             one_at_a_time=self.judge is not None, abort=self._abort,
         )
         self.answer = Answer(session, phase, self.cands, self.journal, self.flakiness, self.names, ui)
+        self.case_answer = CaseAnswer(session, phase, self.cands, self.journal, self.flakiness, self.names, ui)
         self.strategy: Strategy | None = None  # the search running (for the display)
         self.classic: ClassicSearch | None = None  # the last classic search (its verdicts)
+        self.split: CaseSplit | None = None  # the test reports cases: what the endpoints say of each
+        self.cases: CasesSearch | None = None  # the last search over cases (its verdicts)
 
     # what the display and a person judging by hand see ---------------------------------------
 
@@ -105,12 +112,14 @@ class PhaseRun:
         return self.names.subject(commit)
 
     def progress(self) -> Progress:
+        open_cases: tuple[str, ...] = ()
         if self.strategy is not None:
             remaining, steps = self.strategy.progress()
+            open_cases = self.strategy.open_cases()
         else:
             remaining = len(self.cands.order)
             steps = steps_left(remaining, self.settings.executor.jobs)
-        return Progress(remaining, steps, len(self.journal), len(self.queue))
+        return Progress(remaining, steps, len(self.journal), len(self.queue), open_cases)
 
     def _judged(self, result: Any, role: str) -> tuple[Any, dict[str, Any] | None]:
         assert self.judge is not None
@@ -167,6 +176,11 @@ class PhaseRun:
         problems = check.run()
         if problems is None:
             return False
+        self.split = check.split
+        if self.split is not None:
+            record_split(self.session, spec.name, self.split, self.journal.records)
+            if self.split.regressed:
+                self.ui.note(split_line(self.split))
         if problems:
             done = check.latest()
             self.phase.status = STATUS_INVALID
@@ -177,9 +191,12 @@ class PhaseRun:
             return False
         return True
 
-    def search(self) -> Found | Inconclusive | None:
+    def search(self) -> Found | Inconclusive | CasesFound | None:
         """The classic search while the test looks deterministic, else (or once it no longer
-        does) the flake-aware one. None when the phase aborted."""
+        does) the flake-aware one; over the regressed cases when the test reports cases. None
+        when the phase aborted."""
+        if self.split is not None:
+            return self._cases_search(self.split)
         if not self.flakiness.decide(self.journal.evidence()):
             self.classic = ClassicSearch(
                 self.cands, self.journal, self.flakiness, self.builds, self.ui,
@@ -191,13 +208,27 @@ class PhaseRun:
                 return outcome
         return self._flake_aware_search()
 
+    def _cases_search(self, split: CaseSplit) -> CasesFound | None:
+        settings = self.settings
+        if self.flakiness.rate or self.flakiness.mode == "auto" or settings.hint.wanted:
+            self.ui.note("the flake-aware and hint-guided searches are single-case: with several cases "
+                         "the search stays classic (contradictions are re-tested, then skipped)")
+        self.cases = CasesSearch(self.cands, self.journal, self.builds, self.ui, jobs=settings.executor.jobs,
+                                 good=self.spec.good, cases=split.regressed)
+        self.strategy = self.cases
+        outcome = self.loop.run(self.cases)
+        return outcome if isinstance(outcome, CasesFound) else None  # it never hands over
+
     def _flake_aware_search(self) -> Found | Inconclusive | None:
         self.strategy = FlakeAwareSearch(self.cands, self.journal, self.flakiness, self.ui,
                                          jobs=self.settings.executor.jobs)
         outcome = self.loop.run(self.strategy)
-        return None if isinstance(outcome, Switched) else outcome  # it never hands over
+        return outcome if isinstance(outcome, (Found, Inconclusive)) else None  # it never hands over
 
-    def _finish(self, action: Found | Inconclusive) -> None:
+    def _finish(self, action: Found | Inconclusive | CasesFound) -> None:
+        if isinstance(action, CasesFound):
+            self._finish_cases(action)
+            return
         if self.flakiness.aware:
             self.answer.flake_aware(action)
             return
@@ -223,6 +254,28 @@ class PhaseRun:
                 self.answer.flake_aware(found)
             return
         self.answer.confirmed(confirmed)
+
+    def _finish_cases(self, found: CasesFound) -> None:
+        """Confirm each distinct culprit of the cases (it and its parent re-tested, all at
+        once, on the builds at hand), then state each case's answer."""
+        verdicts = self.cases.effective() if self.cases is not None else {}
+        parents: dict[str, str] = {}
+        for case, answer in found.answers.items():
+            if isinstance(answer, Found) and answer.culprit not in parents:
+                parents[answer.culprit] = self.confirmation.parent_of(answer.culprit, verdicts.get(case, {}))
+        order = {c: i for i, c in enumerate(self.cands.order)}
+        pairs = sorted(parents.items(), key=lambda pair: order.get(pair[0], -1))
+        if pairs:
+            self.phase.culprit = pairs[0][0]
+            self.phase.candidates = [pairs[0][0]]
+            self.session.save()
+        confirmed = self.confirmation.retest(pairs) if pairs else {}
+        if confirmed is None:
+            return
+        if isinstance(confirmed, TakenBack):
+            self._research()
+            return
+        self.case_answer.settle(found, parents, confirmed)
 
     def _research(self) -> None:
         """Search again from the journal as it is now (as a resume would), then confirm."""

@@ -40,7 +40,7 @@ FIXES, STILL_FAILS, CONFLICT, UNTESTABLE = "fixes", "still-fails", "conflict", "
 MAX_CULPRITS = 5
 
 
-def _state(session: SessionHandle) -> dict[str, Any]:
+def revert_state(session: SessionHandle) -> dict[str, Any]:
     state = session.extra.setdefault(EXTRA, {})
     state.setdefault("chains", {})
     state.setdefault("root_of", {})
@@ -48,7 +48,7 @@ def _state(session: SessionHandle) -> dict[str, Any]:
 
 
 def root_of(session: SessionHandle, phase_name: str) -> str:
-    return str(_state(session)["root_of"].get(phase_name, phase_name))
+    return str(revert_state(session)["root_of"].get(phase_name, phase_name))
 
 
 def _reverts_of(spec: PhaseSpec) -> tuple[str, dict[str, Any], list[str]]:
@@ -76,7 +76,7 @@ def verdict_of(rec: Mapping[str, Any]) -> tuple[str, list[str]]:
     return UNTESTABLE, []
 
 
-def _journaled(session: SessionHandle, phase: str, bad: str, reverts: list[str]) -> dict[str, Any] | None:
+def journaled(session: SessionHandle, phase: str, bad: str, reverts: list[str]) -> dict[str, Any] | None:
     for rec in reversed(session.records(phase)):
         if (rec.get("role") == ROLE_REVERT and rec.get("commit") == bad
                 and rec.get("reverted") == reverts and rec.get("verdict") != Verdict.ABORT):
@@ -84,7 +84,7 @@ def _journaled(session: SessionHandle, phase: str, bad: str, reverts: list[str])
     return None
 
 
-def _run_verify(session: SessionHandle, phase: PhaseState, reverts: list[str], ui: Any) -> dict[str, Any] | None:
+def run_verify(session: SessionHandle, phase: PhaseState, reverts: list[str], ui: Any) -> dict[str, Any] | None:
     """Build and test the bad commit with `reverts` undone; the journaled record (None: the
     step aborted, which is said)."""
     import json
@@ -146,13 +146,13 @@ def verify(session: SessionHandle, phase: PhaseState, ui: Any) -> dict[str, Any]
     assert phase.culprit is not None
     _, _, earlier = _reverts_of(phase.spec)
     reverts = [phase.culprit, *earlier]  # newest first: the later change is undone first
-    rec = _journaled(session, phase.spec.name, phase.spec.bad, reverts)
+    rec = journaled(session, phase.spec.name, phase.spec.bad, reverts)
     if rec is None:
         ui.note(
             f"--verify-revert: building the bad commit {phase.spec.bad[:12]} with "
             f"{_names(reverts)} reverted (1 build) and testing it"
         )
-        rec = _run_verify(session, phase, reverts, ui)
+        rec = run_verify(session, phase, reverts, ui)
         if rec is None:
             return None
     verdict, files = verdict_of(rec)
@@ -176,7 +176,7 @@ def _next_phase(session: SessionHandle, phase: PhaseState, root: str) -> PhaseSt
     assert phase.culprit is not None
     inner_name, inner_config, earlier = _reverts_of(phase.spec)
     reverts = [phase.culprit, *earlier]
-    state = _state(session)
+    state = revert_state(session)
     for other in session.phases():
         if (state["root_of"].get(other.spec.name) == root and other.spec.recipe_name == "revert"
                 and other.spec.recipe_config.get("reverts") == reverts):
@@ -217,7 +217,7 @@ def after_phase(session: SessionHandle, phase: PhaseState, ui: Any) -> None:
         return
     root = root_of(session, phase.spec.name)
     names = [p.spec.name for p in session.phases()]
-    chain: list[dict[str, Any]] = _state(session)["chains"].setdefault(root, [])
+    chain: list[dict[str, Any]] = revert_state(session)["chains"].setdefault(root, [])
     while applies_to(session, phase):
         entry = verify(session, phase, ui)
         if entry is None:
@@ -241,7 +241,7 @@ def after_phase(session: SessionHandle, phase: PhaseState, ui: Any) -> None:
             PhaseRun(session, phase, ui).run()
             session.save()
         if phase.status != STATUS_FOUND:
-            _state(session)["chains"][root + ":search"] = {
+            revert_state(session)["chains"][root + ":search"] = {
                 "phase": phase.spec.name, "status": phase.status, "reason": phase.reason,
             }
             session.save()
@@ -258,6 +258,9 @@ def revert_line(entry: Mapping[str, Any]) -> str:
     verdict = entry["revert"]
     others = [c[:12] for c in entry.get("reverted", [])[1:]]
     also = f" (with {', '.join(others)} reverted too)" if others else ""
+    cases = entry.get("cases") or {}
+    if cases and verdict != CONFLICT:  # the culprit of several cases (session/revert_cases.py)
+        return f"revert of {culprit} at the bad commit{also}: " + _cases_said(cases, entry.get("reason"))
     if verdict == FIXES:
         return f"revert of {culprit} at the bad commit{also}: fixes the test"
     if verdict == STILL_FAILS:
@@ -266,6 +269,23 @@ def revert_line(entry: Mapping[str, Any]) -> str:
         files = ", ".join(entry.get("files") or [])
         return f"revert of {culprit} at the bad commit{also}: conflict in {files}"
     return f"revert of {culprit} at the bad commit{also}: untestable ({entry.get('reason')})"
+
+
+def _cases_said(cases: Mapping[str, str], reason: Any) -> str:
+    """What a culprit's revert did to each of its cases, in words."""
+    def named(verdict: str) -> list[str]:
+        return [n for n, v in cases.items() if v == verdict]
+
+    parts = []
+    if named(FIXES):
+        parts.append(f"fixes {', '.join(named(FIXES))}")
+    still = named(STILL_FAILS)
+    if still:
+        parts.append(f"{', '.join(still)} still fail{'s' if len(still) == 1 else ''} "
+                     f"(another commit broke {'it' if len(still) == 1 else 'them'} too)")
+    if named(UNTESTABLE):
+        parts.append(f"untestable for {', '.join(named(UNTESTABLE))} ({reason})")
+    return "; ".join(parts)
 
 
 def revert_json(session: SessionHandle) -> dict[str, Any]:
@@ -291,7 +311,7 @@ def summary_lines(session: SessionHandle) -> list[str]:
     data = revert_json(session)
     out = []
     for i, entry in enumerate(data.get("culprits") or []):
-        if i:
+        if i and not entry.get("cases"):  # the culprits of cases are listed with them already
             out.append(f"culprit {i + 1}: {entry['culprit']} (confidence {entry.get('confidence')})")
         out.append(revert_line(entry))
     search = data.get("next_culprit_search")

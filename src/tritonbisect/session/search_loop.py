@@ -12,7 +12,7 @@ from tritonbisect.search.classic import Found, Inconclusive
 from tritonbisect.session.builds_at_hand import BuildsAtHand, built
 from tritonbisect.session.journal import ROLE_SEARCH
 from tritonbisect.session.step_queue import StepQueue
-from tritonbisect.session.strategy import Strategy, Switched
+from tritonbisect.session.strategy import CasesFound, Strategy, Switched
 
 # Asked again with nothing running and nothing started this many times, a strategy is stuck.
 _STUCK_AFTER = 2
@@ -35,7 +35,7 @@ class SearchLoop:
         self.progress = progress
         self.abort = abort
 
-    def run(self, strategy: Strategy) -> Found | Inconclusive | Switched | None:
+    def run(self, strategy: Strategy) -> Found | Inconclusive | CasesFound | Switched | None:
         """Search with `strategy` until it answers or hands over; None when the phase aborted."""
         records = self.queue.journal.records
         round_ = max((int(r.get("round") or 0) for r in records if r.get("role") == ROLE_SEARCH), default=0)

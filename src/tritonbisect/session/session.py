@@ -283,11 +283,19 @@ def drive(session: Session, ui: Any = None) -> SessionResult:
 
 def _after_phase(session: Session, phase: PhaseState, ui: Any) -> None:
     """What runs when a phase ends, in the phase's lock and Ctrl-C handling: the revert
-    check of its culprit (--verify-revert), which may bisect again for a second culprit."""
-    if session.settings.follow_ups.verify_revert:
-        from tritonbisect.session.revert_check import after_phase
+    check of its culprit (--verify-revert), which may bisect again for a second culprit, or
+    of each culprit of its cases."""
+    if not session.settings.follow_ups.verify_revert:
+        return
+    from tritonbisect.session.revert_cases import after_phase as after_cases
+    from tritonbisect.session.revert_cases import has_cases
 
-        after_phase(session, phase, ui)
+    if has_cases(session, phase):  # one revert per culprit of the cases: no second search
+        after_cases(session, phase, ui)
+        return
+    from tritonbisect.session.revert_check import after_phase
+
+    after_phase(session, phase, ui)
 
 
 def _sigterm_as_interrupt() -> Callable[[], None]:

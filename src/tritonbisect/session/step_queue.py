@@ -118,9 +118,14 @@ class StepQueue:
         return future.result()
 
     def keep_builds(self, commits: Iterable[str]) -> None:
-        """Ask the pool to keep these commits' builds where they are (see executors/runner.py)."""
+        """Ask the pool to keep these commits' builds where they are (see executors/runner.py),
+        and, while it keeps any, those of the steps that ended and were not heard back yet:
+        the next call, once they are, says whether they stay."""
         keep = getattr(self.pool, "keep_builds", None)
         if keep is not None:
+            commits = list(commits)
+            if commits:
+                commits += [s.commit for s in self._steps.values() if s.future.done() and not s.cancelled]
             keep(commits)
 
     # what runs -----------------------------------------------------------------------------

@@ -4,7 +4,7 @@ that run."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -13,11 +13,18 @@ from tritonbisect.session.step_queue import InFlight
 
 
 @dataclass(frozen=True)
+class CasesFound:
+    """The answer of a search over several cases: each case's culprit (Found) or candidates."""
+
+    answers: Mapping[str, Found | Inconclusive]
+
+
+@dataclass(frozen=True)
 class Plan:
     """What a strategy wants done now; an empty plan waits for a running step."""
 
     test: tuple[str, ...] = ()  # commits to start, best first, as many as workers are free
-    answer: Found | Inconclusive | None = None  # the search is over
+    answer: Found | Inconclusive | CasesFound | None = None  # the search is over
     again: bool = False  # the strategy changed its own view: ask it again before waiting
     switch: bool = False  # the test looks flaky: the flake-aware search takes over
     seen: object = None  # the pure search's own action, named when nothing moves
@@ -37,6 +44,9 @@ class Strategy(Protocol):
 
     def progress(self) -> tuple[int, int]:
         """(culprits still possible, rounds of tests left), for the display."""
+
+    def open_cases(self) -> tuple[str, ...]:
+        """The cases still searched, for the display (none: the search has one answer)."""
 
     def switch_after(self) -> bool:
         """After new verdicts: whether the flake-aware search must take over."""

@@ -5,7 +5,7 @@ re-tested, then skipped, unless the phase switches to the flake-aware search."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from tritonbisect.core.outcome import Verdict
@@ -41,7 +41,6 @@ class ClassicSearch:
         self.search_counts: Counter[str] = Counter(
             str(r["commit"]) for r in journal.records if r.get("role") == ROLE_SEARCH
         )
-        self._children: dict[str, list[str]] | None = None
 
     # the verdicts ----------------------------------------------------------------------------
 
@@ -105,6 +104,9 @@ class ClassicSearch:
             n = 0
         return n, (search.steps_left(n, self.jobs) if n else 0)
 
+    def open_cases(self) -> tuple[str, ...]:
+        return ()
+
     def switch_after(self) -> bool:
         return self.flakiness.switch(self.journal.evidence())
 
@@ -128,32 +130,7 @@ class ClassicSearch:
 
     # ancestry ----------------------------------------------------------------------------------
 
-    def _implied(self) -> set[str] | None:
+    def _implied(self) -> frozenset[str] | None:
         """Commits whose verdict follows from the verdicts so far: ancestors of a good commit
         are good, descendants of a bad one bad. None while the verdicts contradict."""
-        if self._children is None:
-            children: dict[str, list[str]] = {}
-            for c in self.cands.order:
-                for p in self.cands.parents.get(c, ()):
-                    children.setdefault(p, []).append(c)
-            self._children = children
-        kids = self._children
-        eff = self.effective()
-
-        def closure(start: list[str], step: Callable[[str], Iterable[str]]) -> set[str]:
-            seen = set(start)
-            stack = list(start)
-            while stack:
-                for nxt in step(stack.pop()):
-                    if nxt not in seen:
-                        seen.add(nxt)
-                        stack.append(nxt)
-            return seen
-
-        goods = [c for c, v in eff.items() if v == Verdict.GOOD and c in self.in_set]
-        bads = [c for c, v in eff.items() if v == Verdict.BAD and c in self.in_set]
-        anc = closure(goods, lambda c: self.cands.parents.get(c, ()))
-        desc = closure(bads, lambda c: kids.get(c, ()))
-        if anc & desc:
-            return None
-        return anc | desc
+        return search.implied(self.cands, self.effective())

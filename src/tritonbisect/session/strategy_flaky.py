@@ -64,6 +64,9 @@ class FlakeAwareSearch:
         steps = math.ceil(bits / per_test / max(1, self.jobs))
         return len(post.credible_set(0.99)), steps
 
+    def open_cases(self) -> tuple[str, ...]:
+        return ()
+
     def switch_after(self) -> bool:
         return False
 
