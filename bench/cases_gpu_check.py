@@ -160,7 +160,7 @@ def run(out: Path) -> dict:
     shas = history(work / "history", oracle, plants)
     t1 = time.time()
     res = tb("run", "--repo", str(work / "history"), "--good", shas[0], "--bad", shas[-1],
-             "--test", f"python replay/replay.py --golden {golden}", "--workdir", str(work / "home"), "--json",
+             "--test", f"{sys.executable} replay/replay.py --golden {golden}", "--workdir", str(work / "home"), "--json",
              env=env, timeout=1800)
     facts["session_seconds"] = round(time.time() - t1, 1)
     facts["setup_seconds"] = round(t1 - t0, 1)
