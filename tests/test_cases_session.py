@@ -14,6 +14,7 @@ from pathlib import Path
 
 from engine_repo import env_for, journal, last_json, popen_tb, tb
 from testing.toyworld.cases_repo import CasesWorld, make_cases_world
+from waiting import wait_until
 
 
 def _run(world: CasesWorld, home: Path, *extra: str, test: str | None = None, good: str | None = None):
@@ -139,14 +140,6 @@ def _slow(world: CasesWorld, marker: Path) -> str:
     return f"echo $TRITONBISECT_COMMIT >> {marker}; sleep 0.3; {world.test}"
 
 
-def _wait_for(predicate, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
-
 
 def _records(sdir: Path) -> int:
     path = sdir / "journal.jsonl"
@@ -160,11 +153,11 @@ def test_resume_after_kill_9_mid_search_rebuilds_every_case_from_the_journal(tmp
     proc = popen_tb("run", "--repo", str(world.repo), "--good", world.shas[0], "--bad", "main", "--build",
                     world.build, "--test", _slow(world, marker), "--json", cwd=world.repo, home=home,
                     env=env_for(home, **world.env()))
-    _wait_for(lambda: (home / "sessions").is_dir() and any((home / "sessions").iterdir()))
+    wait_until(lambda: (home / "sessions").is_dir() and any((home / "sessions").iterdir()))
     sdir = next((home / "sessions").iterdir())
-    _wait_for(lambda: _records(sdir) >= 6)
+    wait_until(lambda: _records(sdir) >= 6)
     n = _records(sdir)
-    _wait_for(lambda: marker.exists() and len(marker.read_text().split()) > n)  # mid-step
+    wait_until(lambda: marker.exists() and len(marker.read_text().split()) > n)  # mid-step
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
     before = journal(home, sdir.name)
@@ -187,9 +180,9 @@ def test_ctrl_c_with_two_workers_then_resume(tmp_path: Path) -> None:
     proc = popen_tb("run", "--repo", str(world.repo), "--good", world.shas[0], "--bad", "main", "--build",
                     world.build, "--test", _slow(world, marker), "--jobs", "2", "--json", cwd=world.repo,
                     home=home, env=env_for(home, **world.env()))
-    _wait_for(lambda: (home / "sessions").is_dir() and any((home / "sessions").iterdir()))
+    wait_until(lambda: (home / "sessions").is_dir() and any((home / "sessions").iterdir()))
     sdir = next((home / "sessions").iterdir())
-    _wait_for(lambda: _records(sdir) >= 5)
+    wait_until(lambda: _records(sdir) >= 5)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

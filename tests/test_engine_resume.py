@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from engine_repo import BUILD, journal, last_json, linear, popen_tb, snapshot, tb
+from waiting import wait_until
 
 
 def _slow_test(marker: Path, seconds: float = 0.4) -> str:
@@ -15,17 +16,9 @@ def _slow_test(marker: Path, seconds: float = 0.4) -> str:
     return f"echo $TRITONBISECT_COMMIT >> {marker}; sleep {seconds}; grep -q ok out/state"
 
 
-def _wait_for(predicate, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
-
 
 def _session_dir(home: Path) -> Path:
-    _wait_for(lambda: (home / "sessions").is_dir() and any((home / "sessions").iterdir()))
+    wait_until(lambda: (home / "sessions").is_dir() and any((home / "sessions").iterdir()))
     return next((home / "sessions").iterdir())
 
 
@@ -48,7 +41,7 @@ def test_ctrl_c_saves_state_prints_resume_command_and_resume_finishes(tmp_path: 
     marker = tmp_path / "tests.log"
     proc = _start(repo, home, shas[0], marker)
     sdir = _session_dir(home)
-    _wait_for(lambda: _n_records(sdir) >= 3)
+    wait_until(lambda: _n_records(sdir) >= 3)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
@@ -70,10 +63,10 @@ def test_kill_9_mid_step_then_resume_does_not_rerun_finished_steps(tmp_path: Pat
     marker = tmp_path / "tests.log"
     proc = _start(repo, home, shas[0], marker)
     sdir = _session_dir(home)
-    _wait_for(lambda: _n_records(sdir) >= 3)
+    wait_until(lambda: _n_records(sdir) >= 3)
     # wait until the next step's test has started, then kill -9 mid-step
     n_tests = len(journal(home, sdir.name))
-    _wait_for(lambda: marker.exists() and len(marker.read_text().split()) > n_tests)
+    wait_until(lambda: marker.exists() and len(marker.read_text().split()) > n_tests)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
     done_before = journal(home, sdir.name)
@@ -100,7 +93,7 @@ def test_second_process_on_a_running_session_is_refused(tmp_path: Path) -> None:
     proc = _start(repo, home, shas[0], marker)
     try:
         sdir = _session_dir(home)
-        _wait_for(lambda: marker.exists())
+        wait_until(lambda: marker.exists())
         res = tb("resume", sdir.name, cwd=repo, home=home)
         assert res.returncode == 2
         lines = [line for line in res.stderr.splitlines() if line.strip()]

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from engine_repo import BUILD, journal, last_json, linear, popen_tb, tb
+from waiting import wait_until
 
 ray_cluster_utils = pytest.importorskip("ray.cluster_utils")
 
@@ -73,14 +74,6 @@ def _ray_run(repo: Path, home: Path, address: str, good: str, *extra: str, test:
             "--test", test, "--executor", "ray", "--ray-address", address, "--jobs", str(jobs),
             "--json", *extra]
 
-
-def _wait_for(predicate, timeout: float = 60.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"{what} not reached in {timeout:g} s")
 
 
 def _alive(pid: int) -> bool:
@@ -184,7 +177,7 @@ def test_worker_killed_mid_step_is_retried_on_another_worker(cluster, tmp_path):
             f"touch {mark}; echo $PPID $$ > {pids}; sleep 60; fi; grep -q ok out/state")
     proc = popen_tb(*_ray_run(repo, home, cluster.address, shas[0], test=test), cwd=repo, home=home)
     try:
-        _wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 2, what="the step")
+        wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 2, what="the step")
         worker, shell = map(int, pids.read_text().split())
         os.kill(worker, signal.SIGKILL)  # the Ray worker process running the step
         out_text, err = proc.communicate(timeout=240)
@@ -198,7 +191,7 @@ def test_worker_killed_mid_step_is_retried_on_another_worker(cluster, tmp_path):
     assert rec["verdict"] == "bad" and rec["kind"] == "fail"
     (first,) = rec["attempts"]
     assert first["kind"] == "infra" and "was lost mid-step" in first["reason"]
-    _wait_for(lambda: not _alive(shell), timeout=10, what="the orphaned test's end")
+    wait_until(lambda: not _alive(shell), timeout=10, what="the orphaned test's end")
 
 
 def test_ctrl_c_cancels_remote_steps_and_resume_finishes(cluster, tmp_path):
@@ -215,10 +208,10 @@ def test_ctrl_c_cancels_remote_steps_and_resume_finishes(cluster, tmp_path):
             "grep -q ok out/state")
     proc = popen_tb(*_ray_run(repo, home, cluster.address, shas[0], test=test), cwd=repo, home=home)
     try:
-        _wait_for(lambda: (home / "sessions").is_dir() and any((home / "sessions").iterdir()))
+        wait_until(lambda: (home / "sessions").is_dir() and any((home / "sessions").iterdir()))
         sdir = next((home / "sessions").iterdir())
         # the running step's log reaches the session while it runs (it sleeps for a minute)
-        _wait_for(lambda: any("slow 42" in p.read_text() for p in sdir.glob("steps/*/test-*.log")),
+        wait_until(lambda: any("slow 42" in p.read_text() for p in sdir.glob("steps/*/test-*.log")),
                   what="a streamed log line")
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=60)
@@ -229,7 +222,7 @@ def test_ctrl_c_cancels_remote_steps_and_resume_finishes(cluster, tmp_path):
     assert f"tritonbisect resume {sdir.name}" in err
     running = [int(p) for p in pids.read_text().split()]
     assert running
-    _wait_for(lambda: not any(_alive(p) for p in running), timeout=10, what="killed remote tests")
+    wait_until(lambda: not any(_alive(p) for p in running), timeout=10, what="killed remote tests")
     done_before = journal(home, sdir.name)
     slow.unlink()
     res = tb("resume", sdir.name, "--json", cwd=repo, home=home, timeout=240)
@@ -252,9 +245,9 @@ def test_kill_9_of_the_driver_then_resume_on_a_new_private_cluster(tmp_path):
     proc = popen_tb(*_ray_run(repo, home, "local", shas[0], test=test), cwd=repo, home=home)
     folders: list[Path] = []
     try:
-        _wait_for(lambda: (home / "sessions").is_dir() and any((home / "sessions").iterdir()))
+        wait_until(lambda: (home / "sessions").is_dir() and any((home / "sessions").iterdir()))
         sdir = next((home / "sessions").iterdir())
-        _wait_for(lambda: _n_records(home, sdir.name) >= 3, what="three steps")
+        wait_until(lambda: _n_records(home, sdir.name) >= 3, what="three steps")
         # the private cluster's folder is named after its driver
         folders = list(Path("/tmp").glob(f"tbray-{proc.pid}-*"))
         assert len(folders) == 1

@@ -16,6 +16,7 @@ import pytest
 
 from bisectors_world import error_line, run_cli
 from engine_repo import BUILD, env_for, git, popen_tb, tb
+from waiting import wait_until
 
 TEST = "grep -q ok out/state"
 
@@ -334,7 +335,7 @@ def test_kill_9_mid_bisect_then_the_next_night_resumes(tmp_path: Path) -> None:
     shas = add_commits(repo, 40, bad_from=29)
     proc = popen_tb(*args, cwd=tmp_path, home=home, env=_env(home))
     sdir = _wait_for_session(home)
-    _wait(lambda: len(_lines(sdir / "journal.jsonl")) >= 4)  # 2 endpoints (the night's), 2 search
+    wait_until(lambda: len(_lines(sdir / "journal.jsonl")) >= 4)  # 2 endpoints (the night's), 2 search
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
     active = state(home)["active"]
@@ -375,17 +376,9 @@ def _lines(path: Path) -> list[str]:
     return [line for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
-def _wait(predicate, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
-
 
 def _wait_for_session(home: Path) -> Path:
-    _wait(lambda: bool(sessions(home)))
+    wait_until(lambda: bool(sessions(home)))
     return home / "sessions" / sessions(home)[0]
 
 

@@ -293,6 +293,15 @@ def git(args: Sequence[str], *, cwd: Path, check: bool = True, input: str | None
     return proc.stdout
 
 
+def git_common_dir(path: Path) -> Path | None:
+    """The repository a checkout or worktree at `path` belongs to; None when it is none."""
+    try:
+        out = git(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=path).strip()
+    except (GitError, OSError):
+        return None
+    return Path(out).resolve() if out else None
+
+
 def kill_strays(path: Path) -> list[int]:
     """Kill processes still running in a worktree we now hold the lock of.
 

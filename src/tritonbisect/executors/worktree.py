@@ -14,15 +14,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from tritonbisect.core.process import GitError, git, kill_strays
-
-
-def _common_dir(path: Path) -> Path | None:
-    try:
-        out = git(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=path).strip()
-    except (GitError, OSError):
-        return None
-    return Path(out).resolve() if out else None
+from tritonbisect.core.process import git, git_common_dir, kill_strays
 
 
 class Worktree:
@@ -53,7 +45,7 @@ def acquire_worktree(repo: Path, workdir: Path, repo_id: str, *, start: int = 0)
     """
     root = workdir / "worktrees" / repo_id
     root.mkdir(parents=True, exist_ok=True)
-    repo_common = _common_dir(repo)
+    repo_common = git_common_dir(repo)
     index = start
     while True:
         lock_path = root / f"w{index}.lock"
@@ -66,7 +58,7 @@ def acquire_worktree(repo: Path, workdir: Path, repo_id: str, *, start: int = 0)
             continue
         path = root / f"w{index}"
         if path.exists():
-            common = _common_dir(path) if (path / ".git").exists() else None
+            common = git_common_dir(path) if (path / ".git").exists() else None
             if common is not None and repo_common is not None and common != repo_common:
                 # a worktree of another clone: not ours to reuse
                 fcntl.flock(fd, fcntl.LOCK_UN)

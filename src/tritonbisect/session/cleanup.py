@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonbisect.core.errors import InputError
-from tritonbisect.core.process import GitError, git
+from tritonbisect.core.process import git, git_common_dir
 
 # Folders of the workdir that --all removes; the cache ones survive --keep-cache.
 _SCRATCH = ("step-logs", "oracles", "triton-cache")
@@ -60,14 +60,6 @@ class CleanReport:
     kept: list[str] = field(default_factory=list)  # what was left alone, and why
 
 
-def _common_dir(path: Path) -> Path | None:
-    try:
-        out = git(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=path).strip()
-    except (GitError, OSError):
-        return None
-    return Path(out).resolve() if out else None
-
-
 def kept_worktrees(workdir: Path) -> list[KeptWorktree]:
     """Every worktree folder under <workdir>/worktrees, with the repository it belongs to."""
     root = Path(workdir) / "worktrees"
@@ -76,7 +68,7 @@ def kept_worktrees(workdir: Path) -> list[KeptWorktree]:
         return out
     for group in sorted(p for p in root.iterdir() if p.is_dir()):
         for path in sorted(p for p in group.iterdir() if p.is_dir()):
-            common = _common_dir(path) if (path / ".git").exists() else None
+            common = git_common_dir(path) if (path / ".git").exists() else None
             out.append(KeptWorktree(path, common))
     return out
 
@@ -91,7 +83,7 @@ def session_repos(session: Any) -> set[Path]:
     commons = set()
     for path in paths:
         if path.is_dir() and (path / ".git").exists():
-            common = _common_dir(path)
+            common = git_common_dir(path)
             if common is not None:
                 commons.add(common)
     return commons
