@@ -88,6 +88,21 @@ def execute(session: Session, *, json_out: bool = False, ui: Any = None) -> NoRe
 
     Used by `run`, `resume` and the domain bisectors (`triton`, `llvm`, ...).
     """
+    result, follow_ups = drive_and_follow(session, json_out=json_out, ui=ui)
+    if json_out:
+        data = result_json(session, result)
+        data.update(follow_ups)
+        click.echo(json.dumps(data))
+    else:
+        click.echo(summary(session, result))
+    raise click.exceptions.Exit(result.exit_code)
+
+
+def drive_and_follow(session: Session, *, json_out: bool, ui: Any = None) -> tuple[Any, dict[str, Any]]:
+    """Drive a session to its end, then its follow-ups (--narrow, --reduce).
+
+    Returns the result and the follow-ups' JSON by name (`narrow`, `reduce`), those that ran.
+    """
     from tritonbisect.reports.display import make_ui
     from tritonbisect.session.session import drive
 
@@ -100,18 +115,9 @@ def execute(session: Session, *, json_out: bool = False, ui: Any = None) -> NoRe
         result = drive(session, ui)
     finally:
         ui.close()
-    narrowed = narrow_after(session, result, quiet=json_out)
-    reduced = reduce_after(session, result, quiet=json_out)
-    if json_out:
-        data = result_json(session, result)
-        if narrowed is not None:
-            data["narrow"] = narrowed
-        if reduced is not None:
-            data["reduce"] = reduced
-        click.echo(json.dumps(data))
-    else:
-        click.echo(summary(session, result))
-    raise click.exceptions.Exit(result.exit_code)
+    follow_ups = {"narrow": narrow_after(session, result, quiet=json_out),
+                  "reduce": reduce_after(session, result, quiet=json_out)}
+    return result, {name: data for name, data in follow_ups.items() if data is not None}
 
 
 def narrow_after(session: Session, result: Any, *, quiet: bool) -> dict[str, Any] | None:

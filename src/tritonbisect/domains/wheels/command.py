@@ -139,9 +139,9 @@ def _package_files(feed: str | None, package: str | None, lister: Any, good: str
 
 
 def _run(settings: BisectSettings, bisector: Any, triton_dir: Path | None, *, json_out: bool) -> NoReturn:
+    from tritonbisect.commands.engine import drive_and_follow
     from tritonbisect.domains.wheels.versions_report import commit_range, wheels_result
-    from tritonbisect.reports.display import make_ui
-    from tritonbisect.session.session import Session, drive
+    from tritonbisect.session.session import Session
 
     session = Session.create(settings.workdir, settings, [bisector.phase()],
                              argv=list(sys.argv[1:]))
@@ -149,23 +149,13 @@ def _run(settings: BisectSettings, bisector: Any, triton_dir: Path | None, *, js
     phase = session.phases()[0]
     session.extra.setdefault("labels", {})[phase.spec.name] = dict(bisector.versions())
     session.save()
-    ui = make_ui()
-    try:
-        result = drive(session, ui)
-    finally:
-        ui.close()
-    from tritonbisect.commands.engine import narrow_after, reduce_after
-
-    narrowed = narrow_after(session, result, quiet=json_out)
-    reduced = reduce_after(session, result, quiet=json_out)
+    result, follow_ups = drive_and_follow(session, json_out=json_out)
+    narrowed = follow_ups.get("narrow")
     out = wheels_result(result, session.journal.records(), bisector.versions(), bisector.shas,
                         session.dir)
     out.update(session=session.id, session_dir=str(session.dir), exit_code=result.exit_code,
                outcome=result.outcome)
-    if narrowed is not None:
-        out["narrow"] = narrowed
-    if reduced is not None:
-        out["reduce"] = reduced
+    out.update(follow_ups)
     if triton_dir is not None:
         out["commit_range"] = commit_range(triton_dir, out["last_good"], out["first_bad"])
     cr = out.get("commit_range") or {}
