@@ -218,6 +218,10 @@ def test_verify_revert_gives_each_case_the_verdict_of_its_own_culprit(tmp_path: 
         (world.culprit("gemm"), "fixes"), (world.culprit("ln"), "still-fails"), (world.culprit("attn"), "conflict")]
     assert len(out["phases"]) == 1  # the search for a second culprit is single-case
     assert "ln still fails with the culprit reverted" in proc.stderr
+    # each revert step's line says what the revert did: a conflict, or each case's verdict
+    revert_lines = [line for line in proc.stderr.splitlines() if line.strip().startswith("[revert]")]
+    assert len(revert_lines) == 3 and " conflict (" in revert_lines[2] and "build_failed" not in revert_lines[2]
+    assert "softmax good" in revert_lines[1] and "ln bad" in revert_lines[1]
     md = tb("report", out["session"], cwd=world.repo, home=home).stdout
     assert "| revert |" in md and f"| ln | `{world.culprit('ln')[:12]}` | found | high | " in md
     assert f"revert of {world.culprit('ln')[:12]} at the bad commit: fixes softmax; ln still fails" in md

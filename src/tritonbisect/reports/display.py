@@ -89,11 +89,15 @@ class PlainUI(NullUI):
     def step_line(self, rec: Mapping[str, Any], subject: str, progress: Any) -> str:
         verdict = self.marks.get(str(rec.get("verdict")), str(rec.get("verdict")))
         verdict = verdict.ljust(7 if self.marks is _FIXED_MARK else 5)
+        conflict = (rec.get("revert_tree") or {}).get("conflict")
+        kind = "conflict" if conflict else rec.get("kind")  # a revert that did not apply built nothing
         line = (
             f"  [{rec.get('role')}] {self.short(rec.get('commit'))} {verdict} "
-            f"{rec.get('kind')} ({float(rec.get('seconds') or 0):.1f}s){where_of(rec)} {subject[:50]}"
+            f"{kind} ({float(rec.get('seconds') or 0):.1f}s){where_of(rec)} {subject[:50]}"
         )
         open_cases = tuple(getattr(progress, "open_cases", ()) or ())
+        if not open_cases and rec.get("role") == "revert":  # which cases the revert fixed
+            line += step_cases(rec, tuple(rec.get("cases") or ()))
         if open_cases:
             line += step_cases(rec, open_cases)
         if progress is not None:
