@@ -1,6 +1,6 @@
 """`tritonbisect wheels` against a private index (pypiserver with basic authentication on
 127.0.0.1) whose password is given only through pip's configuration (a pip.conf named by
-PIP_CONFIG_FILE) or through a .netrc: it finds and installs the real `triton` releases and
+PIP_CONFIG_FILE), through a .netrc or through keyring: it finds and installs the real `triton` releases and
 toy dated nightlies there, and no file the tool writes, nor what it prints, holds the
 password. Each run is a real `tritonbisect` process."""
 
@@ -103,6 +103,68 @@ def test_credentials_from_netrc_toy_nightlies_and_without_them(index, tmp_path):
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert code == 4 and len(lines) == 1, err
     assert "HTTP 401" in lines[0] and ".netrc" in lines[0] and "nothing was tested" in lines[0]
+
+
+# A keyring backend as keyrings.alt's plain-text one: the credentials in a JSON file. keyring
+# loads it by name (PYTHON_KEYRING_BACKEND), as it would load a desktop keychain's backend.
+FILE_KEYRING = """
+import json
+import os
+
+from keyring.backend import KeyringBackend
+from keyring.credentials import SimpleCredential
+
+
+class FileKeyring(KeyringBackend):
+    priority = 1
+
+    def _entries(self):
+        with open(os.environ["TEST_KEYRING_FILE"]) as f:
+            return json.load(f)
+
+    def get_password(self, service, username):
+        entry = self._entries().get(service)
+        return entry["password"] if entry and username in (None, entry["username"]) else None
+
+    def get_credential(self, service, username):
+        entry = self._entries().get(service)
+        if not entry or username not in (None, entry["username"]):
+            return None
+        return SimpleCredential(entry["username"], entry["password"])
+
+    def set_password(self, service, username, password):
+        raise NotImplementedError
+
+    def delete_password(self, service, username):
+        raise NotImplementedError
+"""
+
+
+def test_credentials_from_keyring(index, tmp_path):
+    pytest.importorskip("keyring")
+    here = tmp_path / "user"
+    here.mkdir()
+    (here / "t.py").write_text(TEST_SCRIPT)
+    backend = tmp_path / "backend"
+    backend.mkdir()
+    (backend / "file_keyring.py").write_text(FILE_KEYRING)
+    store = tmp_path / "keyring.json"
+    store.write_text(json.dumps({"127.0.0.1": {"username": USER, "password": PASSWORD}}))
+    env = {**os.environ, "NETRC": str(tmp_path / "none"), "TEST_KEYRING_FILE": str(store),
+           "PYTHON_KEYRING_BACKEND": "file_keyring.FileKeyring",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(backend), os.environ.get("PYTHONPATH")) if p)}
+    home = tmp_path / "home"
+    argv = ["wheels", "--good", NIGHTLIES[0], "--bad", NIGHTLIES[-1], "--pre", "--index-url", index.url,
+            "--test", "python t.py", "--workdir", str(home)]
+    code, res, out, err = _run(argv, env, here)
+    assert code == 0, err[-3000:]
+    assert (res["last_good"], res["first_bad"]) == (NIGHTLIES[1], NIGHTLIES[2])
+    _no_password_anywhere(out, err, home)
+    # the keyring holds nothing for this host: the same run is refused in one line
+    store.write_text(json.dumps({"elsewhere.example": {"username": USER, "password": PASSWORD}}))
+    code, res, out, err = _run([*argv[:-1], str(tmp_path / "home2")], env, here)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 4 and len(lines) == 1 and "HTTP 401" in lines[0], err
 
 
 def test_feed_survey_lists_what_the_index_holds(index, monkeypatch, tmp_path):
