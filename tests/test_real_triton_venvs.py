@@ -3,9 +3,12 @@ tests, not those of the base interpreter that environment was made from."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 TESTS = Path(__file__).resolve().parent
 
@@ -25,11 +28,23 @@ def _in(python: Path, code: str) -> str:
     return proc.stdout.strip()
 
 
-def test_a_release_venv_made_from_a_venv_sees_that_venvs_torch(tmp_path):
-    # the environment running the tests: a venv (over this interpreter, for pytest) with its own torch
-    runner = tmp_path / "runner"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(runner)],
+def _make_runner(maker: str, runner: Path) -> None:
+    if maker == "venv":
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(runner)],
+                       check=True)  # fmt: skip
+        return
+    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv is not installed (the test extra installs it)")
+    subprocess.run([uv, "venv", "-q", "--python", sys.executable, "--system-site-packages", str(runner)],
                    check=True)  # fmt: skip
+
+
+@pytest.mark.parametrize("maker", ["venv", "uv"])
+def test_a_release_venv_made_from_a_venv_sees_that_venvs_torch(tmp_path, maker):
+    # the environment running the tests: a venv made by python -m venv or by uv, with its own torch
+    runner = tmp_path / "runner"
+    _make_runner(maker, runner)
     runner_py = runner / "bin" / "python"
     purelib = Path(_in(runner_py, "import sysconfig; print(sysconfig.get_paths()['purelib'])"))
     _fake_torch(purelib, "0.0.1+runner")
