@@ -8,8 +8,8 @@ in bench/gpu_programs/capture_*.py (flex attention with score_mod + block mask; 
 bias + ReLU under max-autotune-no-cudagraphs; a user @triton.autotune/@triton.heuristics kernel
 in a compiled function; dynamic=True over three shapes; cumsum/logcumsumexp;
 torch.multiprocessing.spawn children launching a @triton.jit kernel; an MLP under
-mode="reduce-overhead"; artifacts loaded from a mega-cache into empty caches), with caches of
-its own:
+mode="reduce-overhead"; artifacts loaded from a mega-cache into empty caches; a training step
+whose forward and backward graphs AOTAutograd caches), with caches of its own:
 
 1. cold, untraced, under the torch profiler: fills Inductor's and Triton's caches; the GPU kernels
    it ran are the independent count of the cold state (spawn children profile themselves);
@@ -57,7 +57,7 @@ from tracer_gpu_check import TP_RUNNER, trace_facts  # noqa: E402
 PROGRAMS = HERE / "gpu_programs"
 SECTION = "Tracer coverage: torch.compile programs, warm and cold caches"
 NAMES = ["capture_flex", "capture_mm_autotune", "capture_user_autotune", "capture_dynamic", "capture_scan",
-         "capture_spawn", "capture_cudagraph_mlp", "capture_megacache"]
+         "capture_spawn", "capture_cudagraph_mlp", "capture_megacache", "capture_train"]
 SELF_SPAWNING = {"capture_spawn"}
 KEEP_WHOLE = {("capture_cudagraph_mlp", "ours_warm"), ("capture_mm_autotune", "ours_warm")}
 TRACED_WAYS = ("ours_warm", "ours_static", "ours_cold", "tp_warm", "tp_cold")
@@ -129,6 +129,10 @@ def run_program(name: str, way: str, caches: Path, root: Path, timeout: float) -
     result: dict = {"rc": rc, "seconds": round(time.monotonic() - start, 1)}
     if rc != 0:
         result["stderr_tail"] = err[-1500:]
+    said = [line.removeprefix("cache:").strip() for line in out.splitlines() if line.startswith("cache:")]
+    if said:  # the program's own count of AOTAutograd and FX graph cache hits (gpu_programs/_common.py)
+        with contextlib.suppress(ValueError):
+            result["cache"] = json.loads(said[-1])
     if way.startswith("ours"):
         result["trace_messages"] = [line for line in err.splitlines()
                                     if line.startswith(("tritonbisect trace", "  ")) and "warn" not in line][:12]
@@ -280,8 +284,17 @@ def summarize(res: dict) -> dict:
             "benchmark_only": sum(1 for k in kern if k["status"].startswith("benchmark only")),
             "replay": (orc.get("replay") or {}).get("status", "not run"),
             "outputs_equal": (runs[f"ours_{state}"].get("outputs_vs_untraced") or {}).get("close"),
+            "cache": runs[f"ours_{state}"].get("cache"),
         }
     return row
+
+
+def cache_cell(cache: dict | None) -> str:
+    """Hits of AOTAutograd's and the FX graph cache in the traced run, as the program counted them."""
+    if not cache:
+        return "-"
+    aot, fx = cache.get("aot_autograd.autograd_cache_hit", 0), cache.get("inductor.fxgraph_cache_hit", 0)
+    return f"{aot}, {fx}"
 
 
 def markdown(data: dict) -> str:
@@ -295,15 +308,15 @@ def markdown(data: dict) -> str:
              "(Inductor FX graph, autotune and Triton caches filled, the static launcher on by default); cold: "
              "fresh caches.", "",
              "| program | state | launched | trace | static launcher left on | tritonparse 0.6 | oracles pass | "
-             "benchmark-only | replay | outputs = untraced |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+             "benchmark-only | replay | outputs = untraced | cache hits: AOTAutograd, FX graph |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |"]
     for row in data.get("rows", []):
         for state in ("warm", "cold"):
             r = row[state]
             static = str(row["static"]["recorded"]) if state == "warm" and "static" in row else "-"
             lines.append(f"| {row['program'].removeprefix('capture_')} | {state} | {r['launched']} | {r['ours']} | "
                          f"{static} | {r['tp']} | {r['oracles_pass']}/{r['oracles']} | {r['benchmark_only']} | "
-                         f"{r['replay']} | {r['outputs_equal']} |")
+                         f"{r['replay']} | {r['outputs_equal']} | {cache_cell(r.get('cache'))} |")
     missed = [(row["program"], s, row[s]["missed_by_ours"]) for row in data.get("rows", []) for s in ("warm", "cold")
               if row[s]["missed_by_ours"]]
     lines.append("")
