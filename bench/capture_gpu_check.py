@@ -285,16 +285,21 @@ def summarize(res: dict) -> dict:
             "replay": (orc.get("replay") or {}).get("status", "not run"),
             "outputs_equal": (runs[f"ours_{state}"].get("outputs_vs_untraced") or {}).get("close"),
             "cache": runs[f"ours_{state}"].get("cache"),
+            "cache_untraced": runs[f"untraced_{state}"].get("cache"),
         }
     return row
 
 
-def cache_cell(cache: dict | None) -> str:
-    """Hits of AOTAutograd's and the FX graph cache in the traced run, as the program counted them."""
-    if not cache:
+def cache_cell(row: dict) -> str:
+    """Hits of AOTAutograd's and the FX graph cache, untraced and traced, as the program counted them."""
+    def hits(cache: dict | None) -> str:
+        if not cache:
+            return "-"
+        return f"{cache.get('aot_autograd.autograd_cache_hit', 0)}, {cache.get('inductor.fxgraph_cache_hit', 0)}"
+
+    if not row.get("cache") and not row.get("cache_untraced"):
         return "-"
-    aot, fx = cache.get("aot_autograd.autograd_cache_hit", 0), cache.get("inductor.fxgraph_cache_hit", 0)
-    return f"{aot}, {fx}"
+    return f"{hits(row.get('cache_untraced'))} / {hits(row.get('cache'))}"
 
 
 def markdown(data: dict) -> str:
@@ -308,7 +313,7 @@ def markdown(data: dict) -> str:
              "(Inductor FX graph, autotune and Triton caches filled, the static launcher on by default); cold: "
              "fresh caches.", "",
              "| program | state | launched | trace | static launcher left on | tritonparse 0.6 | oracles pass | "
-             "benchmark-only | replay | outputs = untraced | cache hits: AOTAutograd, FX graph |",
+             "benchmark-only | replay | outputs = untraced | cache hits (AOTAutograd, FX graph): untraced / traced |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |"]
     for row in data.get("rows", []):
         for state in ("warm", "cold"):
@@ -316,7 +321,7 @@ def markdown(data: dict) -> str:
             static = str(row["static"]["recorded"]) if state == "warm" and "static" in row else "-"
             lines.append(f"| {row['program'].removeprefix('capture_')} | {state} | {r['launched']} | {r['ours']} | "
                          f"{static} | {r['tp']} | {r['oracles_pass']}/{r['oracles']} | {r['benchmark_only']} | "
-                         f"{r['replay']} | {r['outputs_equal']} | {cache_cell(r.get('cache'))} |")
+                         f"{r['replay']} | {r['outputs_equal']} | {cache_cell(r)} |")
     missed = [(row["program"], s, row[s]["missed_by_ours"]) for row in data.get("rows", []) for s in ("warm", "cold")
               if row[s]["missed_by_ours"]]
     lines.append("")
