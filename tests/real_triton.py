@@ -111,8 +111,11 @@ def _install(python: Path, requirements: list[str]) -> subprocess.CompletedProce
     else with pip."""
     uv = _uv()
     if uv:
+        # a cache of their own, beside the venvs (hard links need one file system), that outlives
+        # the run: the per-run cache the tests' own installs use (conftest.py) is removed at its end
+        env = {**os.environ, "UV_CACHE_DIR": str(test_cache_dir() / "uv")}
         return subprocess.run([*uv, "pip", "install", "-q", "--no-deps", "--python", str(python), *requirements],
-                              capture_output=True, text=True)  # fmt: skip
+                              capture_output=True, text=True, env=env)  # fmt: skip
     return subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
                            *requirements], capture_output=True, text=True)  # fmt: skip
 
