@@ -170,7 +170,7 @@ def _netrc(url: str) -> tuple[str, str] | None:
 
 def _keyring(url: str, user: str | None) -> tuple[str, str] | None:
     try:
-        import keyring  # type: ignore[import-not-found]  # optional, as for pip
+        import keyring  # optional, as for pip
     except ImportError:
         return None
     host = urllib.parse.urlsplit(url).hostname or ""
