@@ -187,12 +187,9 @@ def _planted_history(repo: Path, commits: int = 6, culprit: int = 3) -> list[str
     return shas
 
 
-@pytest.mark.slow
-@needs_torch_triton
-def test_run_reduce_shows_the_reduced_kernel_in_the_report(tmp_path: Path) -> None:
-    """`run --repro --reduce`: after the culprit, the oracle is reduced with the cached builds of
-    the culprit and its parent (a `run --build --artifact` session: both sides share one
-    interpreter, each with its own PYTHONPATH)."""
+def _run_with_reduce(tmp_path: Path, *options: str) -> tuple[list[str], Path, dict]:
+    """`run --repro ... --reduce` over the planted history (a `run --build --artifact` session:
+    both sides share one interpreter, each with its own PYTHONPATH): its commits, workdir, --json."""
     shas = _planted_history(tmp_path / "repo")
     oracle_root = tmp_path / "traced"
     traced_oracle(oracle_root)
@@ -202,10 +199,18 @@ def test_run_reduce_shows_the_reduced_kernel_in_the_report(tmp_path: Path) -> No
                            "--good", shas[0], "--bad", shas[-1], "--build", "mkdir -p build && cp patch.py "
                            "build/sitecustomize.py", "--artifact", "build", "--repro", str(oracle_root / "trace"),
                            "--kernel", "several_things", "--env", "PYTHONPATH=build", "--env", "TRITON_INTERPRET=1",
-                           "--workdir", str(home), "--json", "--reduce"],
+                           "--workdir", str(home), "--json", "--reduce", *options],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=1500)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    return shas, home, json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+@needs_torch_triton
+def test_run_reduce_shows_the_reduced_kernel_in_the_report(tmp_path: Path) -> None:
+    """`run --repro --reduce`: after the culprit, the oracle is reduced with the cached builds of
+    the culprit and its parent."""
+    shas, home, result = _run_with_reduce(tmp_path)
     assert result["culprit"] == shas[3]
     reduced = result["reduce"]
     assert reduced["parent"] == shas[2] and reduced["builds"] == 0
@@ -225,20 +230,8 @@ def test_run_reduce_shows_the_reduced_kernel_in_the_report(tmp_path: Path) -> No
 def test_the_reduce_options_reach_the_reduction(tmp_path: Path) -> None:
     """`--reduce-level inputs --reduce-jobs 1 --reduce-timeout 90`: only the inputs shrink (the
     kernel keeps its lines), and the session and the result say what the reduction ran with."""
-    shas = _planted_history(tmp_path / "repo")
-    oracle_root = tmp_path / "traced"
-    traced_oracle(oracle_root)
-    home = tmp_path / "home"
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-m", "tritonbisect.cli", "run", "--repo", str(tmp_path / "repo"),
-                           "--good", shas[0], "--bad", shas[-1], "--build", "mkdir -p build && cp patch.py "
-                           "build/sitecustomize.py", "--artifact", "build", "--repro", str(oracle_root / "trace"),
-                           "--kernel", "several_things", "--env", "PYTHONPATH=build", "--env", "TRITON_INTERPRET=1",
-                           "--workdir", str(home), "--json", "--reduce", "--reduce-level", "inputs", "--reduce-jobs",
-                           "1", "--reduce-timeout", "90"],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=1500)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    _, home, result = _run_with_reduce(tmp_path, "--reduce-level", "inputs", "--reduce-jobs", "1",
+                                       "--reduce-timeout", "90")
     reduced = result["reduce"]
     assert reduced["settings"] == {"levels": ["inputs"], "jobs": 1, "timeout": 90.0}
     assert reduced["after"]["kernel_lines"] == reduced["before"]["kernel_lines"]
