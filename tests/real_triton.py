@@ -114,8 +114,12 @@ def _install(python: Path, requirements: list[str]) -> subprocess.CompletedProce
         # a cache of their own, beside the venvs (hard links need one file system), that outlives
         # the run: the per-run cache the tests' own installs use (conftest.py) is removed at its end
         env = {**os.environ, "UV_CACHE_DIR": str(test_cache_dir() / "uv")}
-        return subprocess.run([*uv, "pip", "install", "-q", "--no-deps", "--python", str(python), *requirements],
+        proc = subprocess.run([*uv, "pip", "install", "-q", "--no-deps", "--python", str(python), *requirements],
                               capture_output=True, text=True, env=env)  # fmt: skip
+        # uv sometimes unpacks a wheel it has again (a new entry for the same file): the entries
+        # nothing points to any more go, so the cache holds one copy of each release
+        subprocess.run([*uv, "cache", "prune", "-q"], capture_output=True, env=env)
+        return proc
     return subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
                            *requirements], capture_output=True, text=True)  # fmt: skip
 
