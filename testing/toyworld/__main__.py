@@ -24,6 +24,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--regression-after-breaks", type=int, default=0)
     parser.add_argument("--eras", action="store_true",
                         help="Triton's later eras: root setup.py, cmake/llvm-info.json, build numbers")
+    parser.add_argument("--fork", action="store_true",
+                        help="the LLVM bump pins a fork commit (upstream + a local revert)")
+    parser.add_argument("--amd-backend", action="store_true",
+                        help="an AMD backend whose code generator is built against ROCm's LLVM")
     args = parser.parse_args(argv)
     try:
         world = make_world(
@@ -36,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
             torch_commits=args.torch_commits,
             regression_after_breaks=args.regression_after_breaks,
             eras=args.eras,
+            fork=args.fork,
+            amd_backend=args.amd_backend,
         )
     except (ValueError, FileExistsError) as exc:
         print(f"error: {exc}", file=sys.stderr)

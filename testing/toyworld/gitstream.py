@@ -115,3 +115,22 @@ def write_history(repo: Path, commits: Sequence[CommitSpec], *, branch: str = "m
     marks.unlink()
     _git(repo, "reset", "-q", "--hard", branch)
     return [by_mark[i] for i in range(1, len(commits) + 1)]
+
+
+def add_commit(repo: Path, ref: str, parent: str, spec: CommitSpec) -> str:
+    """Write one commit with the full tree `spec.tree` on top of `parent` under `ref` (a
+    branch, or refs/remotes/<remote>/<branch> as a fetch leaves it); its sha."""
+    name, email = spec.author
+    ident = f"{name} <{email}> {spec.timestamp} +0000".encode()
+    message = spec.subject + ("\n\n" + spec.body.strip() + "\n" if spec.body.strip() else "\n")
+    chunks = [f"commit {ref}\nmark :1\n".encode(), b"author " + ident + b"\ncommitter " + ident + b"\n",
+              _data(message.encode()), f"from {parent}\n".encode(), b"deleteall\n"]
+    for path in sorted(spec.tree):
+        chunks.append(f"M 100644 inline {path}\n".encode())
+        chunks.append(_data(spec.tree[path].encode()))
+    chunks.append(b"\n")
+    marks = repo / ".git" / "toyworld-marks"
+    _git(repo, "fast-import", "--quiet", "--force", f"--export-marks={marks}", input=b"".join(chunks))
+    sha = marks.read_text().split()[1]
+    marks.unlink()
+    return sha

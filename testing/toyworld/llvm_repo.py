@@ -34,6 +34,7 @@ def _f(path: str, **subs: object) -> str:
 class LLVMState:
     breaks: frozenset[int] = frozenset()  # indices into BREAKS applied so far
     regression: bool = False  # constant folding of add is off by one
+    sub_regression: bool = False  # APInt subtraction is off by one (what a fork reverts)
     broken: bool = False  # llvm/lib/Support/Hashing.c does not compile
     extras: tuple[int, ...] = ()  # llvmExtraN helpers added by filler commits
     notes: tuple[str, ...] = ()  # release notes
@@ -164,7 +165,6 @@ _PLAIN = (
     "llvm/include/llvm/Target/TargetRegistry.h",
     "llvm/lib/Support/ErrorHandling.c",
     "llvm/lib/Support/StringRef.c",
-    "llvm/lib/ADT/APInt.c",
     "llvm/lib/Target/TargetRegistry.c",
     "mlir/CMakeLists.txt",
     "mlir/lib/IR/OperationImpl.h",
@@ -260,6 +260,7 @@ def render(state: LLVMState) -> dict[str, str]:
             "mlir/lib/Pass/PassManager.c": _f("mlir/lib/Pass/PassManager.c", RUN=run),
         }
     )
+    files["llvm/lib/ADT/APInt.c"] = _f("llvm/lib/ADT/APInt.c", SUB_ONE=2 if state.sub_regression else 1)
     header, source = _extras(state)
     files["llvm/include/llvm/Support/Extras.h"] = header
     files["llvm/lib/Support/Extras.c"] = source

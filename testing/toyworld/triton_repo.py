@@ -54,6 +54,10 @@ class TritonState:
     next_build_hash: str = ""  # ... and the LLVM it prepares (not the pin)
     layout: str = "python"  # or "root" (setup.py at the top)
     needs_lld: bool = False
+    # the AMD backend's own LLVM (cmake/amd-llvm-info.json), when set: its code generator is a
+    # library of its own (third_party/amd/codegen), loaded at run time
+    amd_hash: str = ""
+    amd_build_number: int = 1
 
     def with_(self, **changes) -> TritonState:
         return replace(self, **changes)
@@ -121,8 +125,28 @@ def render(state: TritonState) -> dict[str, str]:
         "test/test_toy.py": _f("test/test_toy.py.tmpl"),
         "test/unit/test_language.py": "".join(unit),
         **sources,
+        **_amd_files(state),
     }
     return files
+
+
+AMD_REPOSITORY = "ROCm/llvm-project"
+
+
+def _amd_files(state: TritonState) -> dict[str, str]:
+    if not state.amd_hash:
+        return {}
+    info = {"llvm_hash": state.amd_hash, "build_number": state.amd_build_number, "sha256sum": {},
+            "bootstrap_llvm": {"build_number": 1, "sha256sum": {}}}
+    build = {"llvm_hash": state.amd_hash, "repository": AMD_REPOSITORY, "build_number": state.amd_build_number}
+    return {
+        "cmake/amd-llvm-info.json": json.dumps(info, indent=2) + "\n",
+        "cmake/amd-llvm-build-info.json": json.dumps(build, indent=2) + "\n",
+        "third_party/amd/codegen/CMakeLists.txt": load("triton", "third_party/amd/codegen/CMakeLists.txt"),
+        "third_party/amd/codegen/codegen.c": load("triton", "third_party/amd/codegen/codegen.c"),
+        "python/triton/backends/__init__.py": "",
+        "python/triton/backends/amd/__init__.py": _f("python/triton/backends/amd/__init__.py.tmpl"),
+    }
 
 
 _GIT_DIR_RULE = """def get_version():

@@ -56,7 +56,7 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from testing.toyworld import llvm_repo, torch_repo, triton_repo
+from testing.toyworld import backends, llvm_repo, torch_repo, triton_repo
 from testing.toyworld.apibreaks import BREAKS, MAX_API_BREAKS
 from testing.toyworld.gitstream import CommitSpec, write_history
 
@@ -126,10 +126,13 @@ def _commits(plan, render, authors, *, start: int, hours_apart: int) -> list[Com
     ]
 
 
-def _llvm_history(api_breaks: int, llvm_commits: int, extra_sources: int, regression_after_breaks):
+def _llvm_history(api_breaks: int, llvm_commits: int, extra_sources: int, regression_after_breaks,
+                  fork: bool = False):
     old_idx, new_idx = 2, llvm_commits - 3
     events = [f"K{i}" for i in range(api_breaks)]
     events.insert(regression_after_breaks, "R")
+    if fork:  # the change the fork reverts comes first: without the revert it is named
+        events.insert(events.index("R"), "X")
     events.insert(min(2, len(events)), "B")
     positions = _spread(len(events), old_idx + 1, new_idx - 1, f"{api_breaks} API breaks")
     at = dict(zip(positions, events, strict=True))
@@ -151,6 +154,9 @@ def _llvm_history(api_breaks: int, llvm_commits: int, extra_sources: int, regres
                     "regression",
                 )
             )
+        elif event == "X":
+            state = state.with_(sub_regression=True)
+            plan.append((state, backends.REVERTED_SUBJECT, "One add instead of two.", "fork-reverted"))
         elif event == "B":
             state = state.with_(
                 broken=True, notes=(*state.notes, "Faster hashing of short strings.")
@@ -181,7 +187,7 @@ def _llvm_history(api_breaks: int, llvm_commits: int, extra_sources: int, regres
             state, subject, body = fillers.next(state)
             plan.append((state, subject, body, "filler"))
     commits = _commits(plan, llvm_repo.render, LLVM_AUTHORS, start=BASE_TIME, hours_apart=3)
-    return commits, [kind for *_, kind in plan], old_idx, new_idx
+    return commits, [kind for *_, kind in plan], old_idx, new_idx, [st for st, *_ in plan]
 
 
 def _era_positions(triton_commits: int) -> dict[int, str]:
@@ -197,9 +203,13 @@ def _era_positions(triton_commits: int) -> dict[int, str]:
 
 
 def _triton_history(triton_commits: int, old_llvm: str, new_llvm: str, api_breaks: int, t0: int,
-                    version_rule: str = "rev-parse", eras: bool = False):
+                    version_rule: str = "rev-parse", eras: bool = False, fork_pin: str = "",
+                    amd_pins: dict[str, str] | None = None):
     tr, tb, tf, bump = _spread(4, 1, triton_commits - 2, "the Triton history")
     era_at = _era_positions(triton_commits) if eras else {}
+    if amd_pins:
+        era_at.update(backends.amd_positions(tf, bump))
+    pin = fork_pin or new_llvm  # what the bump pins: the fork's commit, or upstream's
     state = triton_repo.TritonState(llvm_hash=old_llvm, version_rule=version_rule)
     fillers = triton_repo.FillerCycle()
     plan = [(state, "Initial commit of the toy Triton", "", "initial")]
@@ -217,11 +227,15 @@ def _triton_history(triton_commits: int, old_llvm: str, new_llvm: str, api_break
             state = state.with_(pin_format="info-json")
             item = (state, "[BUILD] Pin LLVM in cmake/llvm-info.json with its build number", "", era)
         elif era == "era-next-build":
-            state = state.with_(next_build_repo=FORK, next_build_hash=new_llvm)
+            state = state.with_(next_build_repo=FORK, next_build_hash=pin)
             item = (state, f"[BUILD] Prepare the next LLVM build from {FORK}", "", era)
         elif era == "era-prebuilt-rebuild":
             state = state.with_(build_number=state.build_number + 1)
             item = (state, "[BUILD] Use the rebuilt LLVM prebuilt (build number only)", "", era)
+        elif era is not None and era.startswith("amd-"):
+            assert amd_pins is not None  # positions only with pins
+            state, subject = backends.amd_step(era, state, amd_pins)
+            item = (state, subject, "", era)
         elif i == tr:
             state = state.with_(vectorized=True, tail_bug=True)
             item = (state, "[BACKEND] Vectorize the elementwise loop by 4", "", "regression")
@@ -245,10 +259,12 @@ def _triton_history(triton_commits: int, old_llvm: str, new_llvm: str, api_break
                 "regression-fix",
             )
         elif i == bump:
-            state = state.with_(llvm_hash=new_llvm, fixed=frozenset(range(api_breaks)))
+            state = state.with_(llvm_hash=pin, fixed=frozenset(range(api_breaks)))
+            if fork_pin:  # the build info names the fork this pin comes from
+                state = state.with_(next_build_repo=FORK, next_build_hash=pin)
             item = (
                 state,
-                f"[BACKEND] Bump LLVM to llvm/llvm-project@{new_llvm[:12]}",
+                f"[BACKEND] Bump LLVM to {FORK if fork_pin else 'llvm/llvm-project'}@{pin[:12]}",
                 ("Adapt to the API changes:\n" + bump_body) if bump_body else "",
                 "bump",
             )
@@ -310,6 +326,9 @@ def make_world(
     triton_version_rule: str = "rev-parse",
     eras: bool = False,
     torch_submodule: bool = False,
+    fork: bool = False,
+    amd_backend: bool = False,
+    rocm_commits: int = 12,
 ) -> ToyWorld:
     """Write the toy world under `root` (llvm-project/, triton/, pytorch/) and return it.
 
@@ -324,6 +343,9 @@ def make_world(
     torch_submodule: the toy PyTorch has a submodule, third_party/toykernels (a repository
     toykernels/ beside it, its URL a file:// URL), moved to a newer commit after the first
     pin update; the toy setup.py refuses a missing or stale submodule.
+    fork, amd_backend, rocm_commits: late-2026 Triton's other LLVMs (backends.py): the bump
+    pins a fork commit with a local revert; an AMD backend whose code generator is built
+    against ROCm's LLVM (rocm-llvm-project/, rocm_commits commits).
     """
     if not 0 <= api_breaks <= MAX_API_BREAKS:
         raise ValueError(f"api_breaks must be between 0 and {MAX_API_BREAKS}")
@@ -338,8 +360,8 @@ def make_world(
         if d is not None and d.exists() and any(d.iterdir()):
             raise FileExistsError(f"{d} exists and is not empty")
 
-    llvm_specs, llvm_kinds, old_idx, new_idx = _llvm_history(
-        api_breaks, llvm_commits, extra_sources, regression_after_breaks
+    llvm_specs, llvm_kinds, old_idx, new_idx, llvm_states = _llvm_history(
+        api_breaks, llvm_commits, extra_sources, regression_after_breaks, fork
     )
     t0 = BASE_TIME + llvm_commits * 3 * HOUR
     # Fail on too-small Triton/PyTorch histories before writing anything.
@@ -349,11 +371,25 @@ def make_world(
     if with_torch:
         _spread(3, 1, torch_commits - 1, "the PyTorch history", 2)
 
+    if amd_backend:
+        backends.amd_positions(*_spread(4, 1, triton_commits - 2, "the Triton history")[2:])
+        backends.rocm_plan(rocm_commits)
+
     llvm = write_history(llvm_dir, llvm_specs)
     old_llvm, new_llvm = llvm[old_idx], llvm[new_idx]
+    extra: dict = {}
+    if fork:
+        reverted = llvm[llvm_kinds.index("fork-reverted")]
+        fork_pin = backends.write_fork(llvm_dir, llvm_states[new_idx], new_llvm, reverted, t0 - HOUR)
+        extra.update(fork_pin=fork_pin, fork_base=new_llvm, fork_reverted=reverted, fork_patches=[fork_pin],
+                     fork_repository=backends.FORK, fork_ref=backends.FORK_REF)
+    if amd_backend:
+        extra.update(backends.write_rocm(root / "rocm-llvm-project", rocm_commits, BASE_TIME))
 
     triton_specs, triton_kinds, llvm_pins, triton_states = _triton_history(
-        triton_commits, old_llvm, new_llvm, api_breaks, t0, triton_version_rule, eras
+        triton_commits, old_llvm, new_llvm, api_breaks, t0, triton_version_rule, eras,
+        extra.get("fork_pin", ""),
+        {k: extra[f"rocm_{k}"] for k in ("old", "new", "fixed")} if amd_backend else None,
     )
     triton = write_history(triton_dir, triton_specs)
 
@@ -395,6 +431,8 @@ def make_world(
             "regression_after_breaks": regression_after_breaks,
             "triton_version_rule": triton_version_rule,
             "eras": eras,
+            "fork": fork,
+            "amd_backend": amd_backend,
         },
         # llvm-project
         "llvm_order": llvm,
@@ -433,6 +471,13 @@ def make_world(
             sha: st.build_number if st.pin_format == "info-json" else None
             for sha, st in zip(triton, triton_states, strict=True)
         }
+    truth.update(extra)
+    if amd_backend:
+        at = {kind.replace("-", "_"): triton[i] for i, kind in enumerate(triton_kinds) if kind.startswith("amd-")}
+        truth.update(at, amd_bump_range=[at["amd_codegen"], triton[tri("amd-fix") - 1]],
+                     llvm_bump_range=[at["amd_fix"], bad_triton_llvm],
+                     triton_amd_pins={sha: st.amd_hash or None for sha, st in zip(triton, triton_states, strict=True)},
+                     amd_repository=triton_repo.AMD_REPOSITORY)
 
     if with_torch:
         pins = [triton[1], triton[tri("regression") - 1], good_triton]

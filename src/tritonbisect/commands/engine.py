@@ -57,6 +57,9 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
                 # of the earliest culprit only), as the top-level "cases" has them for the answer's
                 **({"cases": (session.extra.get("cases") or {})[p.spec.name]}
                    if (session.extra.get("cases") or {}).get(p.spec.name) else {}),
+                # which LLVM (or toolchain) the culprit moved, the fork patches replayed, A/B verdicts
+                **({"pins": (session.extra.get("pins") or {})[p.spec.name]}
+                   if (session.extra.get("pins") or {}).get(p.spec.name) else {}),
             }
             for p in session.phases()
         ],
@@ -227,6 +230,10 @@ def summary(session: Session, result: Any) -> str:
         from tritonbisect.session.revert_check import summary_lines
 
         lines.extend(summary_lines(session))
+    if session.extra.get("pins"):  # the LLVMs the culprits moved, the fork patches replayed
+        from tritonbisect.reports.pins import summary_lines as pin_summary
+
+        lines.extend(pin_summary(session))
     c = session.counters()
     if session.extra.get("wheels_mode") is not None:
         from tritonbisect.reports.published_steps import summary_line
@@ -313,6 +320,7 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
                     "phases": [p.to_dict() for p in session.phases()],
                     "last_steps": records[-10:],
                     "posterior": session.extra.get("posterior", {}),
+                    "pins": session.extra.get("pins") or {},
                     **_outcome_of(session),
                 }
             )
@@ -333,6 +341,10 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
         click.echo(line)
         if p.reason:
             click.echo(f"    {p.reason}")
+        from tritonbisect.reports.pins import phase_pins, pin_lines
+
+        for pin_line in pin_lines(phase_pins(session, p.spec.name)):
+            click.echo(f"    {pin_line}")
         if (session.extra.get("cases") or {}).get(p.spec.name):  # a test that reports cases
             from tritonbisect.reports.case_tables import summary_lines
 

@@ -146,6 +146,8 @@ def report_data(session: Session) -> dict[str, Any]:
                 "contradicted": _contradicted(recs, phase),
                 # a test that reports cases: each case's answer (session/case_answer.py)
                 "cases": (session.extra.get("cases") or {}).get(phase.spec.name),
+                # the LLVMs (or toolchain) the culprit moved, the fork patches replayed (reports/pins.py)
+                "pins": (session.extra.get("pins") or {}).get(phase.spec.name),
             }
         )
     result = session.result()
@@ -327,6 +329,11 @@ def render_markdown(session: Session) -> str:
 
         out.append("")
         out.extend(report_lines(session))
+    if session.extra.get("pins"):
+        from tritonbisect.reports.pins import report_lines as pin_report
+
+        out.append("")
+        out.extend(pin_report(session))
     out.extend(where_lines(session.extra.get("narrow")))
     out.extend(reduced_lines(session.extra.get("reduce"), scrub=scrub))
     out.append("")

@@ -33,15 +33,19 @@ from tritonbisect.domains.triton.bisector import (
     TritonBuildOptions,
     llvm_bump,
     pin_change_at,
+    pin_set_changes_at,
     pinned_llvm,
 )
+from tritonbisect.domains.triton.llvm_pin import BUMP
 from tritonbisect.domains.triton.nightlies import PHASE as NIGHTLIES
 from tritonbisect.domains.triton.nightlies import continue_after_nightlies
+from tritonbisect.domains.triton.pin_set import BACKENDS, CORE, PinSetChange
 from tritonbisect.session.phases import STATUS_SUPERSEDED
 from tritonbisect.session.session import PhaseSpec
 
 WORKFLOW = "triton-llvm"
 EXTRA_KEY = "descent"
+PINS = "pins"  # session.extra["pins"][phase]: what reports/pins.py words
 
 
 @dataclass
@@ -119,6 +123,38 @@ def descent_phase(triton_repo: Path, bump: LLVMBump, plan: DescentPlan) -> Phase
     ).phase()
 
 
+def record_pin_changes(session, phase: str, history: History, culprit: str) -> list[PinSetChange]:
+    """Keep (session.extra["pins"], reports/pins.py) and say what the culprit does to each
+    pinned LLVM and to the NVIDIA toolchain."""
+    try:
+        changes = pin_set_changes_at(history, culprit)
+    except InputError:
+        changes = []
+    entry = session.extra.setdefault(PINS, {}).setdefault(phase, {})
+    entry.update(commit=culprit, changes=[c.to_dict() for c in changes])
+    session.save()
+    for change in changes:
+        if change.name != CORE:  # the core LLVM's own lines follow (bump, build number, file)
+            click.echo(f"{culprit[:12]} {change.describe()}", err=True)
+    return changes
+
+
+def backend_hint(change: PinSetChange) -> str:
+    """How to descend into a backend's LLVM the session was not given."""
+    assert change.new is not None
+    return (f"to bisect {change.new.repository} between the two {change.label} pins, give "
+            f"--{change.name}-llvm-dir DIR (a checkout of {change.new.repository})")
+
+
+def note_pins(session, phase: str, note: str) -> None:
+    """A line the status, report and summary show with the phase (reports/pins.py)."""
+    entry = session.extra.setdefault(PINS, {}).setdefault(phase, {})
+    notes = entry.setdefault("notes", [])
+    if note not in notes:
+        notes.append(note)
+    session.save()
+
+
 def continue_after_triton(session, result) -> bool:
     """Workflow continuation: append the LLVM phase after a Triton bump culprit."""
     phases = [p for p in session.phases() if p.status != STATUS_SUPERSEDED]  # corrected away
@@ -130,6 +166,10 @@ def continue_after_triton(session, result) -> bool:
     if last.spec.name != "triton" or last.status != "found" or not last.culprit:
         return False
     history = History(Path(last.spec.repo))
+    changes = record_pin_changes(session, last.spec.name, history, last.culprit)
+    for change in changes:
+        if change.name in BACKENDS and change.kind == BUMP:
+            click.echo(backend_hint(change), err=True)
     bump = llvm_bump(history, last.culprit)
     if bump is None:
         try:

@@ -20,15 +20,24 @@ from tritonbisect.domains.triton.llvm_pin import (
     PIN_FILES,
     PIN_FILES_TEXT,
     LLVMPin,
+    PinError,
     pin_change,
     require_pin,
+)
+from tritonbisect.domains.triton.pin_set import (
+    PIN_SET_FILES,
+    PinSet,
+    PinSetChange,
+    pin_set_changes,
+    read_pin_set,
 )
 from tritonbisect.session.session import PhaseSpec
 
 TRITON_RECIPE = "triton"
 
 __all__ = ["HASH_FILE", "PIN_FILES", "PIN_FILES_TEXT", "LLVMBump", "PinChange", "TritonBisector",
-           "TritonBuildOptions", "bumps_between", "llvm_bump", "pin_change_at", "pin_of", "pinned_llvm"]
+           "TritonBuildOptions", "bumps_between", "llvm_bump", "pin_change_at", "pin_of", "pin_set_changes_at",
+           "pin_set_changes_between", "pin_set_of", "pinned_llvm"]
 
 
 @dataclass(frozen=True)
@@ -98,14 +107,50 @@ def llvm_bump(history: History, commit: str) -> LLVMBump | None:
     return LLVMBump(commit, parent, change.old.hash, change.new.hash)
 
 
-def pin_commits_between(history: History, good: str, bad: str) -> list[str]:
+def pin_commits_between(history: History, good: str, bad: str, files: tuple[str, ...] = PIN_FILES) -> list[str]:
     """Commits in good..bad that touch a pin file, oldest first (one git call)."""
     import git
 
     out = git.Repo(history.root).git.log(
-        "--format=%H", "--reverse", f"{good}..{bad}", "--", *PIN_FILES
+        "--format=%H", "--reverse", f"{good}..{bad}", "--", *files
     )
     return [line for line in out.splitlines() if line]
+
+
+def pin_set_of(history: History, commit: str) -> PinSet:
+    """Every LLVM `commit` pins (and the NVIDIA toolchain); InputError (one line) when it
+    pins no core LLVM or a pin file is unreadable."""
+    where = f"at {commit[:12]} in {history.root}"
+    pin_of(history, commit)  # the core pin's own one-line errors
+    try:
+        found = read_pin_set(lambda path: history.file_at(commit, path))
+    except PinError as exc:
+        raise InputError(f"{exc} ({where})") from None
+    assert found is not None  # pin_of found the core pin
+    return found
+
+
+def pin_set_changes_at(history: History, commit: str) -> list[PinSetChange]:
+    """What `commit` does to each pinned LLVM and the toolchain ([] when it touches none of
+    their files)."""
+    if not set(PIN_SET_FILES) & set(history.files_touched(commit)):
+        return []
+    parent = history.resolve(f"{commit}~1")
+    return pin_set_changes(pin_set_of(history, parent), pin_set_of(history, commit))
+
+
+def pin_set_changes_between(history: History, good: str, bad: str) -> dict[str, list[PinSetChange]]:
+    """The commits in good..bad that change the pin set, oldest first, with their changes.
+    A commit whose pins cannot be read on one side is left out (the caller reports bumps)."""
+    out: dict[str, list[PinSetChange]] = {}
+    for sha in pin_commits_between(history, good, bad, PIN_SET_FILES):
+        try:
+            changes = pin_set_changes_at(history, sha)
+        except InputError:
+            continue
+        if changes:
+            out[sha] = changes
+    return out
 
 
 def bumps_between(history: History, good: str, bad: str) -> list[str]:

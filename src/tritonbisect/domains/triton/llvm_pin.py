@@ -9,8 +9,9 @@ Two eras:
   `build_number` alone swaps the prebuilt (rebuilt, same llvm-project commit): it is not an
   LLVM bump, and there is nothing to bisect in llvm-project for it.
 
-`cmake/llvm-build-info.json` describes the *next* LLVM being prepared (it may name a fork),
-not the one a commit builds with: it is never read as the pin.
+`cmake/llvm-build-info.json` names the repository an LLVM build comes from (a fork:
+triton-lang/llvm-project) and is updated first to produce the next prebuilt: it is never
+read as the pin (pin_set.py reads its repository when it describes the pinned commit).
 
 Everything in the tool that needs the pin reads it through `read_pin` (from any source of
 file text: a commit in a History, a checked-out tree), so that ranges that cross the switch
@@ -76,22 +77,29 @@ def parse_pin(path: str, text: str) -> LLVMPin:
         return LLVMPin(words[0], file=HASH_FILE)
     if path != INFO_FILE:
         raise PinError(f"{path} is not an LLVM pin file (use {PIN_FILES_TEXT})")
+    commit, build, digests, _data = parse_info_json(INFO_FILE, text)
+    return LLVMPin(commit, build, digests, INFO_FILE)
+
+
+def parse_info_json(path: str, text: str) -> tuple[str, int | None, tuple[tuple[str, str], ...], dict]:
+    """An llvm-info.json-shaped file (the core's, or a backend's <backend>-llvm-info.json):
+    its commit, build number, prebuilt digests and the whole object; PinError when unreadable."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise PinError(f"{INFO_FILE} is not valid JSON ({exc.msg}, line {exc.lineno}): fix the file") from None
+        raise PinError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}): fix the file") from None
     value = data.get("llvm_hash") if isinstance(data, dict) else None
     if not isinstance(value, str) or not _HASH.match(value.strip()):
-        raise PinError(f'{INFO_FILE} has no "llvm_hash" commit: add the llvm-project commit as "llvm_hash"')
+        raise PinError(f'{path} has no "llvm_hash" commit: add the llvm-project commit as "llvm_hash"')
     build = data.get("build_number")
     if build is not None:
         try:
             build = int(build)
         except (TypeError, ValueError):
-            raise PinError(f'{INFO_FILE}: "build_number" {build!r} is not a number') from None
+            raise PinError(f'{path}: "build_number" {build!r} is not a number') from None
     sums = data.get("sha256sum") or {}
     digests = tuple(sorted((str(k), str(v)) for k, v in sums.items())) if isinstance(sums, dict) else ()
-    return LLVMPin(value.strip(), build, digests, INFO_FILE)
+    return value.strip(), build, digests, data
 
 
 def read_pin(read: Callable[[str], str | None]) -> LLVMPin | None:
@@ -180,6 +188,6 @@ def write_pin(tree: Path, llvm_hash: str) -> str | None:
 
 __all__ = [
     "BUMP", "FORMAT", "HASH_FILE", "INFO_FILE", "NEXT_BUILD_FILE", "PIN_FILES", "PIN_FILES_TEXT",
-    "PREBUILT", "LLVMPin", "PinError", "parse_pin", "pin_change", "pin_text", "read_pin",
+    "PREBUILT", "LLVMPin", "PinError", "parse_info_json", "parse_pin", "pin_change", "pin_text", "read_pin",
     "tree_reader", "write_pin",
 ]

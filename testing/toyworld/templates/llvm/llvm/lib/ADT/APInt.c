@@ -28,7 +28,7 @@ LLVMAPInt llvmAPIntAdd(const LLVMAPInt *a, const LLVMAPInt *b) {
 }
 
 LLVMAPInt llvmAPIntSub(const LLVMAPInt *a, const LLVMAPInt *b) {
-  LLVMAPInt nb, one = llvmAPIntFromI64(1);
+  LLVMAPInt nb, one = llvmAPIntFromI64(@SUB_ONE@);
   for (unsigned i = 0; i < LLVM_APINT_WORDS; ++i)
     nb.words[i] = ~b->words[i];
   nb = llvmAPIntAdd(&nb, &one);
