@@ -167,9 +167,9 @@ def continue_after_triton(session, result) -> bool:
         return False
     history = History(Path(last.spec.repo))
     changes = record_pin_changes(session, last.spec.name, history, last.culprit)
-    for change in changes:
-        if change.name in BACKENDS and change.kind == BUMP:
-            click.echo(backend_hint(change), err=True)
+    for backend in changes:
+        if backend.name in BACKENDS and backend.kind == BUMP:
+            click.echo(backend_hint(backend), err=True)
     bump = llvm_bump(history, last.culprit)
     if bump is None:
         try:
