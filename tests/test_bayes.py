@@ -113,6 +113,38 @@ def test_contradicting_marks_are_refused():
         posterior(Candidates.linear(commits), {}, marks={"c3": "bad", "c6": "good"})
 
 
+@SETTINGS
+@given(n=st.integers(6, 160), data=st.data())
+def test_a_marked_commit_bounds_the_answer_it_is_not_grouped_with_its_neighbour(n, data):
+    """A person marks a commit good above the tests' culprit: the answer is its child alone
+    (a marked commit is known, never tested again, and never part of the answer)."""
+    commits = [f"c{i}" for i in range(n)]
+    cands = Candidates.linear(commits)
+    truth = data.draw(st.integers(0, n - 3))
+    mark = data.draw(st.integers(truth, n - 2))
+    oracle = FlakyOracle(cands, commits[truth], 0.0, 0.0, seed=n)
+    counts: dict[str, tuple[int, int]] = {}
+    for _ in range(3):
+        add(counts, "good", "good")
+    add(counts, cands.bad, oracle(cands.bad))
+    lo, hi = -1, n - 1  # the first session: a plain bisection, which the mark contradicts
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        verdict = oracle(commits[mid])
+        add(counts, commits[mid], verdict)
+        lo, hi = (mid, hi) if verdict == "good" else (lo, mid)
+    workers = data.draw(st.integers(1, 4))
+    for _ in range(100):
+        action = next_step(cands, counts, model=FlakeModel(trust=0.9), marks={commits[mark]: "good"},
+                           workers=workers)
+        if not isinstance(action, TestNext):
+            break
+        assert commits[mark] not in action.commits
+        for c in action.commits:
+            add(counts, c, oracle(c))
+    assert action == Found(commits[mark + 1])
+
+
 def test_a_verdict_outside_the_set_only_informs_the_false_failure_rate():
     commits = [f"c{i}" for i in range(8)]
     cands = Candidates.linear(commits)

@@ -21,7 +21,8 @@ its risk of not building.
 Stopping
 --------
 Commits that no testable commit can tell apart (a run of untestable commits and the testable
-commit after it) form one class. When one class holds >= `confidence` of the mass, the search
+commit after it) form one class; a commit a person marked good or bad is not tested again but
+bounds a class like a tested one (its verdict is known). When one class holds >= `confidence` of the mass, the search
 stops: a single commit is the culprit (Found), a larger class is Inconclusive with that set.
 With `tests_left` spent, it stops with the smallest set of commits holding `confidence` of the
 mass (with a hint's prior, the posterior under a uniform prior: the hint chooses the tests,
@@ -198,11 +199,16 @@ def next_step(
     idx, n = post.idx, post.n
     skip_i = {idx.pos[c] for c in skipped if c in idx.pos}
     marked = {idx.pos[c] for c in marks if c in idx.pos}
+    # a commit marked good or bad is never tested again, yet it tells hypotheses apart as a
+    # verdict does: it bounds a class (a skip mark is untestable like a commit that fails to build)
+    known = {idx.pos[c] for c, v in marks.items() if c in idx.pos and v in ("good", "bad")}
+    telling = [j not in skip_i and (j not in marked or j in known) for j in range(n)]
     testable = [j not in skip_i and j not in marked for j in range(n)]
-    classes = _classes(proof, testable)
+    classes = _classes(proof, telling)
     best_class = max(classes, key=lambda grp: sum(proof.w[j] for j in grp))
     if sum(proof.w[j] for j in best_class) >= confidence:
-        return _decide([idx.order[j] for j in best_class])
+        # a commit the marks exclude holds no mass: it is not part of the answer
+        return _decide([idx.order[j] for j in best_class if proof.w[j] > 0.0])
     if tests_left is not None and tests_left <= 0:
         return _decide(list(proof.credible_set(confidence)))
 
