@@ -47,11 +47,13 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           env=env, timeout=600, check=False, cwd=cwd)
 
 
-def _bisect(tmp: Path, truth: dict, home: str, *extra: str, test: str | None = None) -> tuple[dict, str]:
+def _bisect(tmp: Path, truth: dict, home: str, *extra: str, test: str | None = None,
+            artifact: bool = True) -> tuple[dict, str]:
     check = tmp / "check.py"
     check.write_text(CHECK)
+    cache = ["--artifact", truth["artifact"]] if artifact else []
     proc = _cli("run", "--repo", str(tmp / "repo"), "--good", truth["good"], "--bad", truth["bad"],
-                "--build", truth["build"], "--artifact", truth["artifact"],
+                "--build", truth["build"], *cache,
                 "--test", test or f"python3 {check}", "--workdir", str(tmp / home), "--json", *extra, cwd=tmp)
     assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
@@ -77,6 +79,20 @@ def test_a_right_hint_costs_fewer_builds_and_the_output_says_what_it_weighed(tmp
     assert hinted["confidence"] == "high"
     report = _cli("report", hinted["session"], "--workdir", str(tmp_path / "hinted"), cwd=tmp_path)
     assert "**Hint:** `--prefer-pass tritongpu-coalesce` weighed" in report.stdout
+
+
+def test_without_an_artifact_cache_a_re_test_of_the_hinted_search_builds_nothing(tmp_path: Path) -> None:
+    # what a user types: `run --build CMD --test T`; the hinted search re-tests the culprit and
+    # its parent before its answer holds, on the builds their checkouts keep
+    truth = _history(tmp_path, seed=4, culprit_in_pass=True)
+    plain, _ = _bisect(tmp_path, truth, "plain", artifact=False)
+    hinted, _ = _bisect(tmp_path, truth, "hinted", "--prefer-pass", "TritonGPUCoalesce", artifact=False)
+    assert plain["culprit"] == hinted["culprit"] == truth["culprit"]
+    journal = Path(hinted["session_dir"]) / "journal.jsonl"
+    tested = [json.loads(line)["commit"] for line in journal.read_text().splitlines() if line.strip()]
+    assert len(tested) > len(set(tested))  # it did re-test
+    assert hinted["builds"] == len(set(tested)) and hinted["cached_builds"] == len(tested) - len(set(tested))
+    assert hinted["builds"] <= 0.8 * plain["builds"], (hinted["builds"], plain["builds"])
 
 
 def test_a_misleading_hint_costs_at_most_two_builds_and_is_called_out(tmp_path: Path) -> None:

@@ -83,6 +83,14 @@ class BuildsAtHand:
         )
         return (order[first_bad], last_good)
 
+    def at_hand(self, kept: Sequence[str]) -> frozenset[str]:
+        """Of the builds asked to be kept, those a checkout holds (the journal shows them built):
+        a re-test there costs no build."""
+        if self.reuse is not Reuse.KEPT or not kept:
+            return frozenset()
+        want = set(kept)
+        return frozenset(r["commit"] for r in self.journal.records if r.get("commit") in want and built(r))
+
     def kept_for_confirmation(self, culprit: str, parent: str) -> tuple[str, ...]:
         return (culprit, parent) if self.reuse is Reuse.KEPT else ()
 

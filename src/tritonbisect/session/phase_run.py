@@ -220,8 +220,8 @@ class PhaseRun:
         return outcome if isinstance(outcome, CasesFound) else None  # it never hands over
 
     def _flake_aware_search(self) -> Found | Inconclusive | None:
-        self.strategy = FlakeAwareSearch(self.cands, self.journal, self.flakiness, self.ui,
-                                         jobs=self.settings.executor.jobs)
+        self.strategy = FlakeAwareSearch(self.cands, self.journal, self.flakiness, self.builds, self.ui,
+                                         jobs=self.settings.executor.jobs, good=self.spec.good)
         outcome = self.loop.run(self.strategy)
         return outcome if isinstance(outcome, (Found, Inconclusive)) else None  # it never hands over
 

@@ -58,7 +58,8 @@ class SearchLoop:
                 if started >= free:
                     break
                 if commit not in flying:
-                    self.queue.submit(commit, ROLE_SEARCH, round_ + 1)
+                    # a re-test goes where a checkout still holds the commit's build
+                    self.queue.submit(commit, ROLE_SEARCH, round_ + 1, reuse=self.builds.reuse)
                     started += 1
             if started or plan.again:
                 stuck = 0

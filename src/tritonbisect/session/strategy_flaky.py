@@ -1,6 +1,10 @@
 """The flake-aware search as a strategy: test by expected information (search/bayes_step.py)
 over every verdict the journal holds, until one commit (or one untestable cluster) holds the
-confidence asked for, or the test budget is spent."""
+confidence asked for, or the test budget is spent.
+
+It re-tests commits (the culprit and its parent, at least, before an answer holds): the
+builds of the search's boundaries stay in their checkouts, as for the classic confirmation
+(session/builds_at_hand.py), so that a re-test costs no build even when nothing is cached."""
 
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ from typing import Any
 from tritonbisect.search import bayes_step
 from tritonbisect.search import classic as search
 from tritonbisect.search.bayes import binary_entropy
+from tritonbisect.session.builds_at_hand import BuildsAtHand
+from tritonbisect.session.evidence import classic_verdicts
 from tritonbisect.session.flakiness import Flakiness
 from tritonbisect.session.phase_journal import PhaseJournal
 from tritonbisect.session.step_queue import InFlight
@@ -23,8 +29,10 @@ class FlakeAwareSearch:
     label = "flake-aware search"
 
     def __init__(self, cands: search.Candidates, journal: PhaseJournal, flakiness: Flakiness,
-                 ui: Any, *, jobs: int) -> None:
+                 builds: BuildsAtHand, ui: Any, *, jobs: int, good: str) -> None:
         self.cands = cands
+        self.builds = builds
+        self.good = good
         self.journal = journal
         self.flakiness = flakiness
         self.ui = ui
@@ -41,7 +49,7 @@ class FlakeAwareSearch:
         action = bayes_step.next_step(
             self.cands, ev.counts, model=self.model, marks=ev.marks,
             skipped={c for c in ev.skipped if c not in ev.counts},
-            workers=max(0, free), in_flight=flying, cached=cached,
+            workers=max(0, free), in_flight=flying, cached=cached | self.builds.at_hand(self.keep()),
             confidence=self.confidence, tests_left=max(0, tests_left),
             prior=self.flakiness.hint.prior(),
         )
@@ -74,7 +82,11 @@ class FlakeAwareSearch:
         return []
 
     def keep(self) -> tuple[str, ...]:
-        return ()  # no confirmation follows a flake-aware answer
+        """The builds of the first bad commit and the last good one before it (by the latest
+        verdicts): the re-tests that make an answer hold are mostly of those two."""
+        verdicts = classic_verdicts(self.journal.evidence(), self.cands.order)
+        verdicts.setdefault(self.cands.bad, "bad")
+        return self.builds.to_keep(self.cands, verdicts, self.good)
 
     def corrected(self) -> None:
         pass  # it reads every verdict from the journal each time
