@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
+from pathlib import Path
 
 import pytest
 
-from bisectors_world import run_cli, run_json
+from bisectors_world import error_line, run_cli, run_json
 from testing.toyworld.world import make_world
 
 pytestmark = pytest.mark.slow
@@ -58,3 +60,71 @@ def test_status_report_and_json_say_which_llvm_the_culprit_bumps(world, home, ca
     assert line in out
     code, md, _ = run_cli(["report", res["session"], "--workdir", str(home)], capsys)
     assert f"- **Pins** (`triton`): {line}" in md
+
+
+def _journal(res: dict) -> list[dict]:
+    return [json.loads(line) for line in (Path(res["session_dir"]) / "journal.jsonl").read_text().splitlines()
+            if line.strip()]
+
+
+def test_a_core_pin_into_a_fork_gives_the_upstream_culprit_not_the_reverted_change(world, home, capsys):
+    """The bump pins triton-lang/llvm-project: upstream new_llvm plus a local revert of an
+    upstream change that breaks Triton's test. Upstream is bisected between the pins' bases
+    with the revert replayed at every step: the culprit is the real regression."""
+    t = world.truth
+    code, res, err = run_json(
+        ["triton", "--triton-dir", str(world.triton), "--llvm-dir", str(world.llvm), "--good", t["bump_parent"],
+         "--bad", t["bump"], "--test", t["triton_test"], "--workdir", str(home)], capsys)
+    assert code == 0, err[-3000:]
+    phases = {p["name"]: p for p in res["phases"]}
+    assert phases["triton"]["culprit"] == t["bump"]
+    assert phases["llvm"]["culprit"] == t["llvm_regression"] != t["fork_reverted"]
+    [change] = phases["triton"]["pins"]["changes"]
+    assert change["new"]["repository"] == "triton-lang/llvm-project"
+    # the answer says which patches were replayed
+    [note] = phases["llvm"]["pins"]["notes"]
+    assert f"{t['fork_pin'][:12]} Revert" in note and t["fork_base"][:12] in note
+    journal = [r for r in _journal(res) if r["phase"] == "llvm"]
+    reasons = " ".join(r["build"]["reason"] or "" for r in journal if r.get("build"))
+    assert "1 fork patch replayed" in reasons  # a step after the reverted change
+    assert "0 fork patches replayed, 1 already in upstream's tree" in reasons  # a step before it
+    # the endpoints are the pins: built by the Triton phase already
+    assert all(not r["build"]["performed"] for r in journal if r["role"] == "endpoint")
+
+
+def test_a_fork_pin_the_checkout_lacks_says_what_to_fetch(world, tmp_path, capsys):
+    t = world.truth
+    clone = tmp_path / "llvm-project"
+    subprocess.run(["git", "clone", "-q", "--no-local", "--single-branch", "--branch", "main", str(world.llvm), str(clone)],
+                   check=True)
+    code, out, err = run_cli(
+        ["triton", "--triton-dir", str(world.triton), "--llvm-dir", str(clone), "--good", t["bump_parent"],
+         "--bad", t["bump"], "--test", t["triton_test"], "--workdir", str(tmp_path / "home")], capsys)
+    assert code == 2
+    assert error_line(err) == (
+        f"tritonbisect: error: LLVM commit {t['fork_pin'][:12]} (new LLVM pin of {t['bump'][:12]}) is a commit "
+        f"of triton-lang/llvm-project, not in {clone}; fetch it: git -C {clone} fetch "
+        f"https://github.com/triton-lang/llvm-project {t['fork_pin']}")
+
+
+def test_compat_builder_probes_replay_the_fork_patches(world, home):
+    """A probe at an upstream commit after the change the fork reverts builds it with the
+    revert (the smoke test is the kernel test: it passes only with the revert)."""
+    from tritonbisect.compat_builder.probe import COMPATIBLE, INCOMPATIBLE, Prober
+    from tritonbisect.core.history import History
+    from tritonbisect.domains.llvm.fork import fork_range
+
+    t = world.truth
+    order = t["llvm_order"]
+    after = order[order.index(t["fork_reverted"]) + 1]
+    assert order.index(after) < order.index(t["llvm_regression"])
+    fork = fork_range(History(world.llvm), t["old_llvm"], t["fork_pin"])
+    verdicts = {}
+    for name, config in (("fork", fork.config()), ("plain", None)):
+        prober = Prober(triton_repo=world.triton, llvm_repo=world.llvm, workdir=home,
+                        llvm_source=home / f"probe-llvm-{name}", smoke=t["triton_test"], fork=config)
+        res = prober.probe(t["bump_parent"], after, home / f"probe-{name}")
+        verdicts[name] = res.verdict
+        if config:
+            assert "1 fork patch replayed" in res.reason, res.reason
+    assert verdicts == {"fork": COMPATIBLE, "plain": INCOMPATIBLE}

@@ -40,6 +40,7 @@ from tritonbisect.compat_builder.session_state import (
 from tritonbisect.core.errors import EXIT_MANUAL_FIX_NEEDED, InputError, TritonBisectError
 from tritonbisect.core.history import History
 from tritonbisect.domains.llvm.compat_map import order_problems, read_map
+from tritonbisect.domains.llvm.fork import fork_range
 from tritonbisect.executors.pool_settings import ExecutorSettings
 
 AI_CHOICES = ("anthropic", "claude-cli", "none")
@@ -196,7 +197,7 @@ def _mapper(state: MapState, workdir: Path, *, api_key: str | None, ai_timeout=N
     prober = _new_prober(
         triton_repo=Path(state.triton_repo), llvm_repo=Path(state.llvm_repo), workdir=workdir,
         llvm_source=state.dir / "llvm-src", smoke=state.smoke, timeout=build_timeout,
-        venv=str(venv) if venv else None, sandbox=sandbox is not None,
+        venv=str(venv) if venv else None, sandbox=sandbox is not None, fork=state.fork,
     )
     hint = f" --workdir {workdir}"
     agent = _agent(state, api_key, ai_timeout, ai_backoff, sandbox)
@@ -262,6 +263,10 @@ def map_command(bump, triton_dir, llvm_dir, out, strategy, ai, ai_model, max_att
         old_llvm, new_llvm = llvm.resolve(old_hash), llvm.resolve(new_hash)
     except InputError as exc:
         raise InputError(f"{exc.message}: fetch the bump's LLVM commits into {llvm_repo}") from None
+    fork = fork_range(llvm, old_llvm, new_llvm)
+    if fork is not None:  # map upstream between the pins' bases, the fork's patches replayed
+        _echo(fork.describe())
+        old_llvm, new_llvm = fork.good_base, fork.bad_base
     if not llvm.is_ancestor(old_llvm, new_llvm):
         raise InputError(f"old LLVM {old_llvm[:12]} is not an ancestor of new LLVM {new_llvm[:12]}")
     branch = f"compat/{bump[:8]}"
@@ -279,7 +284,7 @@ def map_command(bump, triton_dir, llvm_dir, out, strategy, ai, ai_model, max_att
         worktree=str(sdir / "triton"), branch=branch, ai=ai or "anthropic", ai_model=ai_model or "",
         max_attempts=max_attempts or 5, smoke=smoke or DEFAULT_SMOKE, out_csv=str(out.absolute()),
         bump=bump, old_llvm=old_llvm, new_llvm=new_llvm, current_triton=parent, current_good=old_llvm,
-        strategy=strategy, argv=sys.argv[1:],
+        strategy=strategy, argv=sys.argv[1:], fork=fork.config() if fork else None,
     )
     _echo(f"session {sid}: LLVM {old_llvm[:12]}..{new_llvm[:12]}, Triton {parent[:12]} on {branch}")
     with SessionLock(sdir), _api_key_kept_apart() as key:

@@ -79,6 +79,7 @@ class Prober:
         python: str | None = None,
         cache_dir: str | None = None,
         sandbox: bool = False,
+        fork: dict | None = None,
     ) -> None:
         self.llvm_repo = Path(llvm_repo)
         self.workdir = Path(workdir)
@@ -94,6 +95,8 @@ class Prober:
             "python": python,
             "build_timeout": timeout,
         }
+        if fork:  # a bump into a fork: each LLVM commit is probed with the fork's patches
+            config["fork"] = fork
         self.recipe = LLVMTritonRecipe(config)
         self._triton_commit = ""
         self.recipe.with_assigner(lambda _llvm: self._triton_commit)
@@ -122,8 +125,15 @@ class Prober:
         ctx = StepContext(worktree=self.llvm_source, log_dir=log_dir, worker=0,
                           timeout=self.timeout, workdir=self.workdir, sandbox=self.sandbox)
         workdir = self.recipe.workdir(ctx)
+        try:  # a fork's patches replayed on it (the recipe's own prepare replays them again)
+            built_as, replayed = self.recipe.llvm_tree(llvm_commit, ctx)
+        except Exception as exc:  # noqa: BLE001 - git failing here is the machine's problem
+            raise AbortError(f"fork patches at LLVM {llvm_commit[:12]}: {exc}") from None
+        if built_as is None:
+            assert replayed is not None  # a conflict
+            return ProbeResult(SKIP, replayed.describe(), "llvm", None, False, False, time.monotonic() - start)
         llvm = build_llvm(
-            self.llvm_source, llvm_commit, cache=self.cache, config=self.llvm_config,
+            self.llvm_source, built_as, cache=self.cache, config=self.llvm_config,
             build_dir=workdir / "llvm-build" / f"{self.llvm_source.parent.name}-{self.llvm_source.name}",
             log=log_dir / "llvm-build.log", repo_id=self.recipe.repo_id(self.llvm_source),
             env=base_build_env(), timeout=self.timeout,

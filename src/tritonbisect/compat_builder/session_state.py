@@ -47,6 +47,9 @@ class MapState:
     old_llvm: str | None = None
     new_llvm: str | None = None
     strategy: str = "continue"  # "continue" (from the last fix) | "restart" (benchmark baseline)
+    # a bump into a fork: old_llvm/new_llvm are the pins' upstream bases, every probe replays
+    # the fork's patches (domains/llvm/fork.py ForkRange.config())
+    fork: dict[str, Any] | None = None
     phase: str = SEARCHING
     current_triton: str = ""  # Triton commit that builds against current_good
     current_good: str = ""  # last LLVM commit known to be compatible with current_triton

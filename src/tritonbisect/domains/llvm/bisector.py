@@ -31,15 +31,26 @@ def open_llvm_repo(llvm_dir: Path | None, *, why: str = "") -> History:
     return History(path)
 
 
-def resolve_llvm(history: History, rev: str, *, what: str) -> str:
-    """Full sha of an LLVM revision, or a one-line InputError saying how to get it."""
+def resolve_llvm(history: History, rev: str, *, what: str, repository: str | None = None) -> str:
+    """Full sha of an LLVM revision, or a one-line InputError saying what to fetch (from the
+    fork `repository` a pin names, when it is not llvm/llvm-project)."""
     try:
         return history.resolve(rev)
     except InputError:
-        raise InputError(
-            f"LLVM commit {rev} ({what}) not found in {history.root}; "
-            f"fetch it first (git -C {history.root} fetch origin)"
-        ) from None
+        from tritonbisect.domains.llvm.fork import missing_pin_message
+
+        raise InputError(missing_pin_message(Path(history.root), rev, what, repository)) from None
+
+
+def fork_endpoints(history: History, good: str, bad: str):
+    """(good, bad, ForkRange | None): when either pin is a fork commit, the upstream bases to
+    bisect between and the patch stack to replay (fork.py); else the pins themselves."""
+    from tritonbisect.domains.llvm.fork import fork_range
+
+    fork = fork_range(history, good, bad)
+    if fork is None:
+        return good, bad, None
+    return fork.good_base, fork.bad_base, fork
 
 
 def llvm_order(history: History, good: str, bad: str) -> list[str]:
@@ -118,14 +129,18 @@ def llvm_recipe_config(
     test: dict,
     build: TritonBuildOptions,
     llvm: dict,
+    fork: Any = None,
 ) -> dict:
-    return {
+    config = {
         **build.recipe_config(test),
         "triton_dir": str(triton_dir),
         "triton_commits": assignment,
         "triton_commit": default_triton,
         "llvm": llvm,
     }
+    if fork is not None:  # a ForkRange: the patch stack replayed at every step
+        config["fork"] = fork.config()
+    return config
 
 
 def llvm_phase(bisector: Any, *, name: str, assignment: dict[str, str], default_triton: str,
@@ -146,6 +161,7 @@ def llvm_phase(bisector: Any, *, name: str, assignment: dict[str, str], default_
             test=bisector.test,
             build=bisector.build,
             llvm=bisector.llvm,
+            fork=getattr(bisector, "fork", None),
         ),
         **spec,
     )
@@ -172,6 +188,8 @@ class LLVMBisector:
         self.llvm_history = open_llvm_repo(self.llvm_dir)
         self.good_llvm = resolve_llvm(self.llvm_history, self.good_llvm, what="good")
         self.bad_llvm = resolve_llvm(self.llvm_history, self.bad_llvm, what="bad")
+        self.good_llvm, self.bad_llvm, self.fork = fork_endpoints(self.llvm_history, self.good_llvm,
+                                                                  self.bad_llvm)
         self.cmap = None
         self.map_order: list[str] = []
         if self.compat_map is not None:

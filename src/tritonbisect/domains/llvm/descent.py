@@ -34,6 +34,7 @@ from tritonbisect.domains.triton.bisector import (
     llvm_bump,
     pin_change_at,
     pin_set_changes_at,
+    pin_set_of,
     pinned_llvm,
 )
 from tritonbisect.domains.triton.llvm_pin import BUMP
@@ -41,7 +42,6 @@ from tritonbisect.domains.triton.nightlies import PHASE as NIGHTLIES
 from tritonbisect.domains.triton.nightlies import continue_after_nightlies
 from tritonbisect.domains.triton.pin_set import BACKENDS, CORE, PinSetChange
 from tritonbisect.session.phases import STATUS_SUPERSEDED
-from tritonbisect.session.session import PhaseSpec
 
 WORKFLOW = "triton-llvm"
 EXTRA_KEY = "descent"
@@ -99,16 +99,26 @@ def preflight(bisector: TritonBisector, plan: DescentPlan) -> list[str]:
         except InputError:
             continue  # the file appears or disappears there: not a bump one can descend into
         if bump is not None:
-            for rev, side in ((bump.old, "old"), (bump.new, "new")):
-                resolve_llvm(llvm, rev, what=f"{side} LLVM pin of {sha[:12]}")
+            for rev, side, at in ((bump.old, "old", bump.parent), (bump.new, "new", sha)):
+                resolve_llvm(llvm, rev, what=f"{side} LLVM pin of {sha[:12]}",
+                             repository=_core_repository(bisector.history, at))
     if plan.compat_map:
         cmap = load_compat_map(Path(plan.compat_map))
         check_map_commits(cmap, Path(plan.compat_map), bisector.history, llvm)
     return bumps
 
 
-def descent_phase(triton_repo: Path, bump: LLVMBump, plan: DescentPlan) -> PhaseSpec:
-    """The "llvm" phase bisecting llvm-project over the bump's range."""
+def _core_repository(history: History, commit: str) -> str | None:
+    """The repository the core pin of `commit` comes from (a fork, by its build info)."""
+    try:
+        return pin_set_of(history, commit).core.repository
+    except InputError:
+        return None
+
+
+def descent_bisector(triton_repo: Path, bump: LLVMBump, plan: DescentPlan) -> LLVMBisector:
+    """What the "llvm" phase bisects: llvm-project over the bump's range (between the pins'
+    upstream bases, the fork's patches replayed, when a pin is a fork commit)."""
     return LLVMBisector(
         triton_dir=triton_repo,
         llvm_dir=Path(plan.llvm_dir) if plan.llvm_dir else None,
@@ -120,7 +130,7 @@ def descent_phase(triton_repo: Path, bump: LLVMBump, plan: DescentPlan) -> Phase
         triton_commit=bump.parent,
         bad_triton=bump.commit,
         llvm=plan.llvm,
-    ).phase()
+    )
 
 
 def record_pin_changes(session, phase: str, history: History, culprit: str) -> list[PinSetChange]:
@@ -191,7 +201,8 @@ def continue_after_triton(session, result) -> bool:
             err=True,
         )
         return False
-    spec = descent_phase(history.root, bump, plan)
+    bisector = descent_bisector(history.root, bump, plan)
+    spec = bisector.phase()
     session.append_phase(spec)
     how = (
         f"the Triton commit {Path(plan.compat_map).name} assigns"
@@ -199,9 +210,13 @@ def continue_after_triton(session, result) -> bool:
         else f"Triton {bump.parent[:12]} (the bump's parent; LLVM commits it cannot build with are skipped)"
     )
     click.echo(
-        f"descending into llvm-project {bump.old[:12]}..{bump.new[:12]}, building at each "
+        f"descending into llvm-project {spec.good[:12]}..{spec.bad[:12]}, building at each "
         f"LLVM commit {how}",
         err=True,
     )
+    if bisector.fork is not None:
+        note = bisector.fork.describe()
+        note_pins(session, spec.name, note)
+        click.echo(note, err=True)
     return True
 

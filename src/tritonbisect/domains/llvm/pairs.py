@@ -18,6 +18,7 @@ from tritonbisect.core.history import History
 from tritonbisect.domains.llvm.bisector import (
     assign_triton,
     check_map_commits,
+    fork_endpoints,
     llvm_order,
     llvm_phase,
     load_compat_map,
@@ -98,6 +99,8 @@ class PairsBisector:
                 )
             setattr(self, attr, resolve_llvm(self.llvm_history, rev, what=attr.split("_")[0]))
         assert self.good_llvm is not None and self.bad_llvm is not None  # resolved just above
+        self.good_llvm, self.bad_llvm, self.fork = fork_endpoints(self.llvm_history, self.good_llvm,
+                                                                  self.bad_llvm)
         order = llvm_order(self.llvm_history, self.good_llvm, self.bad_llvm)
         self.good_pair, self.pairs = select_pairs(self.cmap, order, map_order)
         self.good_pair = Pair(self.triton.resolve(self.good_pair.triton), self.good_pair.llvm)

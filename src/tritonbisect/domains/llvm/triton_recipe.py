@@ -9,11 +9,15 @@ Config: the "triton" recipe's keys (see triton_recipe) plus
   triton_dir      the user's Triton repository (a worker-owned worktree is made from it)
   triton_commits  {llvm sha: triton sha} assignment (from the compatibility map)
   triton_commit   the Triton commit for LLVM commits not in triton_commits
+  fork            when a pin is a fork commit (fork.py): {"patches": [fork commits, oldest
+                  first], "pins": {base: pin}} -- each LLVM commit is built with the patches
+                  replayed (patch_replay.py); an endpoint base is built as its pin
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -22,6 +26,8 @@ from typing import Any
 from tritonbisect.builds.gitutil import GitFailure, checkout_worktree
 from tritonbisect.builds.recipes import PrepareResult, StepContext, TestRun
 from tritonbisect.core.outcome import Kind
+from tritonbisect.core.process import GitError
+from tritonbisect.domains.llvm.patch_replay import REPLAY_FILE, Replayed, replay
 from tritonbisect.domains.triton.recipe import TritonRecipe, run_test
 
 RECIPE = "llvm-triton"
@@ -41,6 +47,9 @@ class LLVMTritonRecipe(TritonRecipe):
         self.assignment: dict[str, str] = dict(config.get("triton_commits") or {})
         self.default_triton: str | None = config.get("triton_commit")
         self._triton_for: Callable[[str], str] | None = None
+        fork = config.get("fork") or {}
+        self.patches: list[str] = list(fork.get("patches") or [])
+        self.fork_pins: dict[str, str] = dict(fork.get("pins") or {})
 
     def with_assigner(self, fn: Callable[[str], str]) -> LLVMTritonRecipe:
         """Use a callable (LLVM sha → Triton sha) instead of the config's assignment."""
@@ -63,7 +72,14 @@ class LLVMTritonRecipe(TritonRecipe):
         triton_commit = self.triton_commit_for(commit)
         if not triton_commit:
             return PrepareResult(Kind.INFRA, f"no Triton commit assigned to LLVM {commit[:12]}")
-        llvm = self.build_llvm_at(ctx.worktree, commit, ctx)
+        try:
+            llvm_commit, replayed = self.llvm_tree(commit, ctx)
+        except (GitError, GitFailure, OSError) as exc:
+            return PrepareResult(Kind.INFRA, f"fork patches: {exc}", seconds=time.monotonic() - start)
+        if llvm_commit is None:
+            assert replayed is not None  # a conflict
+            return PrepareResult(Kind.BUILD_FAILED, replayed.describe(), seconds=time.monotonic() - start)
+        llvm = self.build_llvm_at(ctx.worktree, llvm_commit, ctx)
         if llvm.kind is not Kind.PASS:
             return PrepareResult(llvm.kind, llvm.reason, cached=llvm.cached,
                                  seconds=time.monotonic() - start, log=llvm.log)
@@ -71,8 +87,28 @@ class LLVMTritonRecipe(TritonRecipe):
             tree = self.triton_worktree(ctx, triton_commit)
         except GitFailure as exc:
             return PrepareResult(Kind.INFRA, str(exc), seconds=time.monotonic() - start)
-        return self.build_and_install(tree, triton_commit, ctx, llvm_commit=commit, llvm=llvm,
+        done = self.build_and_install(tree, triton_commit, ctx, llvm_commit=llvm_commit, llvm=llvm,
                                       start=start)
+        if replayed is not None:
+            done.reason = f"{replayed.describe()}; {done.reason}"
+        elif llvm_commit != commit:
+            done.reason = f"the pin {llvm_commit[:12]} itself (fork); {done.reason}"
+        return done
+
+    def llvm_tree(self, commit: str, ctx: StepContext) -> tuple[str | None, Replayed | None]:
+        """The LLVM commit to build for upstream `commit`: itself; at a fork range's endpoint
+        the pin; else `commit` with the fork's patches replayed (None on a conflict). The
+        worktree is left at it; what was replayed goes to the step's fork-patches.json."""
+        if not self.patches and not self.fork_pins:
+            return commit, None
+        pinned = self.fork_pins.get(commit)
+        if pinned is not None and pinned != commit:
+            checkout_worktree(Path(ctx.worktree), Path(ctx.worktree), pinned)
+            return pinned, None
+        replayed = replay(Path(ctx.worktree), commit, self.patches)
+        ctx.log_dir.mkdir(parents=True, exist_ok=True)
+        (ctx.log_dir / REPLAY_FILE).write_text(json.dumps(replayed.to_dict(), indent=1), encoding="utf-8")
+        return replayed.commit, replayed
 
     def test(self, commit: str, ctx: StepContext, *, record: bool = False) -> TestRun:
         triton_commit = self.triton_commit_for(commit) or ""
