@@ -7,6 +7,7 @@ from collections.abc import Collection
 import click
 
 from tritonbisect.core.errors import EXIT_INTERRUPTED, EXIT_USAGE, TritonBisectError
+from tritonbisect.core.untrusted import one_line
 
 
 def run_cli(group: click.Command, prog_name: str, argv: list[str] | None = None, *,
@@ -27,7 +28,8 @@ place, a full disk...); Ctrl-C (click's Abort) is 130, any other click usage
             return rv
     except TritonBisectError as exc:
         prefix = "" if exc.exit_code in not_errors else "error: "
-        click.echo(f"{prog_name}: {prefix}{exc.message}", err=True)
+        # a message may quote a trace, a session file or a test's output: one line, no escapes
+        click.echo(f"{prog_name}: {prefix}{one_line(exc.message)}", err=True)
         return exc.exit_code
     except click.exceptions.Abort:
         click.echo(f"{prog_name}: interrupted", err=True)
@@ -43,6 +45,6 @@ place, a full disk...); Ctrl-C (click's Abort) is 130, any other click usage
         err = place_error(exc)
         if err is None:
             raise
-        click.echo(f"{prog_name}: error: {err.message}", err=True)
+        click.echo(f"{prog_name}: error: {one_line(err.message)}", err=True)
         return err.exit_code
     return 0

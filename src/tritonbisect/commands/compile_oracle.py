@@ -6,8 +6,7 @@ import json
 import shlex
 from pathlib import Path
 
-import click
-
+from tritonbisect.commands.echo import echo
 from tritonbisect.traces.reader import Trace
 
 
@@ -21,16 +20,16 @@ def echo_compile_oracle(trace: Trace, kernel: str, out_dir: Path, *, launch_id: 
 
     oracle = generate_compile_oracle(trace, kernel, out_dir, launch_id=launch_id, line=line, target=target,
                                      timeout=timeout)
-    click.echo(oracle.summary())
-    click.echo(f"  signature: {oracle.context['signature']}")
+    echo(oracle.summary())
+    echo(f"  signature: {oracle.context['signature']}")
     for warning in oracle.warnings:
-        click.echo(f"  note: {warning}")
+        echo(f"  note: {warning}")
     spec = compile_commands(out_dir, check=["codegen"])
     script = shlex.quote(str(Path(out_dir).resolve() / "compile_repro.py"))
-    click.echo(f"  compile once (no GPU needed):  python {script}")
-    click.echo(f"  record codegen at a good Triton:  {spec.record_command}")
-    click.echo(f"  check codegen anywhere else:   {spec.command}")
-    click.echo(f"  (the golden is {GOLDEN_NAME}; --threshold METRIC=LIMIT picks what to check, e.g. spills=0)")
+    echo(f"  compile once (no GPU needed):  python {script}")
+    echo(f"  record codegen at a good Triton:  {spec.record_command}")
+    echo(f"  check codegen anywhere else:   {spec.command}")
+    echo(f"  (the golden is {GOLDEN_NAME}; --threshold METRIC=LIMIT picks what to check, e.g. spills=0)")
 
 
 def echo_ir_oracle(trace: Path | None, ir_file: Path | None, stage: str, kernel: str | None, out_dir: Path, *,
@@ -67,10 +66,10 @@ def echo_ir_oracle(trace: Path | None, ir_file: Path | None, stage: str, kernel:
         what = f"the recorded {stage} of kernel {kernel}"
     ctx = json.loads((Path(out_dir) / "compile_context.json").read_text(encoding="utf-8"))
     gpu = ctx["job"]["target"]
-    click.echo(f"wrote {script} — IR oracle: compiles {what} for {gpu['backend']} {gpu['arch']} "
-               f"(IR this Triton cannot read: unreadable_ir, exit 5, a skip)")
-    click.echo(f"  signature: {ctx['signature']}")
+    echo(f"wrote {script} — IR oracle: compiles {what} for {gpu['backend']} {gpu['arch']} "
+         f"(IR this Triton cannot read: unreadable_ir, exit 5, a skip)")
+    echo(f"  signature: {ctx['signature']}")
     spec = compile_commands(out_dir)
-    click.echo(f"  compile once (no GPU needed):  python {shlex.quote(str(script.resolve()))}")
-    click.echo(f"  record codegen at a good Triton:  {spec.record_command}")
-    click.echo(f"  compare anywhere else:   {spec.command}")
+    echo(f"  compile once (no GPU needed):  python {shlex.quote(str(script.resolve()))}")
+    echo(f"  record codegen at a good Triton:  {spec.record_command}")
+    echo(f"  compare anywhere else:   {spec.command}")

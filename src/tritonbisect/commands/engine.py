@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from tritonbisect.commands.echo import echo
 from tritonbisect.commands.options import (
     bisect_settings,
     resolve_workdir,
@@ -95,9 +96,9 @@ def execute(session: Session, *, json_out: bool = False, ui: Any = None) -> NoRe
     if json_out:
         data = result_json(session, result)
         data.update(follow_ups)
-        click.echo(json.dumps(data))
+        echo(json.dumps(data))
     else:
-        click.echo(summary(session, result))
+        echo(summary(session, result))
     raise click.exceptions.Exit(result.exit_code)
 
 
@@ -112,7 +113,7 @@ def drive_and_follow(session: Session, *, json_out: bool, ui: Any = None) -> tup
     if session.settings.executor.sandbox:
         from tritonbisect.builds.sandbox import announce
 
-        click.echo(f"tritonbisect: {announce()}", err=True)
+        echo(f"tritonbisect: {announce()}", err=True)
     ui = ui or make_ui()
     try:
         result = drive(session, ui)
@@ -134,7 +135,7 @@ def narrow_after(session: Session, result: Any, *, quiet: bool) -> dict[str, Any
     try:
         narrowed = narrow_session(session)
     except TritonBisectError as exc:
-        click.echo(f"tritonbisect: --narrow: {exc}", err=True)
+        echo(f"tritonbisect: --narrow: {exc}", err=True)
         return None
     if not quiet:
         echo_narrowing(narrowed)
@@ -166,16 +167,16 @@ def reduce_after(session: Session, result: Any, *, quiet: bool) -> dict[str, Any
         given = session.settings.follow_ups.reduce
         settings = Settings(ends.good_python, ends.bad_python, given.jobs, given.timeout,
                             codegen_thresholds=ends.codegen_thresholds)
-        click.echo("tritonbisect: --reduce: shrinking the oracle with the culprit and its parent ...", err=True)
+        echo("tritonbisect: --reduce: shrinking the oracle with the culprit and its parent ...", err=True)
         out = Path(session.dir) / "reduced"
         shutil.rmtree(out, ignore_errors=True)
         result_ = run_reduction(oracle_io.load(ends.oracle), settings, out, tuple(given.levels), env=ends.env,
-                                progress=lambda line: click.echo(f"[{time.monotonic() - t0:6.0f}s] {line}", err=True))
+                                progress=lambda line: echo(f"[{time.monotonic() - t0:6.0f}s] {line}", err=True))
     except NotReproducible as exc:
-        click.echo(f"tritonbisect: --reduce: not reproducible with the cached builds: {exc}", err=True)
+        echo(f"tritonbisect: --reduce: not reproducible with the cached builds: {exc}", err=True)
         return None
     except TritonBisectError as exc:
-        click.echo(f"tritonbisect: --reduce: {exc}", err=True)
+        echo(f"tritonbisect: --reduce: {exc}", err=True)
         return None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -310,7 +311,7 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
     running = session.lock.is_locked_elsewhere()
     counters = counters_of(records)  # the journal is read once
     if json_out:
-        click.echo(
+        echo(
             json.dumps(
                 {
                     "session": session.id,
@@ -326,10 +327,10 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
             )
         )
         return
-    click.echo(f"session {session.id} ({'running now' if running else 'not running'})")
-    click.echo(f"  created {session.created}; dir {session.dir}")
+    echo(f"session {session.id} ({'running now' if running else 'not running'})")
+    echo(f"  created {session.created}; dir {session.dir}")
     if session.argv:
-        click.echo(f"  command: tritonbisect {' '.join(session.argv)}")
+        echo(f"  command: tritonbisect {' '.join(session.argv)}")
     for p in session.phases():
         line = f"  phase {p.spec.name}: {p.status}"
         if p.range_size is not None:
@@ -338,39 +339,39 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
             line += f", culprit {p.culprit} (confidence {p.confidence})"
         if p.status == "inconclusive":
             line += f", {len(p.candidates)} candidates"
-        click.echo(line)
+        echo(line)
         if p.reason:
-            click.echo(f"    {p.reason}")
+            echo(f"    {p.reason}")
         from tritonbisect.reports.pins import phase_pins, pin_lines
 
         for pin_line in pin_lines(phase_pins(session, p.spec.name)):
-            click.echo(f"    {pin_line}")
+            echo(f"    {pin_line}")
         if (session.extra.get("cases") or {}).get(p.spec.name):  # a test that reports cases
             from tritonbisect.reports.case_tables import summary_lines
 
             for case_line in summary_lines(session, p.spec.name):
                 if not case_line.startswith("cases:"):  # the reason above counts them already
-                    click.echo(f"    {case_line.strip()}")
+                    echo(f"    {case_line.strip()}")
     total = sum(float(r.get("seconds") or 0) for r in records)
-    click.echo(
+    echo(
         f"  {counters['steps']} steps, {counters['tests']} test runs, {counters['builds']} builds "
         f"({counters['cached_builds']} cached), {format_eta(total)} of step time"
     )
     shown = records[-_STATUS_STEPS:]
     if shown:
         more = f" of {len(records)}" if len(records) > len(shown) else ""
-        click.echo(f"  last {len(shown)}{more} journal records (every step: tritonbisect report {session.id}"
+        echo(f"  last {len(shown)}{more} journal records (every step: tritonbisect report {session.id}"
                    f"{workdir_flag(session)}):")
     for rec in shown:
-        click.echo(f"    {_status_line(rec)}")
+        echo(f"    {_status_line(rec)}")
     if not running and any(p.status in ("pending", "running", "aborted") for p in session.phases()):
-        click.echo(f"  resume with: {session.resume_command()}")
+        echo(f"  resume with: {session.resume_command()}")
     from tritonbisect.session.cleanup import describe
 
     kept = describe(session, session.dir.parent.parent)
     if kept:
-        click.echo("\n".join(kept))
-        click.echo(f"  remove them with: tritonbisect clean {session.id}{workdir_flag(session)}")
+        echo("\n".join(kept))
+        echo(f"  remove them with: tritonbisect clean {session.id}{workdir_flag(session)}")
 
 
 _STATUS_STEPS = 8  # journal records `status` shows
@@ -416,9 +417,9 @@ def report_cmd(session_id: str | None, workdir: Path | None, fmt: str, output: P
 
         with at_path(output):
             output.write_text(text, encoding="utf-8")
-        click.echo(f"report written to {output}", err=True)
+        echo(f"report written to {output}", err=True)
     else:
-        click.echo(text, nl=False)
+        echo(text, nl=False)
 
 
 # --- demo --------------------------------------------------------------------------------
@@ -445,7 +446,7 @@ def demo_cmd(jobs: int, keep: bool, json_out: bool) -> None:
         session = Session.create(
             settings.workdir, settings, [demo_phase(sample)], argv=["demo"]
         )
-        click.echo(
+        echo(
             f"tritonbisect demo: {sample.n_commits} commits in {sample.repo}; "
             f"planted regression at {sample.culprit[:12]}, commits "
             f"{', '.join(c[:7] for c in sample.broken)} do not build",
@@ -457,11 +458,11 @@ def demo_cmd(jobs: int, keep: bool, json_out: bool) -> None:
         finally:
             ui.close()
         if json_out:
-            click.echo(json.dumps(render_json(session), indent=2))
+            echo(json.dumps(render_json(session), indent=2))
         else:
-            click.echo(render_markdown(session), nl=False)
+            echo(render_markdown(session), nl=False)
         ok = result.culprit == sample.culprit
-        click.echo(
+        echo(
             f"tritonbisect demo: {'found the planted regression' if ok else 'WRONG culprit'}"
             + (f"; files kept in {tmp}" if keep else ""),
             err=True,

@@ -21,6 +21,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from tritonbisect.commands.echo import echo
 from tritonbisect.commands.launch import resolve_test
 from tritonbisect.commands.options import (
     BisectSettings,
@@ -210,9 +211,9 @@ def hunt_cmd(ctx: click.Context, state_path: Path, bad: str | None, good: str | 
         with open(gh_out, "a", encoding="utf-8") as f:
             f.write(github_outputs(data))
     if wants_json(kwargs):
-        click.echo(json.dumps(data))
+        echo(json.dumps(data))
     else:
-        click.echo(_plain(data))
+        echo(_plain(data))
     raise click.exceptions.Exit(result.exit_code)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from tritonbisect.commands.echo import echo
 from tritonbisect.commands.options import common_bisect_options, resolve_workdir
 from tritonbisect.core.errors import InputError
 
@@ -53,7 +54,7 @@ def mark_cmd(args: tuple[str, ...], why: str | None, phase_name: str | None, wor
     session = _open(session_id, workdir)
     rec = mark(session, commit, verdict, why, phase_name)
     was = f" (was {rec['was']})" if rec.get("was") and rec["was"] != verdict else ""
-    click.echo(
+    echo(
         f"marked {rec['commit'][:12]} {verdict}{was} in session {session.id}, phase {rec['phase']} "
         f"(journal #{rec['seq']}); continue with: {session.resume_command()}"
     )
@@ -74,7 +75,7 @@ def undo_cmd(session_id: str | None, seq: int | None, why: str | None, workdir: 
 
     session = _open(session_id, workdir)
     rec, target = undo(session, seq, why)
-    click.echo(
+    echo(
         f"undid #{target.get('seq')} ({str(target.get('commit'))[:12]} {target.get('verdict')}, "
         f"{target.get('role')}) in session {session.id} (journal #{rec['seq']}); "
         f"continue with: {session.resume_command()}"
@@ -88,7 +89,7 @@ def undo_cmd(session_id: str | None, seq: int | None, why: str | None, workdir: 
 def log_cmd(session_id: str | None, phase_name: str | None, workdir: Path | None) -> None:
     """The verdicts of a session in `git bisect log` form (`git bisect replay` takes it)."""
     session = _open(session_id, workdir)
-    click.echo(render_session_log(session, phase_name), nl=False)
+    echo(render_session_log(session, phase_name), nl=False)
 
 
 def render_session_log(session: Any, phase_name: str | None = None) -> str:
@@ -198,8 +199,8 @@ def replay_cmd(logfile: Path, repo: Path, build_cmd: str | None, **kwargs: Any) 
     for rec in records:
         session.journal.append(rec)
     for note in notes:
-        click.echo(f"tritonbisect replay: {note}", err=True)
-    click.echo(
+        echo(f"tritonbisect replay: {note}", err=True)
+    echo(
         f"tritonbisect replay: {len(records) - 2} verdicts from {logfile} inside "
         f"{good[:12]}..{bad[:12]} ({len(cands.order)} commits); going on",
         err=True,

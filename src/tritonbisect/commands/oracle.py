@@ -19,6 +19,7 @@ from pathlib import Path
 
 import click
 
+from tritonbisect.commands.echo import echo
 from tritonbisect.commands.help_sections import hidden_alias
 from tritonbisect.core.errors import InputError
 
@@ -35,9 +36,9 @@ def info(trace: Path, kernel: str | None, json_out: bool) -> None:
 
     tr = load_trace(trace)
     if json_out:
-        click.echo(json.dumps(info_dict(tr, kernel), indent=1))
+        echo(json.dumps(info_dict(tr, kernel), indent=1))
     else:
-        click.echo(render_info(tr, kernel))
+        echo(render_info(tr, kernel))
 
 
 @click.command("repro")
@@ -110,15 +111,15 @@ def repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: i
         return
     oracle = generate_oracle(tr, kernel, out_dir, launch_id=launch_id, line=line, timeout=timeout,
                              ir_stage=None if from_ == "source" else from_)
-    click.echo(oracle.summary())
+    echo(oracle.summary())
     for warning in oracle.warnings:
-        click.echo(f"  note: {warning}")
+        echo(f"  note: {warning}")
     if tr.skipped:
         skipped = ", ".join(f"{k} x{v}" for k, v in sorted(tr.skipped.items()))
-        click.echo(f"  note: skipped unknown trace events: {skipped}")
+        echo(f"  note: skipped unknown trace events: {skipped}")
     spec = oracle_commands(out_dir)
-    click.echo(f"  record at a good Triton:  {spec.record_command}")
-    click.echo(f"  compare anywhere else:    {spec.command}")
+    echo(f"  record at a good Triton:  {spec.record_command}")
+    echo(f"  compare anywhere else:    {spec.command}")
 
 
 @click.command("trace", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

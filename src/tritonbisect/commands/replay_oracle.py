@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
-
+from tritonbisect.commands.echo import echo
 from tritonbisect.core.errors import InputError
 from tritonbisect.traces.reader import Trace
 
@@ -19,11 +18,11 @@ def echo_replay_oracle(trace: Trace, launches: str, out_dir: Path, *, kernel: st
     if mode != "runtime":
         raise InputError("--launches goes with --mode runtime")
     oracle = generate_replay(trace, launches, out_dir, timeout=timeout)
-    click.echo(oracle.summary())
+    echo(oracle.summary())
     for left in oracle.not_replayed:
-        click.echo(f"  {left.line()}")
+        echo(f"  {left.line()}")
     for warning in oracle.warnings:
-        click.echo(f"  note: {warning}")
+        echo(f"  note: {warning}")
     record, compare = replay_commands(out_dir)
-    click.echo(f"  record at a good Triton:  {record}")
-    click.echo(f"  compare anywhere else:    {compare}")
+    echo(f"  record at a good Triton:  {record}")
+    echo(f"  compare anywhere else:    {compare}")

@@ -15,6 +15,7 @@ import click
 from tritonbisect import __version__
 from tritonbisect.builds.sandbox import Sandbox, detect, why_unavailable
 from tritonbisect.cli.entry import run_cli
+from tritonbisect.commands.echo import echo
 from tritonbisect.commands.help_sections import sectioned
 from tritonbisect.commands.options import executor_options, executor_settings, resolve_workdir
 from tritonbisect.compat_builder import gitops
@@ -48,7 +49,7 @@ _EXECUTOR_KEY = "tritonbisect.executor"
 
 
 def _echo(message: str) -> None:
-    click.echo(f"compat-builder: {message}", err=True)
+    echo(f"compat-builder: {message}", err=True)
 
 
 @contextlib.contextmanager
@@ -216,7 +217,7 @@ def _apply_ai_overrides(state: MapState, ai, ai_model, max_attempts) -> None:
 
 def _run(state: MapState, mapper: Mapper) -> str:
     result = mapper.run()
-    click.echo(result)
+    echo(result)
     return result
 
 
@@ -353,7 +354,7 @@ def resume_command(session, fix_commit, ai, ai_model, max_attempts, ai_timeout, 
     with SessionLock(sdir), _api_key_kept_apart() as key:
         state = MapState.load(sdir)
         if state.phase == DONE:
-            click.echo(state.result)
+            echo(state.result)
             _echo(f"session {state.id} is already complete")
             return
         _apply_ai_overrides(state, ai, ai_model, max_attempts)
@@ -379,7 +380,7 @@ def status_command(session, as_json, workdir) -> None:
     """Where a session (the newest by default) stands."""
     state = MapState.load(session_dir(resolve_workdir(workdir), session))
     if as_json:
-        click.echo(json.dumps(json.loads((state.dir / "state.json").read_text()), indent=1))
+        echo(json.dumps(json.loads((state.dir / "state.json").read_text()), indent=1))
         return
     usage = state.usage_total()
     lines = [
@@ -407,7 +408,7 @@ def status_command(session, as_json, workdir) -> None:
         lines += ["fixes", *(f"  {line}" for line in report(state.fixes).splitlines())]
     if state.result:
         lines.append(f"result    {state.result}")
-    click.echo("\n".join(lines))
+    echo("\n".join(lines))
 
 
 @root.command("verify")
@@ -463,10 +464,10 @@ def verify_command(csv_path, llvm_dir, triton_dir, build, smoke, build_timeout, 
     for commit, scripts in parse_needs_review(cmap.metadata.get("needs_review", "")).items():
         _echo(f"review: Triton {commit[:12]} (a model's fix) changes build scripts: {', '.join(scripts)}")
     for problem in problems:
-        click.echo(problem)
+        echo(problem)
     if problems:
         raise TritonBisectError(f"{csv_path}: {len(problems)} problem(s)", exit_code=1)
-    click.echo(f"{csv_path}: OK ({len(cmap.rows)} rows{', every row builds at both ends' if build else ''})")
+    echo(f"{csv_path}: OK ({len(cmap.rows)} rows{', every row builds at both ends' if build else ''})")
 
 
 def _verify_builds(cmap, csv_path, order, triton_repo, llvm_repo, workdir, smoke, timeout, venv,

@@ -87,7 +87,7 @@ def _load_compile(root: Path) -> OracleDir:
 
 def _load_ir(root: Path, context: dict[str, Any], name: str) -> OracleDir:
     path = root / name
-    if Path(name).is_absolute() or path.suffix not in IR_SUFFIXES:
+    if Path(name).name != name or name.startswith(".") or path.suffix not in IR_SUFFIXES:
         raise InputError(f"{root}: an IR oracle of {name}; reduce handles a .ttir or .ttgir file beside {COMPILE_SCRIPT}")
     try:
         text = path.read_text(encoding="utf-8")
@@ -133,8 +133,15 @@ def absolute_blobs(context: dict[str, Any], root: Path) -> dict[str, Any]:
     out = copy.deepcopy(context)
     for spec in out.get("args", []):
         spec.pop("after", None)
+    home = root.resolve()
     for init in _blob_fields(out):
-        init["file"] = str((root / init["file"]).resolve())
+        blob = (root / str(init["file"])).resolve()
+        # the folder's context.json names its blobs: one outside it would be copied into the
+        # reduced oracle, which people attach to issues
+        if not blob.is_relative_to(home):
+            raise InputError(f"{root / CONTEXT}: blob {str(init['file'])[:80]!r} is outside the oracle's folder; "
+                             "regenerate the oracle with `tritonbisect repro`")
+        init["file"] = str(blob)
     return out
 
 

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
+from tritonbisect.core.untrusted import one_line, printable
 from tritonbisect.reports.case_tables import by_culprit, step_cases
 from tritonbisect.session.case_answer import cases_state
 from tritonbisect.session.observer import _FIXED_MARK, NullUI, short
@@ -67,7 +68,8 @@ class PlainUI(NullUI):
         self.stream = stream or sys.stderr
 
     def _print(self, text: str) -> None:
-        print(text, file=self.stream, flush=True)
+        # subjects, case names and a test's output are someone else's text: no terminal escapes
+        print(printable(text), file=self.stream, flush=True)
 
     def phase_started(self, session: Any, phase: Any, n: int, subject: Callable[[str], str]) -> None:
         super().phase_started(session, phase, n, subject)
@@ -180,13 +182,13 @@ class RichUI(PlainUI):
             f"{c}" + (f" ({where})" if "@" in where else "")
             for c, where in list(self._flying.items())[:4]
         )
-        text = Text(f"{self._phase} {self._status} | elapsed {elapsed}", style="bold cyan")
+        text = Text(one_line(f"{self._phase} {self._status} | elapsed {elapsed}"), style="bold cyan")
         if flying:
-            text.append(f" | testing {flying}", style="yellow")
+            text.append(one_line(f" | testing {flying}"), style="yellow")
         return text
 
     def _print(self, text: str) -> None:
-        self.console.print(text, markup=False, highlight=False)
+        self.console.print(printable(text), markup=False, highlight=False)
 
     def phase_started(self, session: Any, phase: Any, n: int, subject: Callable[[str], str]) -> None:
         super().phase_started(session, phase, n, subject)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from tritonbisect.core.errors import InputError
+from tritonbisect.core.untrusted import one_line
+from tritonbisect.traces.blobs import resolve_blob as resolve_blob  # re-exported
+from tritonbisect.traces.decoding import iter_lines, sniff
 from tritonbisect.traces.ir_content import ir_texts
-
-GZIP_MAGIC = b"\x1f\x8b"
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 # Event types tritonparse (raw and parsed output) or our own tracer write. Others are
 # skipped and counted.
@@ -43,7 +42,6 @@ KNOWN_IGNORED_EVENTS = {
 GRAPH_CAPTURE_NOTE = "_note"
 
 _TRACE_SUFFIXES = (".bin.ndjson", ".ndjson.gz", ".ndjson.zst", ".ndjson.zstd", ".ndjson")
-_CHUNK = 1 << 20
 
 
 @dataclass
@@ -317,116 +315,9 @@ def find_trace_files(path: Path) -> list[TraceFile]:
 # --- decoding ---------------------------------------------------------------------------
 
 
-def _sniff(path: Path) -> str:
-    with path.open("rb") as fh:
-        head = fh.read(4)
-    if head.startswith(GZIP_MAGIC):
-        return "gzip"
-    if head.startswith(ZSTD_MAGIC):
-        return "zstd"
-    return "none"
-
-
-class _Framed:
-    """Decompress concatenated gzip members or zstd frames, tracking byte offsets."""
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-        self._zstd = None
-        if kind == "zstd":
-            try:
-                import zstandard
-            except ImportError as exc:  # pragma: no cover - zstandard is a dependency
-                raise InputError("reading a zstd trace needs the 'zstandard' package") from exc
-            self._zstd = zstandard.ZstdDecompressor()
-
-    def new(self):
-        if self.kind == "gzip":
-            return zlib.decompressobj(wbits=31)
-        assert self._zstd is not None  # made in __init__ for kind "zstd"
-        return self._zstd.decompressobj()
-
-    @staticmethod
-    def done(obj) -> bool:
-        return bool(obj.eof)
-
-
-def _decompressed_chunks(path: Path, kind: str) -> Iterator[bytes]:
-    framed = _Framed(kind)
-    obj = framed.new()
-    member_start = 0  # byte offset where the current member/frame began
-    consumed = 0  # compressed bytes fed so far
-    fed_member = False
-    with path.open("rb") as fh:
-        while True:
-            chunk = fh.read(_CHUNK)
-            if not chunk:
-                break
-            data = chunk
-            while data:
-                try:
-                    out = obj.decompress(data)
-                except Exception as exc:  # zlib.error / zstandard.ZstdError
-                    raise InputError(
-                        f"{path}: corrupt {kind} data in the member starting at byte {member_start} ({exc})"
-                    ) from None
-                fed_member = True
-                if out:
-                    yield out
-                if framed.done(obj):
-                    unused = obj.unused_data
-                    used = len(data) - len(unused)
-                    consumed += used
-                    member_start = consumed
-                    obj = framed.new()
-                    fed_member = False
-                    data = unused
-                    # skip padding zeros between members (gzip allows trailing garbage checks)
-                    if data and not data.strip(b"\x00"):
-                        consumed += len(data)
-                        data = b""
-                else:
-                    consumed += len(data)
-                    data = b""
-    if fed_member and not framed.done(obj):
-        raise InputError(
-            f"{path}: truncated {kind} data: the member starting at byte {member_start} "
-            f"ends early at byte {consumed} (the file was cut off)"
-        )
-
-
-def _raw_chunks(path: Path) -> Iterator[bytes]:
-    with path.open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            yield chunk
-
-
-def iter_lines(path: Path, kind: str) -> Iterator[tuple[int, bytes, bool]]:
-    """(line number from 1, line bytes, is_last) for each line of the decompressed text."""
-    chunks = _raw_chunks(path) if kind == "none" else _decompressed_chunks(path, kind)
-    buf = b""
-    line_no = 0
-    pending: tuple[int, bytes] | None = None
-    for chunk in chunks:
-        buf += chunk
-        *complete, buf = buf.split(b"\n")
-        for raw in complete:
-            line_no += 1
-            if pending is not None:
-                yield pending[0], pending[1], False
-            pending = (line_no, raw)
-    if buf:
-        line_no += 1
-        if pending is not None:
-            yield pending[0], pending[1], False
-        pending = (line_no, buf)
-    if pending is not None:
-        yield pending[0], pending[1], True
-
-
 def iter_records(tf: TraceFile) -> Iterator[tuple[int, dict]]:
     """(line, record) of each JSON object in a trace file; a corrupt line is an InputError."""
-    tf.compression = _sniff(tf.path)
+    tf.compression = sniff(tf.path)
     for line_no, raw, is_last in iter_lines(tf.path, tf.compression):
         if not raw.strip():
             continue
@@ -458,7 +349,7 @@ def _launch_from(record: dict, tf: TraceFile, line: int, order: tuple) -> Launch
     if not isinstance(args, dict):
         args = {}
     return Launch(
-        name=str(record.get("name") or meta.get("name") or "?"),
+        name=one_line(record.get("name") or meta.get("name") or "?"),
         hash=meta.get("hash"),
         grid=[int(g) for g in grid],
         args=args,
@@ -507,7 +398,7 @@ def load_trace(path: Path | str) -> Trace:
                     ir = ir_texts(payload)
                     compilations[h] = Compilation(
                         hash=h,
-                        name=str(meta.get("name") or "?"),
+                        name=one_line(meta.get("name") or "?"),
                         metadata=meta,
                         python_source=payload.get("python_source"),
                         file=tf.path,
@@ -544,40 +435,3 @@ def load_trace(path: Path | str) -> Trace:
         skipped=skipped,
         ignored=ignored,
     )
-
-
-# --- blobs ------------------------------------------------------------------------------
-
-
-def resolve_blob(blob_path: str, trace_file: Path, root: Path) -> Path | None:
-    """Where a blob recorded with the capture machine's absolute path is on this machine:
-    the trace's own `saved_tensors/` folder first, the recorded path last."""
-    recorded = Path(blob_path)
-    parts = recorded.parts
-    tail: tuple[str, ...] = (recorded.name,)
-    if "saved_tensors" in parts:
-        i = len(parts) - 1 - parts[::-1].index("saved_tensors")
-        tail = parts[i + 1 :]
-    bases = [
-        trace_file.parent,
-        trace_file.parent.parent / "logs",
-        trace_file.parent.parent,
-    ]
-    root_dir = root if root.is_dir() else root.parent
-    bases += [root_dir, root_dir / "logs", root_dir.parent / "logs"]
-    seen: set[Path] = set()
-    for base in bases:
-        for candidate in (base / "saved_tensors" / Path(*tail), base / Path(*tail)):
-            if candidate in seen:
-                continue
-            seen.add(candidate)
-            if candidate.is_file():
-                return candidate
-    for base in (root_dir, trace_file.parent.parent):
-        if base.is_dir():
-            for hit in base.rglob(recorded.name):
-                if hit.is_file():
-                    return hit
-    if recorded.is_absolute() and recorded.is_file():
-        return recorded
-    return None

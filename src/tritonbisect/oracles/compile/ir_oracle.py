@@ -21,6 +21,7 @@ from typing import Any
 from tritonbisect import __version__
 from tritonbisect.builds.recipes import TestSpec
 from tritonbisect.core.errors import InputError
+from tritonbisect.core.untrusted import file_component
 from tritonbisect.mlir.signature import kernel_function
 from tritonbisect.oracles.compile import spec as compile_spec
 from tritonbisect.oracles.compile.folder import (
@@ -85,7 +86,7 @@ def generate_ir_oracle(
     if gpu is None:
         raise InputError(f"kernel '{kernel}' has no GPU target to compile its {stage} for; give one with --target "
                          "(e.g. --target cuda:90 or hip:gfx942)")
-    ir_name = f"{kernel}.{stage}"
+    ir_name = f"{file_component(kernel)}.{stage}"  # the trace names the kernel: never a path
     context = _context(
         kernel, ir_name, text, stage, gpu, compile_spec.compile_options(meta), timeout,
         trace={"path": str(tr.root), "file": str(comp.file), "line": comp.line},
