@@ -20,11 +20,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tritonbisect.builds.gitutil import base_build_env, checkout_worktree
+from tritonbisect.builds.gitutil import GitFailure, base_build_env, checkout_worktree
 from tritonbisect.builds.recipes import StepContext, TestSpec
 from tritonbisect.builds.store import open_cache
 from tritonbisect.compat_builder import gitops
-from tritonbisect.core.errors import AbortError
+from tritonbisect.core.errors import AbortError, InputError
 from tritonbisect.core.outcome import Kind
 from tritonbisect.domains.llvm.recipe import LLVMConfig, build_llvm, llvm_cache_key
 from tritonbisect.domains.llvm.triton_recipe import LLVMTritonRecipe
@@ -121,7 +121,11 @@ class Prober:
         log_dir.mkdir(parents=True, exist_ok=True)
         if not (self.llvm_source / ".git").exists():
             gitops.add_worktree(self.llvm_repo, self.llvm_source, llvm_commit)
-        checkout_worktree(self.llvm_repo, self.llvm_source, llvm_commit)
+        try:
+            checkout_worktree(self.llvm_repo, self.llvm_source, llvm_commit)
+        except GitFailure as exc:  # e.g. a commit of a map that this clone has not fetched
+            raise InputError(f"LLVM commit {llvm_commit[:12]} cannot be checked out ({exc}); fetch it into "
+                             f"{self.llvm_repo} first") from None
         ctx = StepContext(worktree=self.llvm_source, log_dir=log_dir, worker=0,
                           timeout=self.timeout, workdir=self.workdir, sandbox=self.sandbox)
         workdir = self.recipe.workdir(ctx)

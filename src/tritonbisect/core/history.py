@@ -2,7 +2,9 @@
 
 Ranges come from ``git rev-list --topo-order --reverse --parents``, ancestry from
 ``git merge-base --is-ancestor``, files from ``git diff-tree -z``, commit metadata from
-``git log -1 --format`` with NUL separators. Nothing here parses git's English.
+``git log -1 --format`` with NUL separators. Nothing here parses git's English. A revision
+may come from a file someone else wrote (a session's journal): it always follows
+``--end-of-options``, so one spelled like an option (`--output=FILE`) is only a bad revision.
 
 Plain `git` processes, not GitPython: every bisecting command opens a History at start,
 and importing GitPython (with its own `git version` calls) cost about 50 ms of each start.
@@ -101,7 +103,7 @@ class History:
     def is_ancestor(self, a: str, b: str) -> bool:
         """Whether commit a is an ancestor of (or equal to) commit b."""
         try:
-            self._git("merge-base", "--is-ancestor", a, b)
+            self._git("merge-base", "--is-ancestor", "--end-of-options", a, b)
         except GitCommandError as exc:
             if exc.status == 1:
                 return False
@@ -127,7 +129,7 @@ class History:
         args = ["--topo-order", "--reverse", "--parents"]
         if first_parent:
             args.append("--first-parent")
-        out = self._git("rev-list", *args, b, f"^{g}")
+        out = self._git("rev-list", *args, "--end-of-options", b, f"^{g}")
         order: list[str] = []
         all_parents: list[list[str]] = []
         for line in out.splitlines():
@@ -149,28 +151,28 @@ class History:
     # ---- commits ----------------------------------------------------------------------------
 
     def parents(self, sha: str) -> tuple[str, ...]:
-        fields = self._git("rev-list", "--parents", "-n", "1", sha, "--").split()
+        fields = self._git("rev-list", "--parents", "-n", "1", "--end-of-options", sha, "--").split()
         return tuple(fields[1:])
 
     def files_touched(self, sha: str) -> list[str]:
         """Paths changed by the commit, compared with its first parent (all files for a root)."""
         parents = self.parents(sha)
         if parents:
-            out = self._git("diff-tree", "-r", "-z", "--name-only", "--no-renames", parents[0], sha)
+            out = self._git("diff-tree", "-r", "-z", "--name-only", "--no-renames", "--end-of-options", parents[0], sha)
         else:
-            out = self._git("diff-tree", "-r", "-z", "--name-only", "--no-commit-id", "--root", sha)
+            out = self._git("diff-tree", "-r", "-z", "--name-only", "--no-commit-id", "--root", "--end-of-options", sha)
         return [p for p in out.split("\0") if p]
 
     def commit_info(self, sha: str) -> CommitInfo:
         out = self._git(
-            "log", "-1", "--no-show-signature", "--format=%H%x00%s%x00%an%x00%ae%x00%aI", sha, "--"
+            "log", "-1", "--no-show-signature", "--format=%H%x00%s%x00%an%x00%ae%x00%aI", "--end-of-options", sha, "--"
         )
         full, subject, author, email, date = out.strip("\n").split("\0")
         return CommitInfo(full, subject, author, email, date)
 
     def committed_at(self, sha: str) -> str:
         """The committer date (strict ISO 8601): when the commit entered the branch."""
-        return self._git("log", "-1", "--no-show-signature", "--format=%cI", sha, "--").strip()
+        return self._git("log", "-1", "--no-show-signature", "--format=%cI", "--end-of-options", sha, "--").strip()
 
     def subjects(self, shas: list[str], *, known_only: bool = False) -> dict[str, str]:
         """{full sha: subject} for many commits with one git call (a report or a phase shows the
@@ -199,7 +201,7 @@ class History:
     def file_at(self, sha: str, path: str) -> str | None:
         """The text of `path` at commit `sha`; None when absent (or not a file) there."""
         path = path.strip("/")
-        out = self._git("ls-tree", "-z", "--full-tree", sha, "--", path)
+        out = self._git("ls-tree", "-z", "--full-tree", "--end-of-options", sha, "--", path)
         for entry in out.split("\0"):
             if not entry:
                 continue

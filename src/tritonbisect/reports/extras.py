@@ -60,18 +60,41 @@ def failing_log(steps: Sequence[Mapping[str, Any]], culprit: str | None, bad: st
     return None
 
 
-def log_tail(path: str | None, lines: int = TAIL_LINES) -> str | None:
+def session_log(session_dir: Path, session_id: str, path: str | None) -> Path | None:
+    """Where a log a step record names is inside its session's folder: the path below the
+    folder, or (a session folder moved since) what follows the session's id in it. None for a
+    path elsewhere: a journal is a file anyone with the folder could have edited."""
     if not path:
         return None
-    from tritonbisect.core.process import tail_lines
+    recorded = Path(path)
+    if recorded.is_absolute() and recorded.is_relative_to(session_dir):
+        return recorded
+    parts = recorded.parts
+    if session_id in parts:
+        rest = parts[len(parts) - parts[::-1].index(session_id):]
+        return session_dir.joinpath(*rest) if rest else None
+    return None
 
-    text = tail_lines(Path(path), lines)
+
+def log_tail(session_dir: Path, session_id: str, path: str | None, lines: int = TAIL_LINES) -> str | None:
+    """The last lines of a step's log, read only inside the session's folder and through no
+    link (core/confined.py): a test that links its log to ~/.netrc shows nothing."""
+    from tritonbisect.core.confined import read_tail_inside
+
+    where = session_log(session_dir, session_id, path)
+    if where is None:
+        return None
+    text = read_tail_inside(session_dir, where, 16 * 1024)
+    if text is None:
+        return None
+    text = "\n".join(text.rstrip("\n").splitlines()[-lines:])
     return text if text.strip() else None
 
 
-def failing_output_lines(log: str | None, scrub: PathScrubber, heading: str) -> list[str]:
+def failing_output_lines(log: str | None, scrub: PathScrubber, heading: str, *, session_dir: Path,
+                         session_id: str) -> list[str]:
     """A collapsed block with the end of the failing test's output."""
-    tail = log_tail(log)
+    tail = log_tail(session_dir, session_id, log)
     if tail is None:
         return []
     fence = "```"

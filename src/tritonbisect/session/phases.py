@@ -5,6 +5,7 @@ These are what session.json holds per phase (docs/architecture.md, "Settings and
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,28 @@ EXIT_OF_STATUS = {
     STATUS_INVALID: EXIT_ENDPOINTS_INVALID,
     STATUS_ABORTED: EXIT_ABORTED,
 }
+
+
+# what session.json may say where the tool wrote a commit id or a name: anything else is a
+# corrupt (or crafted) file, never a revision that reaches git or a folder name
+_COMMIT = re.compile(r"[0-9a-f]{4,64}")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}")
+
+
+def commit_id(value: Any, what: str) -> str:
+    """`value` when it is a commit id (hex); ValueError naming `what` otherwise."""
+    text = str(value)
+    if not _COMMIT.fullmatch(text):
+        raise ValueError(f"its {what} {text[:60]!r} is not a commit id")
+    return text
+
+
+def safe_name(value: Any, what: str) -> str:
+    """`value` when it is a name that is safe as a folder name; ValueError otherwise."""
+    text = str(value)
+    if not _NAME.fullmatch(text) or ".." in text:
+        raise ValueError(f"its {what} {text[:60]!r} is not a name of letters, digits and -_.+")
+    return text
 
 
 @dataclass
@@ -68,14 +91,15 @@ class PhaseSpec:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PhaseSpec:
         return cls(
-            name=str(data["name"]),
+            name=safe_name(data["name"], "phase name"),
             repo=Path(data["repo"]),
-            good=str(data["good"]),
-            bad=str(data["bad"]),
+            good=commit_id(data["good"], "good commit"),
+            bad=commit_id(data["bad"], "bad commit"),
             recipe_name=str(data["recipe_name"]),
             recipe_config=dict(data.get("recipe_config") or {}),
             first_parent=bool(data.get("first_parent", False)),
-            candidates=list(data["search_candidates"]) if data.get("search_candidates") else None,
+            candidates=[commit_id(c, "candidate") for c in data["search_candidates"]]
+            if data.get("search_candidates") else None,
             prefer_cached=bool(data.get("prefer_cached", True)),
         )
 
@@ -106,8 +130,8 @@ class PhaseState:
         return cls(
             spec=PhaseSpec.from_dict(data),
             status=str(data.get("status") or STATUS_PENDING),
-            culprit=data.get("culprit"),
-            candidates=list(data.get("candidates") or []),
+            culprit=commit_id(data["culprit"], "culprit") if data.get("culprit") else None,
+            candidates=[commit_id(c, "candidate") for c in data.get("candidates") or []],
             confidence=data.get("confidence"),
             reason=data.get("reason"),
             range_size=data.get("range_size"),

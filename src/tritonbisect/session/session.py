@@ -43,6 +43,7 @@ from tritonbisect.session.phases import (
     PhaseSpec,
     PhaseState,
     SessionResult,
+    safe_name,
 )
 from tritonbisect.session.settings_file import SCHEMA, SCHEMA_KEY, read_settings, settings_record
 from tritonbisect.session.workflows import continuation
@@ -66,6 +67,13 @@ def _unique_name(name: str, taken: list[str]) -> str:
     return f"{name}-{n}"
 
 
+def _said(exc: Exception) -> str:
+    """What a KeyError/TypeError/ValueError of reading session.json says, as a phrase."""
+    if isinstance(exc, KeyError):
+        return f"it has no {exc.args[0]!r}"
+    return str(exc) or type(exc).__name__
+
+
 def _new_id() -> str:
     return datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
 
@@ -77,7 +85,7 @@ class Session:
     def __init__(self, directory: Path, data: Mapping[str, Any]) -> None:
         self.dir = directory
         try:
-            self.id = str(data["id"])
+            self.id = safe_name(data["id"], "id")
             self.created = str(data.get("created", ""))
             self.argv = list(data.get("argv") or [])
             self.cwd = data.get("cwd")
@@ -87,7 +95,7 @@ class Session:
             self.current_phase = int(data.get("current_phase", 0))
             self.extra: dict[str, Any] = dict(data.get("extra") or {})
         except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"session file {directory / SESSION_FILE} is corrupt: {exc!r}") from None
+            raise InputError(f"session file {directory / SESSION_FILE} is corrupt: {_said(exc)}") from None
         self.journal = Journal(directory / JOURNAL_FILE)
         self.lock = SessionLock(directory / LOCK_FILE, self.id)
 
