@@ -145,7 +145,7 @@ def trace(out_dir: Path, kernels: tuple[str, ...], max_blob_launches: int, outpu
     run = run_traced(list(command), out_dir, kernels=kernels, max_blob_launches=max_blob_launches,
                      outputs_after=outputs_after)
     for line, to_stderr in summary_lines(run):
-        click.echo(line, err=to_stderr)
+        echo(line, err=to_stderr)
     raise click.exceptions.Exit(run.returncode)
 
 
