@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REGRESS_CHOICES = ("fail", "crash", "mismatch", "compile_error", "fixed")
+REGRESS_CHOICES = ("fail", "crash", "mismatch", "compile_error", "out_of_resources", "fixed")
 BUILD_FAILURE_CHOICES = ("skip", "abort", "bad")
 PROTOCOL_CODES = (0, 1, 125, 128)
 

@@ -29,6 +29,9 @@ class Kind(str, Enum):
     FLAKY = "flaky"
     # an IR oracle's IR cannot be read by the Triton under test (dialect drift): never bad
     UNREADABLE_IR = "unreadable_ir"
+    # it compiles, but the target's driver refuses to launch it (Triton's OutOfResources: more
+    # shared memory, threads or registers than a block may have)
+    OUT_OF_RESOURCES = "out_of_resources"
 
 
 class Verdict(str, Enum):
@@ -47,11 +50,11 @@ EXIT_CODE_OF_VERDICT: Mapping[Verdict, int] = {
 }
 
 TEST_FAILURE_KINDS = frozenset(
-    {Kind.FAIL, Kind.CRASH, Kind.COMPILE_ERROR, Kind.MISMATCH, Kind.TIMEOUT, Kind.PERF}
+    {Kind.FAIL, Kind.CRASH, Kind.COMPILE_ERROR, Kind.MISMATCH, Kind.TIMEOUT, Kind.PERF, Kind.OUT_OF_RESOURCES}
 )
 
 # "perf": a step is bad when its metric is worse than the good endpoint's (bisect.perf)
-REGRESS_MODES = ("fail", "crash", "mismatch", "compile_error", "fixed", "perf")
+REGRESS_MODES = ("fail", "crash", "mismatch", "compile_error", "out_of_resources", "fixed", "perf")
 BUILD_FAILURE_MODES = ("skip", "abort", "bad")
 
 
@@ -70,7 +73,7 @@ class Policy:
 
     `regress` picks which kinds count as the regression:
       fail           every test failure kind is bad (default)
-      crash / mismatch / compile_error / perf
+      crash / mismatch / compile_error / out_of_resources / perf
                      only that kind is bad (perf: slower than the good endpoint, judged
                      from repeated samples by `bisect.perf`); a pass is good; other failures are skipped,
                      because they hide whether the narrowed symptom is present
@@ -132,9 +135,10 @@ _CRASH_PATTERNS = re.compile(
 )
 _COMPILE_ERROR_PATTERNS = re.compile(
     r"triton\.compiler\.errors\.\w*Error|CompilationError|MLIRCompilationError|"
-    r"error: failed to legalize|PassManager::run failed|"
-    r"triton\.runtime\.errors\.OutOfResources|OutOfResources"
+    r"error: failed to legalize|PassManager::run failed"
 )
+# Triton's own launch-time check: the kernel compiled, the device cannot run a block of it
+_OUT_OF_RESOURCES_PATTERNS = re.compile(r"OutOfResources: out of resource|triton\.runtime\.errors\.OutOfResources")
 _INFRA_PATTERNS = re.compile(
     r"No space left on device|Cannot allocate memory|"
     r"Temporary failure in name resolution|Could not resolve host|Network is unreachable|"
@@ -147,6 +151,7 @@ _RESULT_STATUS_TO_KIND = {
     "pass": Kind.PASS,
     "mismatch": Kind.MISMATCH,
     "compile_error": Kind.COMPILE_ERROR,
+    "out_of_resources": Kind.OUT_OF_RESOURCES,
     "runtime_error": Kind.CRASH,
     "crash": Kind.CRASH,
     "timeout": Kind.TIMEOUT,
@@ -230,6 +235,11 @@ def classify_test(
     crash = _CRASH_PATTERNS.search(output_tail)
     if crash:
         return Classification(Kind.CRASH, f"test crashed: {_line_of(output_tail, crash.start())}")
+    out_of_resources = _OUT_OF_RESOURCES_PATTERNS.search(output_tail)
+    if out_of_resources:
+        return Classification(
+            Kind.OUT_OF_RESOURCES, f"out of resources at launch: {_line_of(output_tail, out_of_resources.start())}"
+        )
     compile_error = _COMPILE_ERROR_PATTERNS.search(output_tail)
     if compile_error:
         return Classification(

@@ -41,7 +41,8 @@ import oracle_lib as lib  # noqa: E402  (the single-launch oracle's helpers, bes
 EXIT_CRASH = 5
 EXIT_OF_STATUS = dict(lib.EXIT_OF_STATUS, crash=EXIT_CRASH)
 # worst first: the overall status is the worst of the launches'
-SEVERITY = ["usage_error", "env_unusable", "crash", "compile_error", "timeout", "runtime_error", "mismatch", "pass"]
+SEVERITY = ["usage_error", "env_unusable", "crash", "compile_error", "out_of_resources", "timeout", "runtime_error",
+            "mismatch", "pass"]
 
 
 def worst(statuses):

@@ -40,6 +40,7 @@ EXIT_USAGE = 2
 EXIT_COMPILE_ERROR = 3
 EXIT_RUNTIME_ERROR = 4
 EXIT_UNREADABLE_IR = 5
+EXIT_OUT_OF_RESOURCES = 6
 EXIT_TIMEOUT = 124
 EXIT_ENV_UNUSABLE = 125
 EXIT_OF_STATUS = {
@@ -49,6 +50,7 @@ EXIT_OF_STATUS = {
     "compile_error": EXIT_COMPILE_ERROR,
     "runtime_error": EXIT_RUNTIME_ERROR,
     "unreadable_ir": EXIT_UNREADABLE_IR,
+    "out_of_resources": EXIT_OUT_OF_RESOURCES,
     "timeout": EXIT_TIMEOUT,
     "env_unusable": EXIT_ENV_UNUSABLE,
 }
@@ -77,7 +79,6 @@ COMPILE_ERROR_TYPES = {
     "CompileTimeAssertionFailure",
     "UnsupportedLanguageConstruct",
     "MLIRCompilationError",
-    "OutOfResources",
     "SyntaxError",
     "NameError",
     "TypeError",
@@ -406,9 +407,11 @@ def snapshot(state, ctx, vector):
 
 
 def error_kind(exc):
-    """compile_error or runtime_error, from the exception (and what it wraps)."""
+    """compile_error, out_of_resources or runtime_error, from the exception (and what it wraps)."""
     seen = 0
     while exc is not None and seen < 6:
+        if type(exc).__name__ == "OutOfResources":  # compiled; the device refuses to launch it
+            return "out_of_resources"
         if type(exc).__name__ in COMPILE_ERROR_TYPES:
             return "compile_error"
         text = str(exc)

@@ -6,7 +6,7 @@ unless the kernel's own source imports it):
     compile_repro.py       the oracle (see standalone/compile_repro.py)
     compile_context.json   target, options, parameters and their specialization, provenance
     kernel_source.py       the kernel cut out of the traced source (shared with the runtime oracle)
-    tb_runner.py tb_child.py tb_bridge.py tb_codegen.py   its standard-library helpers
+    tb_runner.py tb_child.py tb_bridge.py tb_codegen.py tb_limits.py   its standard-library helpers
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ SCRIPT_NAME = "compile_repro.py"
 CONTEXT_NAME = "compile_context.json"
 SOURCE_NAME = "kernel_source.py"
 GOLDEN_NAME = "golden_codegen.json"
-HELPERS = ("tb_runner.py", "tb_child.py", "tb_bridge.py", "tb_codegen.py")
+HELPERS = ("tb_runner.py", "tb_child.py", "tb_bridge.py", "tb_codegen.py", "tb_limits.py")
 DEFAULT_TIMEOUT = 600.0
 TRACED_KEYS = ("shared", "num_warps", "num_stages", "num_ctas", "tmem_size", "global_scratch_size", "triton_version")
 

@@ -12,7 +12,10 @@ Triton of the Python running it, in a child process, and reports how that went:
 
 Exit codes: 0 pass, 1 codegen differs past a threshold (--check codegen), 2 usage error
 (the oracle's own inputs or harness), 3 compile error, 4 crash (signal/abort in the
-compiler), 5 unreadable IR (an IR oracle: this Triton cannot parse the IR), 124 timeout, 125 environment unusable (triton does not import).
+compiler), 5 unreadable IR (an IR oracle: this Triton cannot parse the IR), 6 out of resources
+(it compiles, but the target's driver would refuse to launch it: more shared memory, threads
+or registers than a block of that GPU may have; --no-limits skips the check), 124 timeout,
+125 environment unusable (triton does not import).
 A JSON result goes to --result PATH and to $TRITONBISECT_RESULT when set.
 Standard library + triton only (triton only in the child process).
 """
@@ -30,6 +33,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 import tb_codegen  # noqa: E402
+import tb_limits  # noqa: E402
 import tb_runner  # noqa: E402
 
 CONTEXT = "compile_context.json"
@@ -41,6 +45,7 @@ EXIT_OF_STATUS = {
     "compile_error": 3,
     "crash": 4,
     "unreadable_ir": 5,
+    "out_of_resources": 6,
     "timeout": 124,
     "env_unusable": 125,
 }
@@ -103,6 +108,8 @@ def parse_args(argv):
     p.add_argument("--compile-target", dest="target", metavar="BACKEND:ARCH",
                    help="compile for this target instead of the traced one: cuda:90, cuda:80, hip:gfx942")
     p.add_argument("--target", dest="target", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    p.add_argument("--no-limits", action="store_true",
+                   help="do not check the target's launch limits (shared memory, threads, registers per block)")
     p.add_argument("--result", metavar="PATH", help="write the JSON result here (also to $TRITONBISECT_RESULT)")
     p.add_argument("--timeout", type=float, default=None, help="seconds before giving up (default: from the context)")
     p.add_argument("--keep", metavar="DIR", help="copy what the compiler produced (ttir, ttgir, llir, ptx, cubin…) here")
@@ -191,6 +198,12 @@ def run(args, data):
             data["artifacts"] = keep_artifacts(res.artifacts, args.keep)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+    if not args.no_limits:  # what the driver would refuse at launch is a failure of its own
+        data["limits"] = tb_limits.limits_for(job["target"])
+        over = tb_limits.check(job["target"], stats)
+        if over:
+            raise Outcome("out_of_resources", tb_limits.reason(job["target"], over), over_limits=over)
 
     headline = tb_codegen.summary(stats)
     where = "%s %s" % (job["target"]["backend"], job["target"]["arch"])
