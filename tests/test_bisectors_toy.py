@@ -76,6 +76,33 @@ def test_pairs_search_tests_at_most_log2_pairs(world, home, tmp_path, capsys):
     assert len(tested) <= max_pairs_tested(len(candidates)) < len(candidates)
 
 
+def test_pairs_bisect_the_first_bad_pairs_llvm_range_to_the_culprit(world, home, tmp_path, capsys):
+    # A sparse map (two pairs around the regression): the first bad pair's LLVM commit ends a
+    # range of several commits; it is not the culprit, and the session goes on to find it.
+    t = world.truth
+    order = llvm_order(History(world.llvm), t["old_llvm"], t["new_llvm"])
+    regression = order.index(t["llvm_regression"])
+    inside = order[1 : order.index(t["llvm_last_compatible"][0]) + 1]
+    sparse = [inside[0], inside[-1]]
+    ends = [inside[-1]]
+    assert order.index(inside[0]) < regression < order.index(inside[-1])
+    cmap = write_toy_map(world, tmp_path / "commits.csv", [(t["bump_parent"], c) for c in sparse])
+    code, res, err = run_json(
+        ["pairs", "--compat-map", str(cmap), "--triton-dir", str(world.triton),
+         "--llvm-dir", str(world.llvm), "--test", t["triton_test"], "--workdir", str(home)],
+        capsys,
+    )
+    assert code == 0, err[-3000:]
+    assert res["culprit"] == t["llvm_regression"] and res["phase"] == "llvm"
+    pairs, llvm = res["phases"]
+    assert pairs["name"] == "pairs" and llvm["name"] == "llvm"
+    assert f"first bad pair: triton {t['bump_parent'][:12]} + llvm {ends[0][:12]}" in err
+    assert "bisecting them" in err and f"phase pairs: first bad pair at llvm {ends[0][:12]}" in err
+    assert "one of the 5 LLVM commits" in pairs["reason"] and ends[0][:12] in pairs["reason"]
+    code, md, _ = run_cli(["report", res["session"], "--workdir", str(home)], capsys)
+    assert code == 0 and t["llvm_regression"][:12] in md
+
+
 def test_llvm_regression_is_found_as_the_bump_then_descended_into(world, home, tmp_path, capsys):
     t = world.truth
     good, bad = _around(t["triton_order"], t["bump"])

@@ -23,7 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "triton": ("tritonbisect.domains.triton.command:triton_cmd", "Bisect Triton; a culprit that bumps LLVM is followed into llvm-project."),
     "llvm": ("tritonbisect.domains.llvm.command:llvm_cmd", "Bisect llvm-project, building at each LLVM commit a Triton that builds against it."),
     "torch": ("tritonbisect.domains.torch.command:torch_cmd", "Bisect PyTorch, with the Triton each commit pins."),
-    "pairs": ("tritonbisect.domains.llvm.command:pairs_cmd", "Binary search over the map's (Triton, LLVM) pairs: the first bad pair."),
+    "pairs": ("tritonbisect.domains.llvm.command:pairs_cmd", "Binary search over the map's (Triton, LLVM) pairs, then over the first bad pair's LLVM range."),
     "cache": ("tritonbisect.commands.artifact_cache:cache_group", "Built artifacts (wheels, LLVM installs) and recorded build failures."),
     # oracle
     "info": ("tritonbisect.commands.oracle:info", "Kernels, launches (id, grid, arguments), compile parameters, Triton version and target of a tritonparse trace (a file, or a folder of files)."),

@@ -132,6 +132,9 @@ class PlainUI(NullUI):
                 f"tritonbisect: phase {phase.spec.name}: first bad version {self.short(phase.culprit)} "
                 f"(confidence {phase.confidence})"
             )
+        elif phase.status == "found" and phase.spec.name == "pairs":
+            # the end of an LLVM range, not a culprit (domains/llvm/pairs.py)
+            self._print(f"tritonbisect: phase pairs: first bad pair at llvm {self.short(phase.culprit)}")
         elif phase.status == "found":
             self._print(
                 f"tritonbisect: phase {phase.spec.name}: culprit {phase.culprit} "

@@ -271,6 +271,8 @@ def render_markdown(session: Session) -> str:
         out.append(f"- **Status:** {phase['status']}")
         if phase["culprit"]:
             label = "Earliest culprit" if phase.get("cases") and len(phase["cases"].get("culprits") or []) > 1 else "Culprit"
+            if phase["name"] == "pairs":  # the end of an LLVM range (domains/llvm/pairs.py)
+                label = "First bad pair (LLVM)"
             out.append(f"- **{label}:** {_commit_line(phase['culprit_info'], phase['culprit'])}")
         if phase["status"] == "inconclusive":
             out.append(f"- **Candidates ({len(phase['candidates'])}), one of them is the culprit:**")

@@ -60,8 +60,8 @@ def llvm_cmd(triton_dir: Path, llvm_dir: Path, good_llvm: str, bad_llvm: str, co
 @common_bisect_options
 def pairs_cmd(compat_map: Path, triton_dir: Path, llvm_dir: Path, good_llvm: str | None,
               bad_llvm: str | None, **kwargs: Any) -> None:
-    """Binary search over the map's (Triton, LLVM) pairs: the first bad pair."""
-    from tritonbisect.domains.llvm.pairs import WORKFLOW, PairsBisector, max_pairs_tested
+    """Binary search over the map's (Triton, LLVM) pairs, then over the first bad pair's LLVM range."""
+    from tritonbisect.domains.llvm.pairs import WORKFLOW, PairsBisector, max_pairs_tested, save_plan
 
     settings = bisect_settings(**kwargs)
     bisector = PairsBisector(
@@ -75,7 +75,8 @@ def pairs_cmd(compat_map: Path, triton_dir: Path, llvm_dir: Path, good_llvm: str
         f"at most {max_pairs_tested(len(bisector.pairs))} to test",
         err=True,
     )
-    start_session(settings, [bisector.phase()], workflow=WORKFLOW, json_out=wants_json(kwargs))
+    start_session(settings, [bisector.phase()], workflow=WORKFLOW, json_out=wants_json(kwargs),
+                  before_run=save_plan(compat_map))
 
 
 COMMANDS: list[click.Command] = [llvm_cmd, pairs_cmd]

@@ -115,30 +115,76 @@ class PairsBisector:
 
 
 WORKFLOW = "pairs"
+EXTRA_KEY = "pairs"  # session.extra: the compatibility map the descent reads again
+DESCENT = "llvm"  # the phase that bisects the first bad pair's LLVM range
+
+
+def save_plan(compat_map: Path):
+    """`before_run` of the session: keep the map's path for the descent (and `resume`)."""
+
+    def save(session) -> None:
+        session.extra[EXTRA_KEY] = {"compat_map": str(Path(compat_map).resolve())}
+        session.save()
+
+    return save
 
 
 def report_first_bad_pair(session, result) -> bool:
-    """Workflow continuation of `tritonbisect pairs`: name the first bad pair and the LLVM
-    range it brackets. Appends no phase."""
+    """Workflow continuation of `tritonbisect pairs`: the first bad pair brackets an LLVM range,
+    whose last commit is not the culprit unless the range is that one commit. A longer range
+    is bisected in a phase of its own ("llvm"), building at each LLVM commit the Triton commit
+    the map assigns to it: the session's answer is a culprit, never the end of a range."""
     import click
 
-    phases = session.phases()
-    if not phases or phases[-1].status != "found" or not phases[-1].culprit:
+    phases = [p for p in session.phases() if p.status != "superseded"]
+    if not phases or phases[-1].spec.name != "pairs":
         return False
     phase = phases[-1]
+    if phase.status != "found" or not phase.culprit:
+        return False
     assigned = phase.spec.recipe_config.get("triton_commits") or {}
     order = [phase.spec.good, *(phase.spec.candidates or [])]
     culprit = phase.culprit
     if culprit not in order:
         return False
     previous = order[order.index(culprit) - 1]
+    llvm = History(phase.spec.repo)
+    between = llvm_order(llvm, previous, culprit)[1:]
     click.echo(
         f"first bad pair: triton {assigned.get(culprit, '?')[:12]} + llvm {culprit[:12]}; "
-        f"last good pair: triton {assigned.get(previous, '?')[:12]} + llvm {previous[:12]}; "
-        f"the LLVM regression is in {previous[:12]}..{culprit[:12]} "
-        f"(narrow it with: tritonbisect llvm --good-llvm {previous[:12]} --bad-llvm {culprit[:12]} ...)",
+        f"last good pair: triton {assigned.get(previous, '?')[:12]} + llvm {previous[:12]}",
         err=True,
     )
-    return False
+    if len(between) <= 1:
+        click.echo(f"the pairs are adjacent: llvm {culprit[:12]} is the culprit", err=True)
+        return False
+    phase.reason = (
+        f"first bad pair: llvm {culprit[:12]}; the regression is one of the {len(between)} LLVM "
+        f"commits {previous[:12]}..{culprit[:12]} (bisected in phase {DESCENT})"
+    )
+    session.save()
+    spec = range_phase(session, phase.spec, previous, culprit, between)
+    session.append_phase(spec)
+    click.echo(
+        f"the LLVM regression is one of the {len(between)} commits {previous[:12]}..{culprit[:12]}: "
+        f"bisecting them, building at each the Triton commit the map assigns to it",
+        err=True,
+    )
+    return True
 
 
+def range_phase(session, pairs: PhaseSpec, good: str, bad: str, between: list[str]) -> PhaseSpec:
+    """The phase over the first bad pair's LLVM range, with the pairs phase's recipe."""
+    plan = session.extra.get(EXTRA_KEY) or {}
+    config = dict(pairs.recipe_config)
+    triton = History(Path(config["triton_dir"]))
+    cmap = load_compat_map(Path(plan.get("compat_map", "")))
+    meta = cmap.metadata
+    map_order = llvm_order(History(pairs.repo), meta["old_llvm"], meta["new_llvm"])
+    raw = assign_triton([good, *between], cmap=cmap, map_order=map_order)
+    assignment = {**raw, **{c: t for c, t in (config.get("triton_commits") or {}).items() if c in raw}}
+    config["triton_commits"] = {c: triton.resolve(t) for c, t in assignment.items()}
+    config["triton_commit"] = config["triton_commits"][bad]
+    return PhaseSpec(name=DESCENT, repo=pairs.repo, good=good, bad=bad,
+                     recipe_name=pairs.recipe_name, recipe_config=config,
+                     first_parent=pairs.first_parent)
