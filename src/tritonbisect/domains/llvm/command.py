@@ -61,7 +61,7 @@ def llvm_cmd(triton_dir: Path, llvm_dir: Path, good_llvm: str, bad_llvm: str, co
 def pairs_cmd(compat_map: Path, triton_dir: Path, llvm_dir: Path, good_llvm: str | None,
               bad_llvm: str | None, **kwargs: Any) -> None:
     """Binary search over the map's (Triton, LLVM) pairs, then over the first bad pair's LLVM range."""
-    from tritonbisect.domains.llvm.pairs import WORKFLOW, PairsBisector, max_pairs_tested, save_plan
+    from tritonbisect.domains.llvm.pairs import WORKFLOW, PairsBisector, max_pairs_tested
 
     settings = bisect_settings(**kwargs)
     bisector = PairsBisector(
@@ -75,8 +75,7 @@ def pairs_cmd(compat_map: Path, triton_dir: Path, llvm_dir: Path, good_llvm: str
         f"at most {max_pairs_tested(len(bisector.pairs))} to test",
         err=True,
     )
-    start_session(settings, [bisector.phase()], workflow=WORKFLOW, json_out=wants_json(kwargs),
-                  before_run=save_plan(compat_map))
+    start_session(settings, [bisector.phase()], workflow=WORKFLOW, json_out=wants_json(kwargs))
 
 
 COMMANDS: list[click.Command] = [llvm_cmd, pairs_cmd]

@@ -115,18 +115,7 @@ class PairsBisector:
 
 
 WORKFLOW = "pairs"
-EXTRA_KEY = "pairs"  # session.extra: the compatibility map the descent reads again
 DESCENT = "llvm"  # the phase that bisects the first bad pair's LLVM range
-
-
-def save_plan(compat_map: Path):
-    """`before_run` of the session: keep the map's path for the descent (and `resume`)."""
-
-    def save(session) -> None:
-        session.extra[EXTRA_KEY] = {"compat_map": str(Path(compat_map).resolve())}
-        session.save()
-
-    return save
 
 
 def report_first_bad_pair(session, result) -> bool:
@@ -145,7 +134,7 @@ def report_first_bad_pair(session, result) -> bool:
     assigned = phase.spec.recipe_config.get("triton_commits") or {}
     order = [phase.spec.good, *(phase.spec.candidates or [])]
     culprit = phase.culprit
-    if culprit not in order:
+    if culprit not in order or not {culprit, order[order.index(culprit) - 1]} <= set(assigned):
         return False
     previous = order[order.index(culprit) - 1]
     llvm = History(phase.spec.repo)
@@ -163,7 +152,7 @@ def report_first_bad_pair(session, result) -> bool:
         f"commits {previous[:12]}..{culprit[:12]} (bisected in phase {DESCENT})"
     )
     session.save()
-    spec = range_phase(session, phase.spec, previous, culprit, between)
+    spec = range_phase(phase.spec, previous, culprit, between)
     session.append_phase(spec)
     click.echo(
         f"the LLVM regression is one of the {len(between)} commits {previous[:12]}..{culprit[:12]}: "
@@ -173,18 +162,14 @@ def report_first_bad_pair(session, result) -> bool:
     return True
 
 
-def range_phase(session, pairs: PhaseSpec, good: str, bad: str, between: list[str]) -> PhaseSpec:
-    """The phase over the first bad pair's LLVM range, with the pairs phase's recipe."""
-    plan = session.extra.get(EXTRA_KEY) or {}
+def range_phase(pairs: PhaseSpec, good: str, bad: str, between: list[str]) -> PhaseSpec:
+    """The phase over the first bad pair's LLVM range, with the pairs phase's recipe. No row of
+    the map lies inside the range (it would be a pair), so the map assigns every commit of it
+    the bad pair's Triton commit, and the good endpoint keeps its own pair's."""
     config = dict(pairs.recipe_config)
-    triton = History(Path(config["triton_dir"]))
-    cmap = load_compat_map(Path(plan.get("compat_map", "")))
-    meta = cmap.metadata
-    map_order = llvm_order(History(pairs.repo), meta["old_llvm"], meta["new_llvm"])
-    raw = assign_triton([good, *between], cmap=cmap, map_order=map_order)
-    assignment = {**raw, **{c: t for c, t in (config.get("triton_commits") or {}).items() if c in raw}}
-    config["triton_commits"] = {c: triton.resolve(t) for c, t in assignment.items()}
-    config["triton_commit"] = config["triton_commits"][bad]
+    assigned = dict(config.get("triton_commits") or {})
+    config["triton_commits"] = {good: assigned[good], **{c: assigned[bad] for c in between}}
+    config["triton_commit"] = assigned[bad]
     return PhaseSpec(name=DESCENT, repo=pairs.repo, good=good, bad=bad,
                      recipe_name=pairs.recipe_name, recipe_config=config,
                      first_parent=pairs.first_parent)
