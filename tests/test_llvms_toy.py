@@ -128,3 +128,32 @@ def test_compat_builder_probes_replay_the_fork_patches(world, home):
         if config:
             assert "1 fork patch replayed" in res.reason, res.reason
     assert verdicts == {"fork": COMPATIBLE, "plain": INCOMPATIBLE}
+
+
+def test_an_amd_pin_bump_gives_the_bump_and_the_rocm_llvm_culprit(world, home, capsys):
+    """--amd-llvm-dir: each Triton step's AMD codegen library is built from its pin (ROCm's
+    LLVM) and loaded at run time; the culprit bumps that pin; --backend-llvm core's one step
+    (the library from the core LLVM passes) says the AMD LLVM is the cause; the descent into
+    ROCm's llvm-project names its regression, and no step of it rebuilds Triton."""
+    t = world.truth
+    rocm = world.root / "rocm-llvm-project"
+    good, bad = t["amd_bump_range"]
+    code, res, err = run_json(
+        ["triton", "--triton-dir", str(world.triton), "--llvm-dir", str(world.llvm), "--amd-llvm-dir", str(rocm),
+         "--backend-llvm", "core", "--good", good, "--bad", bad, "--test", t["triton_test"],
+         "--workdir", str(home)], capsys)
+    assert code == 0, err[-3000:]
+    phases = {p["name"]: p for p in res["phases"]}
+    assert phases["triton"]["culprit"] == t["amd_bump"]
+    assert phases["amd-llvm"]["culprit"] == t["rocm_regression"] == res["culprit"]
+    assert any("passes with the AMD codegen library built from the core LLVM" in n
+               for n in phases["triton"]["pins"]["notes"])
+    amd = phases["amd-llvm"]["totals"]
+    assert amd["built"].get("llvm-amd", 0) >= 1 and "triton" not in amd["built"] and "llvm" not in amd["built"]
+    journal = [r for r in _journal(res) if r["phase"] == "amd-llvm"]
+    assert all(not r["build"]["performed"] for r in journal if r["role"] == "endpoint")
+    assert any("not rebuilt (its codegen library is loaded at run time)" in (r["build"]["reason"] or "")
+               for r in journal if r["role"] == "search")
+    # the test ran with the library of the step's own ROCm LLVM
+    log = next(Path(r["tests"][0]["log"]) for r in journal if r["commit"] == t["rocm_regression"])
+    assert f"AMD codegen {t['rocm_regression']}-0" in log.read_text()

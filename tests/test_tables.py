@@ -19,6 +19,7 @@ CONFIGS: dict[str, dict] = {
     "command": {"build": None, "test": {"command": "true"}},
     "triton": {"test": {"command": "true"}},
     "llvm-triton": {"test": {"command": "true"}, "triton_dir": "/nonexistent/triton"},
+    "backend-llvm": {"test": {"command": "true"}, "triton_dir": "/nonexistent/triton", "backend": "amd"},
     "torch": {"test": {"command": "true"}},
     "wheel": {"test": {"command": "true"}, "cwd": "/"},
     "revert": {"inner": {"name": "command", "config": {"build": None, "test": {"command": "true"}}},
@@ -39,6 +40,7 @@ with open(sys.argv[1], "w") as out:
 # the domains each recipe's module stands on (a PyTorch build builds the Triton it pins)
 DOMAINS = {
     "command": ["command"], "triton": ["llvm", "triton"], "llvm-triton": ["llvm", "triton"],
+    "backend-llvm": ["llvm", "triton"],
     "torch": ["llvm", "torch", "triton"], "wheel": ["llvm", "triton", "wheels"],
     "revert": ["command"],
 }

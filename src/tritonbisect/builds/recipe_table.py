@@ -12,6 +12,8 @@ RECIPES: dict[str, str] = {
     "command": "tritonbisect.domains.command.recipe:CommandRecipe.from_config",
     "triton": "tritonbisect.domains.triton.recipe:TritonRecipe",
     "llvm-triton": "tritonbisect.domains.llvm.triton_recipe:LLVMTritonRecipe",
+    # a backend's own LLVM (ROCm's for AMD) through one Triton commit
+    "backend-llvm": "tritonbisect.domains.llvm.backend_recipe:BackendLLVMRecipe",
     "torch": "tritonbisect.domains.torch.recipe:TorchRecipe",
     "wheel": "tritonbisect.domains.wheels.recipe:WheelRecipe",
     # any recipe with earlier culprits reverted (--verify-revert)

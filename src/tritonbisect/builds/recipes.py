@@ -75,6 +75,7 @@ class PrepareResult:
     log: Path | None = None
     published: bool = False  # a published wheel was installed (nothing built): builds/published.py
     kept: bool = False  # the build a worker's checkout still held from an earlier step (nothing built)
+    built: tuple[str, ...] = ()  # what this step compiled ("llvm", "triton", "codegen-amd", ...)
 
 
 @dataclass

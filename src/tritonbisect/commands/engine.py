@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def result_json(session: Any, result: Any) -> dict[str, Any]:
+    from tritonbisect.session.session import phase_totals
+
     counters = session.counters()
     out = {
         "culprit": result.culprit,
@@ -61,6 +63,8 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
                 # which LLVM (or toolchain) the culprit moved, the fork patches replayed, A/B verdicts
                 **({"pins": (session.extra.get("pins") or {})[p.spec.name]}
                    if (session.extra.get("pins") or {}).get(p.spec.name) else {}),
+                # steps, builds, what they compiled and their seconds, in this phase
+                "totals": phase_totals(session.records(p.spec.name)),
             }
             for p in session.phases()
         ],

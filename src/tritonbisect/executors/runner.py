@@ -93,6 +93,7 @@ def _build_entry(prep: PrepareResult, *, performed: bool) -> dict[str, Any]:
         # an install of a published wheel (a release or a nightly), not a build
         **({"published": True} if prep.published else {}),
         **({"kept": True} if prep.kept else {}),
+        **({"built": list(prep.built)} if prep.built else {}),
     }
 
 

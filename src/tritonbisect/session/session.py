@@ -347,3 +347,16 @@ def counters_of(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
         "rounds": sum(rounds.values()),
     }
 
+
+def phase_totals(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A phase's steps, test runs, builds, what the builds compiled ({"triton": 3,
+    "llvm-amd": 5, ...}) and the seconds its steps took: what --json says of each phase."""
+    built: dict[str, int] = {}
+    seconds = 0.0
+    for rec in records:
+        seconds += float(rec.get("seconds") or 0)
+        for attempt in [rec, *(rec.get("attempts") or [])]:
+            for name in (attempt.get("build") or {}).get("built") or []:
+                built[str(name)] = built.get(str(name), 0) + 1
+    return {**counters_of(records), "built": built, "seconds": round(seconds, 1)}
+

@@ -15,7 +15,11 @@ from tritonbisect.commands.launch import resolve_test, start_session
 from tritonbisect.commands.options import bisect_settings, common_bisect_options, wants_json
 from tritonbisect.core.errors import InputError
 from tritonbisect.domains.llvm.llvm_options import llvm_config_from_options, llvm_options
-from tritonbisect.domains.triton.triton_options import build_from_options, build_options
+from tritonbisect.domains.triton.triton_options import (
+    backend_options,
+    build_from_options,
+    build_options,
+)
 
 _dir = click.Path(file_okay=False, path_type=Path)
 _file = click.Path(dir_okay=False, path_type=Path)
@@ -29,6 +33,7 @@ _file = click.Path(dir_okay=False, path_type=Path)
 @click.option("--compat-map", type=_file, help="commits.csv: the Triton commit to build at each LLVM commit.")
 @click.option("--triton-commit", metavar="REV", help="Without a map: the Triton commit to build everywhere (default: HEAD of --triton-dir); LLVM commits it cannot build with are skipped.")
 @build_options
+@backend_options
 @llvm_options
 @common_bisect_options
 def llvm_cmd(triton_dir: Path, llvm_dir: Path, good_llvm: str, bad_llvm: str, compat_map: Path | None,
@@ -56,6 +61,7 @@ def llvm_cmd(triton_dir: Path, llvm_dir: Path, good_llvm: str, bad_llvm: str, co
 @click.option("--good-llvm", metavar="REV", help="A good LLVM commit (default: the map's old_llvm).")
 @click.option("--bad-llvm", metavar="REV", help="A bad LLVM commit (default: the map's new_llvm).")
 @build_options
+@backend_options
 @llvm_options
 @common_bisect_options
 def pairs_cmd(compat_map: Path, triton_dir: Path, llvm_dir: Path, good_llvm: str | None,

@@ -19,6 +19,7 @@ import click
 
 from tritonbisect.core.errors import InputError
 from tritonbisect.core.history import History
+from tritonbisect.domains.llvm.backend_descent import after_backend_change
 from tritonbisect.domains.llvm.bisector import (
     LLVMBisector,
     check_map_commits,
@@ -26,6 +27,7 @@ from tritonbisect.domains.llvm.bisector import (
     open_llvm_repo,
     resolve_llvm,
 )
+from tritonbisect.domains.llvm.pin_notes import backend_hint, note_pins, record_pin_changes
 from tritonbisect.domains.triton.bisector import (
     PIN_FILES_TEXT,
     LLVMBump,
@@ -33,19 +35,17 @@ from tritonbisect.domains.triton.bisector import (
     TritonBuildOptions,
     llvm_bump,
     pin_change_at,
-    pin_set_changes_at,
     pin_set_of,
     pinned_llvm,
 )
 from tritonbisect.domains.triton.llvm_pin import BUMP
 from tritonbisect.domains.triton.nightlies import PHASE as NIGHTLIES
 from tritonbisect.domains.triton.nightlies import continue_after_nightlies
-from tritonbisect.domains.triton.pin_set import BACKENDS, CORE, PinSetChange
-from tritonbisect.session.phases import STATUS_SUPERSEDED
+from tritonbisect.domains.triton.pin_set import BACKENDS
+from tritonbisect.session.phases import STATUS_PENDING, STATUS_SUPERSEDED
 
 WORKFLOW = "triton-llvm"
 EXTRA_KEY = "descent"
-PINS = "pins"  # session.extra["pins"][phase]: what reports/pins.py words
 
 
 @dataclass
@@ -133,43 +133,15 @@ def descent_bisector(triton_repo: Path, bump: LLVMBump, plan: DescentPlan) -> LL
     )
 
 
-def record_pin_changes(session, phase: str, history: History, culprit: str) -> list[PinSetChange]:
-    """Keep (session.extra["pins"], reports/pins.py) and say what the culprit does to each
-    pinned LLVM and to the NVIDIA toolchain."""
-    try:
-        changes = pin_set_changes_at(history, culprit)
-    except InputError:
-        changes = []
-    entry = session.extra.setdefault(PINS, {}).setdefault(phase, {})
-    entry.update(commit=culprit, changes=[c.to_dict() for c in changes])
-    session.save()
-    for change in changes:
-        if change.name != CORE:  # the core LLVM's own lines follow (bump, build number, file)
-            click.echo(f"{culprit[:12]} {change.describe()}", err=True)
-    return changes
-
-
-def backend_hint(change: PinSetChange) -> str:
-    """How to descend into a backend's LLVM the session was not given."""
-    assert change.new is not None
-    return (f"to bisect {change.new.repository} between the two {change.label} pins, give "
-            f"--{change.name}-llvm-dir DIR (a checkout of {change.new.repository})")
-
-
-def note_pins(session, phase: str, note: str) -> None:
-    """A line the status, report and summary show with the phase (reports/pins.py)."""
-    entry = session.extra.setdefault(PINS, {}).setdefault(phase, {})
-    notes = entry.setdefault("notes", [])
-    if note not in notes:
-        notes.append(note)
-    session.save()
-
-
 def continue_after_triton(session, result) -> bool:
-    """Workflow continuation: append the LLVM phase after a Triton bump culprit."""
+    """Workflow continuation: after a Triton culprit, say which pins it moves; then the
+    toolchain A/B, the LLVM descent of a core bump, and the A/B and descent of a backend
+    bump (each appended phase runs in turn)."""
     phases = [p for p in session.phases() if p.status != STATUS_SUPERSEDED]  # corrected away
     if not phases:
         return False
+    if any(p.status == STATUS_PENDING for p in phases):  # a descent appended with another one
+        return True
     last = phases[-1]
     if last.spec.name == NIGHTLIES:  # --wheel-index: now build inside the nightlies' bracket
         return continue_after_nightlies(session, last)
@@ -177,19 +149,29 @@ def continue_after_triton(session, result) -> bool:
         return False
     history = History(Path(last.spec.repo))
     changes = record_pin_changes(session, last.spec.name, history, last.culprit)
+    plan = DescentPlan.load(session)
+    backends = TritonBuildOptions(**plan.build).backends
     for backend in changes:
-        if backend.name in BACKENDS and backend.kind == BUMP:
+        if backend.name in BACKENDS and backend.kind == BUMP and backend.name not in backends:
             click.echo(backend_hint(backend), err=True)
-    bump = llvm_bump(history, last.culprit)
+    appended = core_descent(session, history, last.culprit, plan)
+    for change in changes:
+        if change.name in BACKENDS:
+            appended = after_backend_change(session, last.spec, last.culprit, change, plan) or appended
+    return appended
+
+
+def core_descent(session, history: History, culprit: str, plan: DescentPlan) -> bool:
+    """Append the "llvm" phase when the culprit bumps the core LLVM; True when appended."""
+    bump = llvm_bump(history, culprit)
     if bump is None:
         try:
-            change = pin_change_at(history, last.culprit)
+            change = pin_change_at(history, culprit)
         except InputError:
             change = None
         if change is not None:  # a build-number-only change or a format switch: say so
             click.echo(change.describe(), err=True)
         return False
-    plan = DescentPlan.load(session)
     click.echo(f"{bump.describe()}: the regression may come from LLVM", err=True)
     plan.bump = asdict(bump)
     plan.save(session)
@@ -219,4 +201,3 @@ def continue_after_triton(session, result) -> bool:
         note_pins(session, spec.name, note)
         click.echo(note, err=True)
     return True
-

@@ -218,7 +218,7 @@ def build_llvm(
         log.write_bytes(b"")
         for i, (cmd, what) in enumerate(steps):
             remaining = None if timeout is None else max(1.0, timeout - (time.monotonic() - start))
-            res: ProcResult = _run_appending(run, cmd, source, env, log, remaining)
+            res: ProcResult = run_appending(run, cmd, source, env, log, remaining)
             if getattr(res, "cancelled", False):
                 return LLVMBuild(Kind.INFRA, "cancelled", None, False, time.monotonic() - start, log)
             cls = classify_build_log(res.returncode, log, timed_out=res.timed_out)
@@ -226,7 +226,7 @@ def build_llvm(
                 if i == 0 and cls.kind is Kind.BUILD_FAILED:
                     # a stale build dir can break configure: retry once from scratch
                     shutil.rmtree(build_dir, ignore_errors=True)
-                    res = _run_appending(run, cmd, source, env, log, remaining)
+                    res = run_appending(run, cmd, source, env, log, remaining)
                     cls = classify_build_log(res.returncode, log, timed_out=res.timed_out)
                     if cls.kind is Kind.PASS:
                         _write_stamp(build_dir, source, config, use_ccache)
@@ -274,7 +274,7 @@ def _failed(cache: ArtifactStore, key: str, commit: str, kind: Kind, reason: str
     return LLVMBuild(kind, reason, None, False, time.monotonic() - start, log)
 
 
-def _run_appending(run, cmd, cwd: Path, env: Mapping[str, str], log: Path, timeout: float | None):
+def run_appending(run, cmd, cwd: Path, env: Mapping[str, str], log: Path, timeout: float | None):
     """Run one build command, appending its output to `log` (runners truncate their log)."""
     part = log.with_name(log.name + ".part")
     try:

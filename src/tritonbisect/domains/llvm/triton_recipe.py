@@ -16,7 +16,6 @@ Config: the "triton" recipe's keys (see triton_recipe) plus
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -113,7 +112,7 @@ class LLVMTritonRecipe(TritonRecipe):
     def test(self, commit: str, ctx: StepContext, *, record: bool = False) -> TestRun:
         triton_commit = self.triton_commit_for(commit) or ""
         tree = self.triton_worktree(ctx, triton_commit)
-        tctx = dataclasses.replace(ctx, worktree=tree)
+        tctx = self.test_context(ctx, tree)
         return run_test(self.target_env(ctx), self.test_spec, triton_commit, tctx, record=record,
                         runner=self.runner(ctx, tree))
 

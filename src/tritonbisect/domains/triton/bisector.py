@@ -177,6 +177,8 @@ class TritonBuildOptions:
     venv: str | None = None
     build_type: str = ""  # "", RelWithDebInfo, TritonRelBuildWithAsserts
     clang_lld: bool = False
+    backends: dict = field(default_factory=dict)  # {"amd": {"dir": checkout}}: --amd-llvm-dir
+    backend_llvm: str = "pinned"  # or "core": --backend-llvm
 
     def recipe_config(self, test: dict) -> dict:
         config = {
@@ -190,6 +192,8 @@ class TritonBuildOptions:
             config["build_type"] = self.build_type
         if self.clang_lld:
             config["clang_lld"] = True
+        if self.backends:  # every step builds the pinned backend LLVMs: "core" is for one A/B step only
+            config["backends"] = self.backends
         return config
 
 

@@ -16,7 +16,11 @@ from tritonbisect.commands.launch import resolve_test, start_session
 from tritonbisect.commands.options import bisect_settings, common_bisect_options, wants_json
 from tritonbisect.core.errors import InputError
 from tritonbisect.domains.llvm.llvm_options import llvm_config_from_options, llvm_options
-from tritonbisect.domains.triton.triton_options import build_from_options, build_options
+from tritonbisect.domains.triton.triton_options import (
+    backend_options,
+    build_from_options,
+    build_options,
+)
 
 _dir = click.Path(file_okay=False, path_type=Path)
 _file = click.Path(dir_okay=False, path_type=Path)
@@ -37,6 +41,7 @@ NIGHTLY_FEEDS = ("triton-nightly", "pytorch-nightly")
 @click.option("--wheel-package", default="triton", show_default=True, help="The nightlies' distribution on --wheel-index (triton, triton-rocm, triton-xpu, pytorch-triton, triton-nightly...).")
 @click.option("--wheel-feed", type=click.Choice(NIGHTLY_FEEDS), help="A named nightly feed, as another --wheel-index: triton-nightly (Triton's nightly index) or pytorch-nightly (PyTorch's).")
 @build_options
+@backend_options
 @llvm_options
 @common_bisect_options
 def triton_cmd(triton_dir: Path, good: str, bad: str, no_descend_llvm: bool, llvm_dir: Path | None,

@@ -34,12 +34,16 @@ Recipe config (JSON, saved in session.json; unknown keys are ignored):
                 Triton against it
                 (LLVM_SYSPATH); without it Triton's setup.py finds LLVM itself
   llvm          LLVMConfig fields (build_type, assertions, targets, compiler, ccache)
+  backends      {"amd": {"dir": ROCm llvm-project checkout}}: each step's codegen library built
+                from the commit's backend pin, loaded by the test (backend_libs.py)
+  backend_llvm  "pinned" (default) or "core": the library built against the core LLVM
   wheels        {commit: {filename, url, sha256, version}}: commits with a published nightly
                 wheel (+git<sha>), installed instead of built (domains/triton/nightlies.py)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -362,6 +366,11 @@ class TritonRecipe:
         self._envs = EnvPool(config.get("venv"), config.get("python"))
         self._repo_ids: dict[str, str] = {}
         self._pins: dict[tuple[str, str], str] = {}
+        # --amd-llvm-dir: {backend: {"dir": checkout}}; "pinned" or "core" (backend_libs.py)
+        self.backends: dict[str, dict] = dict(config.get("backends") or {})
+        self.backend_source = str(config.get("backend_llvm") or "pinned")
+        self.backend_overrides: dict = {}  # a backend descent step's own LLVM
+        self._test_env: dict[str, dict[str, str]] = {}  # per worker: the codegen libraries
 
     def config(self) -> dict[str, Any]:
         return dict(self._config)
@@ -498,13 +507,17 @@ class TritonRecipe:
         except (EnvError, GitFailure) as exc:
             return result(Kind.INFRA, str(exc), False, None)
         extra_env: dict[str, str] = {}
+        if self.backends:  # no codegen library of setup.py's own: the test gets ours
+            from tritonbisect.domains.triton.backend_libs import skip_bundling
+
+            extra_env.update(skip_bundling(tree, self.backends))
         extra_key: dict[str, Any] = {}
         llvm_cached = True
         if llvm is not None:
             llvm_cached = llvm.cached
             if llvm.kind is not Kind.PASS or llvm.prefix is None:
                 return result(llvm.kind, llvm.reason, llvm.cached, llvm.log)
-            extra_env = llvm_env(llvm.prefix)
+            extra_env.update(llvm_env(llvm.prefix))
             extra_key = {"llvm": llvm_commit, "llvm_config": self.llvm_config.key_config()}
         install_log = ctx.log_dir / "install.log"
         # sandboxed: the tree may be untrusted, so its build requirements come as wheels only
@@ -525,12 +538,32 @@ class TritonRecipe:
         ok, how = self.install(env, wb.wheel, triton_commit, ctx)
         if not ok:
             return result(Kind.INFRA, f"install: {how}", cached, install_log)
+        built = ([] if llvm_cached else ["llvm"]) + ([] if wb.cached else ["triton"])
         parts = []
         if llvm is not None:
             parts.append(f"LLVM {str(llvm_commit)[:12]} {'cached' if llvm.cached else 'built'}")
         parts += [wb.reason, how]
         log = wb.log if not wb.cached else (llvm.log if llvm is not None and not llvm.cached else None)
-        return result(Kind.PASS, "; ".join(parts), cached, log)
+        if self.backends:  # the codegen libraries the test loads at run time
+            from tritonbisect.domains.triton.backend_libs import prepare_backends
+
+            libs = prepare_backends(self, tree, ctx, core_commit=llvm_commit, core=llvm,
+                                    overrides=self.backend_overrides)
+            if libs.kind is not Kind.PASS:
+                return result(libs.kind, libs.reason, cached and not libs.built, libs.log)
+            self._test_env[self.worker_tag(ctx)] = libs.env
+            built += libs.built
+            cached = cached and not libs.built
+            parts += libs.notes
+            log = log or libs.log
+        done = result(Kind.PASS, "; ".join(parts), cached, log)
+        done.built = tuple(built)
+        return done
+
+    def test_context(self, ctx: StepContext, worktree: Path) -> StepContext:
+        """The step's context for a test in `worktree`, with the codegen libraries it loads."""
+        return dataclasses.replace(ctx, worktree=worktree,
+                                   env={**ctx.env, **self._test_env.get(self.worker_tag(ctx), {})})
 
     # the Recipe protocol
 
@@ -545,8 +578,8 @@ class TritonRecipe:
         return self.build_and_install(ctx.worktree, commit, ctx)
 
     def test(self, commit: str, ctx: StepContext, *, record: bool = False) -> TestRun:
-        return run_test(self.target_env(ctx), self.test_spec, commit, ctx, record=record,
-                        runner=self.runner(ctx, ctx.worktree))
+        return run_test(self.target_env(ctx), self.test_spec, commit, self.test_context(ctx, ctx.worktree),
+                        record=record, runner=self.runner(ctx, ctx.worktree))
 
 
 __all__ = [

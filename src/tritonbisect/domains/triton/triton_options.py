@@ -42,6 +42,46 @@ def build_options(f: F) -> F:
     return f
 
 
+BACKEND_OPTION_NAMES = frozenset({"amd_llvm_dir", "nvidia_llvm_dir", "backend_llvm"})
+
+
+def backend_options(f: F) -> F:
+    """The backends' own LLVMs (late 2026): `triton`, `llvm` and `pairs`."""
+    for option in reversed(
+        [
+            click.option("--amd-llvm-dir", type=_dir, metavar="DIR",
+                         help="ROCm's llvm-project checkout: each step's AMD codegen library is built from the "
+                         "commit's cmake/amd-llvm-info.json pin (loaded at run time, TRITON_AMD_CODEGEN_PATH); "
+                         "a culprit that bumps that pin is bisected in it."),
+            click.option("--nvidia-llvm-dir", type=_dir, metavar="DIR",
+                         help="The same for the NVIDIA backend's own LLVM (cmake/nvidia-llvm-info.json)."),
+            click.option("--backend-llvm", type=click.Choice(["pinned", "core"]), default="pinned",
+                         show_default=True,
+                         help="core: at a culprit that moves a backend's LLVM pin, first test it once with the "
+                         "backend's codegen library built from the core LLVM (tells a backend-LLVM regression "
+                         "from a Triton one)."),
+        ]
+    ):
+        f = option(f)
+    return f
+
+
+def backends_from_options(kwargs: dict[str, Any]) -> dict[str, dict[str, str]]:
+    out = {}
+    for name in ("amd", "nvidia"):
+        value = kwargs.get(f"{name}_llvm_dir")
+        if value is None:
+            continue
+        path = Path(value)
+        if not path.is_dir():
+            raise InputError(f"--{name}-llvm-dir {path}: no such directory")
+        if not (path / ".git").exists():
+            raise InputError(f"--{name}-llvm-dir {path}: not a git checkout (of the {name.upper()} backend's "
+                             "llvm-project)")
+        out[name] = {"dir": str(path.resolve())}
+    return out
+
+
 def build_from_options(kwargs: dict[str, Any]) -> TritonBuildOptions:
     """The validated TritonBuildOptions of build_options' values."""
     from tritonbisect.domains.triton.bisector import TritonBuildOptions
@@ -58,4 +98,6 @@ def build_from_options(kwargs: dict[str, Any]) -> TritonBuildOptions:
         clang_lld=bool(kwargs.get("clang_lld")),
         python=kwargs.get("python"),
         venv=str(Path(venv).resolve()) if venv else None,
+        backends=backends_from_options(kwargs),
+        backend_llvm=str(kwargs.get("backend_llvm") or "pinned"),
     )
