@@ -71,3 +71,9 @@ def test_wheels_narrow_names_the_pass_and_the_commit_bisect_to_run(tmp_path: Pat
     assert command == (f"tritonbisect triton --triton-dir {repo} --good {truth['order'][20]} "
                        f"--bad {truth['order'][47]} --prefer-pass {PLANTED_PASS}")
     assert out["narrow"]["prefer_pass"] == hint
+    # the session's versions, never the ladder's commits it searched
+    assert out["narrow"]["versions"] == {"package": "triton", "culprit": "3.6.0", "parent": "3.5.0"}
+    proc = subprocess.run([sys.executable, "-m", "tritonbisect.cli", "report", out["session"], "--workdir",
+                           str(tmp_path / "home")], capture_output=True, text=True, env=env, timeout=120)
+    assert "compiled with MLIR_ENABLE_DUMP=1 with triton 3.5.0 (pass" in proc.stdout
+    assert out["narrow"]["culprit"][:7] not in proc.stdout and out["narrow"]["parent"][:7] not in proc.stdout

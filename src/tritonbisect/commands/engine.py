@@ -8,6 +8,7 @@ Exit codes (README): 0 found, 1 inconclusive, 2 usage/input, 3 endpoints invalid
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -335,17 +336,23 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
     echo(f"  created {session.created}; dir {session.dir}")
     if session.argv:
         echo(f"  command: tritonbisect {' '.join(session.argv)}")
+    from tritonbisect.reports.version_names import VersionNames
+
+    names = VersionNames.of(session)  # `wheels`: its versions, not the ladder's commits
     for p in session.phases():
         line = f"  phase {p.spec.name}: {p.status}"
         if p.range_size is not None:
-            line += f", {p.range_size} commits in range"
+            line += f", {p.range_size} {'versions' if names else 'commits'} in range"
         if p.culprit:
-            line += f", culprit {p.culprit} (confidence {p.confidence})"
+            line += f", {'first bad version ' + names.name(p.culprit) if names else 'culprit ' + p.culprit}"
+            line += f" (confidence {p.confidence})"
         if p.status == "inconclusive":
             line += f", {len(p.candidates)} candidates"
+            if names:
+                line += f" ({', '.join(names.versions(p.candidates))})"
         echo(line)
         if p.reason:
-            echo(f"    {p.reason}")
+            echo(f"    {names.scrub(p.reason) if names else p.reason}")
         from tritonbisect.reports.pins import phase_pins, pin_lines
 
         for pin_line in pin_lines(phase_pins(session, p.spec.name)):
@@ -357,23 +364,29 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
                 if not case_line.startswith("cases:"):  # the reason above counts them already
                     echo(f"    {case_line.strip()}")
     total = sum(float(r.get("seconds") or 0) for r in records)
-    echo(
-        f"  {counters['steps']} steps, {counters['tests']} test runs, {counters['builds']} builds "
-        f"({counters['cached_builds']} cached), {format_eta(total)} of step time"
-    )
+    if names:
+        from tritonbisect.reports.version_names import Installs
+
+        cost = Installs.of(session.dir, records).said()
+    else:
+        cost = f"{counters['builds']} builds ({counters['cached_builds']} cached)"
+    echo(f"  {counters['steps']} steps, {counters['tests']} test runs, {cost}, {format_eta(total)} of step time")
     shown = records[-_STATUS_STEPS:]
     if shown:
         more = f" of {len(records)}" if len(records) > len(shown) else ""
         echo(f"  last {len(shown)}{more} journal records (every step: tritonbisect report {session.id}"
                    f"{workdir_flag(session)}):")
     for rec in shown:
-        echo(f"    {_status_line(rec)}")
+        echo(f"    {_status_line(rec, names.name if names else None)}")
     if not running and any(p.status in ("pending", "running", "aborted") for p in session.phases()):
         echo(f"  resume with: {session.resume_command()}")
     from tritonbisect.session.cleanup import describe
 
     kept = describe(session, session.dir.parent.parent)
-    if kept:
+    if kept and names:  # the ladder's checkouts are the tool's own scratch space
+        echo(f"  its scratch folders are kept; remove them with: tritonbisect clean {session.id}"
+             f"{workdir_flag(session)}")
+    elif kept:
         echo("\n".join(kept))
         echo(f"  remove them with: tritonbisect clean {session.id}{workdir_flag(session)}")
 
@@ -381,9 +394,11 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
 _STATUS_STEPS = 8  # journal records `status` shows
 
 
-def _status_line(rec: dict[str, Any]) -> str:
-    """One journal record for `status`: a step's verdict, or a person's correction."""
-    head = f"#{rec.get('seq')} [{rec.get('phase')}/{rec.get('role')}] {str(rec.get('commit') or '')[:12]}"
+def _status_line(rec: dict[str, Any], name: Callable[[str], str] | None = None) -> str:
+    """One journal record for `status`: a step's verdict, or a person's correction; `name`
+    names a commit (a version of `wheels`), else its short sha."""
+    commit = str(rec.get("commit") or "")
+    head = f"#{rec.get('seq')} [{rec.get('phase')}/{rec.get('role')}] {name(commit) if name else commit[:12]}"
     if rec.get("role") == "undo":
         why = f" ({rec['reason']})" if rec.get("reason") else ""
         return f"{head} takes back #{rec.get('undoes')}{why}"

@@ -13,9 +13,14 @@ from tritonbisect.commands.options import resolve_workdir
 
 def echo_narrowing(result: dict[str, Any]) -> None:
     first = result.get("first_difference")
-    click.echo(f"narrowed {result['culprit'][:12]} against its parent {result['parent'][:12]} "
-               f"({result['passes']['parent']} / {result['passes']['culprit']} passes, {result['seconds']}s, "
-               f"builds: {result['builds']})")
+    passes = f"{result['passes']['parent']} / {result['passes']['culprit']} passes, {result['seconds']}s"
+    versions = result.get("versions")
+    if versions:  # `wheels`: the published versions, never the ladder's commits
+        click.echo(f"narrowed {versions['package']} {versions['culprit']} against the version before it, "
+                   f"{versions['parent']} ({passes}, from the published wheels)")
+    else:
+        click.echo(f"narrowed {result['culprit'][:12]} against its parent {result['parent'][:12]} "
+                   f"({passes}, builds: {result['builds']})")
     click.echo(f"  first pass whose output differs: {first['pass'] if first else 'none'}"
                + (f" ({first['note']})" if first else ""))
     if result.get("last_agreeing"):

@@ -31,6 +31,7 @@ from tritonbisect.narrow.codegen import statistic_passes
 from tritonbisect.narrow.compare import compare_pipelines
 from tritonbisect.narrow.compilers import Environment, builds_for
 from tritonbisect.oracles.compile.standalone import tb_codegen, tb_runner
+from tritonbisect.reports.version_names import VersionNames
 from tritonbisect.session.session import Session
 
 _ORACLE_SCRIPT = re.compile(r"(\S+)/compile_repro\.py")
@@ -150,6 +151,9 @@ def narrow_session(session: Session, *, timeout: float = 600.0, keep: Path | Non
         seconds=round(time.monotonic() - t0, 3),
         dumps=str(scratch) if keep is not None else None,
     )
+    names = VersionNames.of(session, phase)
+    if names is not None:  # `wheels`: the versions the ladder's commits stand for
+        result["versions"] = {"package": names.package, "culprit": names.name(culprit), "parent": names.name(parent)}
     if phase.spec.recipe_name != "wheel":  # a version ladder has no sources: `wheels` fills it in
         from tritonbisect.narrow.next_hint import next_hint, rerun_command
 

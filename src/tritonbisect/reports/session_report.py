@@ -17,6 +17,7 @@ from tritonbisect.reports.extras import (
     failing_output_lines,
 )
 from tritonbisect.reports.reduced import reduced_lines
+from tritonbisect.reports.version_names import VersionNames
 from tritonbisect.reports.where import where_lines
 from tritonbisect.session.session import Session, counters_of
 from tritonbisect.session.settings_file import flat_settings
@@ -229,6 +230,11 @@ def _tests_cell(tests: list[dict[str, Any]]) -> str:
 
 def render_markdown(session: Session) -> str:
     data = report_data(session)
+    names = VersionNames.of(session) if len(data["phases"]) == 1 else None
+    if names is not None:  # `wheels`: versions, installs and the index, nothing of its ladder
+        from tritonbisect.reports.wheels_markdown import render
+
+        return render(session, data, names, tests_cell=_tests_cell, posterior_lines=_posterior_lines)
     out: list[str] = []
     # the session's answer (with --verify-revert, later phases name the culprits after it)
     culprit_phase = next((p for p in data["phases"] if data["culprit"] and p["culprit"] == data["culprit"]), None)

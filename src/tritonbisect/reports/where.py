@@ -22,10 +22,17 @@ def where_lines(data: Mapping[str, Any] | None, level: str = "###") -> list[str]
     compiles = data.get("compiles") or {}
     p, c = compiles.get("parent") or {}, compiles.get("culprit") or {}
     passes = data.get("passes") or {}
-    out.append(f"Kernel `{data.get('kernel')}` compiled with MLIR_ENABLE_DUMP=1 at the parent "
-               f"`{str(data.get('parent'))[:12]}` ({p.get('status')}, {passes.get('parent')} passes) and the culprit "
-               f"`{str(data.get('culprit'))[:12]}` ({c.get('status')}, {passes.get('culprit')} passes), from cached "
-               f"builds ({data.get('builds', 0)} built) in {data.get('seconds')}s.")
+    versions = data.get("versions")
+    if versions:  # `wheels`: the published versions
+        out.append(f"Kernel `{data.get('kernel')}` compiled with MLIR_ENABLE_DUMP=1 with {versions.get('package')} "
+                   f"{versions.get('parent')} ({p.get('status')}, {passes.get('parent')} passes) and "
+                   f"{versions.get('culprit')} ({c.get('status')}, {passes.get('culprit')} passes), from the "
+                   f"published wheels, in {data.get('seconds')}s.")
+    else:
+        out.append(f"Kernel `{data.get('kernel')}` compiled with MLIR_ENABLE_DUMP=1 at the parent "
+                   f"`{str(data.get('parent'))[:12]}` ({p.get('status')}, {passes.get('parent')} passes) and the "
+                   f"culprit `{str(data.get('culprit'))[:12]}` ({c.get('status')}, {passes.get('culprit')} passes), "
+                   f"from cached builds ({data.get('builds', 0)} built) in {data.get('seconds')}s.")
     out.append("")
     first = data.get("first_difference")
     if first:

@@ -58,17 +58,18 @@ class Answer:
         if c.culprit_bad and c.parent_good:
             phase.confidence = "high" if prob is None or prob >= threshold else "low"
             phase.reason = (
-                f"confirmed: {named(c.culprit)} is bad again and its parent {named(c.parent)} good again"
+                f"confirmed: {named(c.culprit)} is bad again and {self.names.parent(c.parent)} good again"
                 + stated
                 + ("" if phase.confidence == "high" else f" (below {threshold:g})")
             )
         else:
             phase.confidence = "low"
             parts = []
-            for commit, ok, what in ((c.culprit, c.culprit_bad, ""), (c.parent, c.parent_good, "parent ")):
+            before = "the version before it, " if self.names.labels else "parent "
+            for commit, ok, what in ((c.culprit, c.culprit_bad, ""), (c.parent, c.parent_good, before)):
                 if not ok:
                     rec = c.records[commit]
-                    parts.append(f"{what}{commit[:12]} re-tested {rec['verdict']} ({rec['kind']})")
+                    parts.append(f"{what}{named(commit)} re-tested {rec['verdict']} ({rec['kind']})")
             phase.reason = (
                 "low confidence: the confirmation disagrees with the search: "
                 + "; ".join(parts)

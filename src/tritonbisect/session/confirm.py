@@ -97,8 +97,8 @@ class Confirmation:
             culprits = list(dict.fromkeys(c for c, _ in pairs))
             parents = list(dict.fromkeys(p for _, p in pairs))
             if len(culprits) == 1:
-                self.ui.note(f"confirming: re-testing {self.names.named(culprits[0])} and its parent "
-                             f"{self.names.named(parents[0])}")
+                self.ui.note(f"confirming: re-testing {self.names.named(culprits[0])} and "
+                             f"{self.names.parent(parents[0]).rstrip(',')}")
             else:
                 self.ui.note(f"confirming {len(culprits)} culprits: re-testing "
                              f"{', '.join(c[:12] for c in culprits)} and their parents {', '.join(p[:12] for p in parents)}")

@@ -21,6 +21,12 @@ class CommitNames:
     def named(self, commit: str) -> str:
         return self.labels.get(commit) or commit[:12]
 
+    def parent(self, commit: str) -> str:
+        """"its parent <sha>", or for versions "the version before it, 3.3.0"."""
+        if self.labels:
+            return f"the version before it, {self.named(commit)},"
+        return f"its parent {self.named(commit)}"
+
     @property
     def noun(self) -> str:
         return "version" if self.labels else "commit"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -17,7 +18,7 @@ import click
 
 from tritonbisect.commands.options import bisect_settings, common_bisect_options, wants_json
 from tritonbisect.core.errors import InputError
-from tritonbisect.domains.wheels.target_python import target_platform, target_python
+from tritonbisect.domains.wheels.target_python import check_torch, target_platform, target_python
 from tritonbisect.session.settings import BisectSettings
 
 _dir = click.Path(file_okay=False, path_type=Path)
@@ -50,13 +51,12 @@ def wheels_cmd(good: str, bad: str, package: str | None, feed: str | None, index
         make_ladder,
     )
 
+    _refuse_commit_options(kwargs)
     settings = bisect_settings(**kwargs)
     if not settings.test.wanted:
         raise InputError("give the test to run: --test CMD (or --repro TRACE --kernel K)")
-    if settings.hint.wanted:
-        raise InputError("--prefer-pass/--prefer-files weigh commits; wheels bisects versions: give them to the "
-                         "commit bisect it prints (with --triton-dir and --narrow, filled in)")
     target = target_python(python, venv)
+    check_torch(settings.test.repro, settings.test.oracle, python, venv)
     _choose_installer(installer, target)
     plat = target_platform(target)
     config = _index_config(target, feed, index_urls, find_links)
@@ -96,7 +96,39 @@ def wheels_cmd(good: str, bad: str, package: str | None, feed: str | None, index
         click.echo(f"tritonbisect wheels: {line}", err=True)
     click.echo(f"tritonbisect wheels: {len(rungs)} {package} versions from {rungs[0].version} to "
                f"{rungs[-1].version} for {plat.describe()}", err=True)
-    _run(settings, bisector, triton_dir, json_out=wants_json(kwargs))
+    # where the wheels come from, for the report: not where this machine keeps its pip configuration
+    index = [re.sub(r" of /[^)]*\)", ")", line) for line in config.describe()
+             if line.startswith(("index ", "find-links "))]
+    _run(settings, bisector, triton_dir, index, json_out=wants_json(kwargs))
+
+
+# the shared bisect options that speak of commits, builds or their cache: `wheels --help` does
+# not offer them, and given anyway they are refused (the first two have their own line)
+_COMMIT_OPTIONS = {"prefer_pass": "--prefer-pass", "prefer_files": "--prefer-files", "first_parent": "--first-parent",
+                   "verify_revert": "--verify-revert", "repo_url": "--repo-url", "cache_dir": "--cache-dir",
+                   "cache_url": "--cache-url"}
+# and what their help says of commits and checkouts, in versions
+_HELP_IN_VERSIONS = {
+    "test": "Test command (bash), run in the directory you start from with each version installed: exit 0 = pass.",
+    "jobs": "Workers testing versions in parallel, each in its own environment.",
+    "on_build_failure": "What a version that does not install counts as.",
+}
+for _param in wheels_cmd.params:
+    if _param.name in _COMMIT_OPTIONS and isinstance(_param, click.Option):
+        _param.hidden = True
+    elif _param.name in _HELP_IN_VERSIONS and isinstance(_param, click.Option):
+        _param.help = _HELP_IN_VERSIONS[_param.name]
+
+
+def _refuse_commit_options(kwargs: dict[str, Any]) -> None:
+    given = [flag for name, flag in _COMMIT_OPTIONS.items() if kwargs.get(name)]
+    if not given:
+        return
+    if given[0] in ("--prefer-pass", "--prefer-files"):
+        raise InputError("--prefer-pass/--prefer-files weigh commits; wheels bisects versions: give them to the "
+                         "commit bisect it prints (with --triton-dir and --narrow, filled in)")
+    raise InputError(f"{given[0]} applies to commits and their builds; wheels bisects published versions "
+                     "(installs, no commits): drop it")
 
 
 def _choose_installer(installer: str, target: str) -> None:
@@ -138,7 +170,8 @@ def _package_files(feed: str | None, package: str | None, lister: Any, good: str
     return normalize_name(chosen.package), chosen.files
 
 
-def _run(settings: BisectSettings, bisector: Any, triton_dir: Path | None, *, json_out: bool) -> NoReturn:
+def _run(settings: BisectSettings, bisector: Any, triton_dir: Path | None, index: list[str], *,
+         json_out: bool) -> NoReturn:
     from tritonbisect.commands.engine import drive_and_follow
     from tritonbisect.domains.wheels.versions_report import commit_range, wheels_result
     from tritonbisect.session.session import Session
@@ -148,6 +181,7 @@ def _run(settings: BisectSettings, bisector: Any, triton_dir: Path | None, *, js
     # the ladder's commits are an internal device: every message names the versions
     phase = session.phases()[0]
     session.extra.setdefault("labels", {})[phase.spec.name] = dict(bisector.versions())
+    session.extra["index"] = index  # where the wheels come from (credentials redacted), for the report
     session.save()
     result, follow_ups = drive_and_follow(session, json_out=json_out)
     narrowed = follow_ups.get("narrow")

@@ -3,7 +3,6 @@ tested, installed and downloaded, and the commit range for `tritonbisect triton`
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -11,22 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonbisect.builds.install_check import git_label
-
-
-def step_files(session_dir: Path, records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The wheel-step.json of every step (and its earlier attempts) that got that far."""
-    out = []
-    for rec in records:
-        for attempt in [rec, *(rec.get("attempts") or [])]:
-            d = attempt.get("dir") or rec.get("dir")
-            if not d:
-                continue
-            path = Path(d) if Path(d).is_absolute() else Path(session_dir) / d
-            try:
-                out.append(json.loads((path / "wheel-step.json").read_text(encoding="utf-8")))
-            except (OSError, ValueError):
-                continue
-    return out
+from tritonbisect.reports.version_names import step_files
 
 
 def wheels_result(result: Any, records: Sequence[Mapping[str, Any]], versions: Mapping[str, str],
