@@ -9,7 +9,9 @@ user's cert, proxy and the credentials for the host (builds/index_config.py).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
 import tempfile
 import urllib.error
@@ -48,6 +50,8 @@ def fetch_wheel(url: str, filename: str, sha256: str | None, cache_root: Path, *
         target = root / sha256 / filename
         if target.is_file():
             if file_sha256(target) == sha256:
+                with contextlib.suppress(OSError):
+                    os.utime(target.parent)  # its last use, for `cache gc`
                 return Fetched(target, sha256, False, 0)
             target.unlink()  # changed on disk since: fetch it again
     last = ""
@@ -89,3 +93,55 @@ def _transfer(url: str, root: Path) -> Path:
         tmp.unlink(missing_ok=True)
         raise FetchError(f"download of {redact(url)} failed: {getattr(exc, 'reason', exc)}") from None
     return tmp
+
+
+# --- what the downloads hold (`tritonbisect cache list|gc`) ------------------------------------
+
+_DIGEST = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class DownloadedWheel:
+    sha256: str
+    filename: str
+    size: int
+    last_used: float  # the folder's mtime: set when the wheel is downloaded or taken again
+
+
+def downloaded_wheels(cache_root: Path) -> list[DownloadedWheel]:
+    """Every wheel kept under <cache>/downloads (a folder per sha256)."""
+    root = download_dir(cache_root)
+    out = []
+    try:
+        folders = sorted(root.iterdir())
+    except OSError:
+        return []
+    for folder in folders:
+        if not _DIGEST.match(folder.name) or folder.is_symlink() or not folder.is_dir():
+            continue
+        files = [f for f in folder.iterdir() if f.is_file() and not f.is_symlink() and not f.name.startswith(".")]
+        if not files:
+            continue
+        try:
+            last = folder.stat().st_mtime
+        except OSError:
+            last = 0.0
+        out.append(DownloadedWheel(folder.name, files[0].name, sum(f.stat().st_size for f in files), last))
+    return out
+
+
+def remove_download(cache_root: Path, sha256: str) -> bool:
+    """Remove one downloaded wheel; renamed away first, so that no one finds half of it."""
+    if not _DIGEST.match(sha256):
+        raise ValueError(f"not a sha256: {sha256!r}")
+    root = download_dir(cache_root)
+    folder = root / sha256
+    if not folder.is_dir() or folder.is_symlink():
+        return False
+    trash = root / f".trash-{sha256[:12]}-{os.getpid()}"
+    try:
+        os.replace(folder, trash)
+    except OSError:
+        return False
+    shutil.rmtree(trash, ignore_errors=True)
+    return True

@@ -47,7 +47,7 @@ def _when(epoch: float) -> str:
 @_WORKDIR
 @click.pass_context
 def cache_group(ctx: click.Context, workdir: Path | None) -> None:
-    """Built artifacts (wheels, LLVM installs) and recorded build failures."""
+    """Built artifacts (wheels, LLVM installs), downloaded wheels and recorded build failures."""
     ctx.ensure_object(dict)
     ctx.obj["workdir"] = workdir
 
@@ -57,11 +57,16 @@ def cache_group(ctx: click.Context, workdir: Path | None) -> None:
 @click.option("--failures", "show_failures", is_flag=True, help="Also list the recorded build failures.")
 @click.pass_context
 def list_cmd(ctx: click.Context, show_failures: bool) -> None:
-    """Entries with their size, commit, recipe and last use."""
+    """Entries with their size, commit, recipe and last use; downloaded wheels."""
+    from tritonbisect.builds.wheel_fetch import downloaded_wheels
+
     cache = _cache(ctx)
     entries = sorted(cache.entries(), key=lambda e: -e.last_used)
-    if not entries:
+    wheels = sorted(downloaded_wheels(cache.root), key=lambda w: -w.last_used)
+    if not entries and not wheels:
         click.echo(f"cache {cache.root}: empty")
+    elif not entries:
+        click.echo(f"cache {cache.root}: no built artifacts")
     else:
         click.echo(f"{'KEY':<12}  {'RECIPE':<12}  {'COMMIT':<12}  {'SIZE':>10}  LAST USED         ARTIFACT")
         for e in entries:
@@ -71,6 +76,12 @@ def list_cmd(ctx: click.Context, show_failures: bool) -> None:
             )
         total = sum(e.size for e in entries)
         click.echo(f"{len(entries)} entries, {human_size(total)} in {cache.root}")
+    if wheels:
+        click.echo(f"\n{'SHA256':<12}  {'SIZE':>10}  LAST USED         DOWNLOADED WHEEL")
+        for w in wheels:
+            click.echo(f"{w.sha256[:12]:<12}  {human_size(w.size):>10}  {_when(w.last_used):<16}  {w.filename}")
+        click.echo(f"{len(wheels)} downloaded wheel{'s' * (len(wheels) != 1)}, "
+                   f"{human_size(sum(w.size for w in wheels))} in {cache.root / 'downloads'}")
     failures = cache.failures()
     if failures:
         click.echo(f"{len(failures)} recorded build failure{'s' if len(failures) != 1 else ''}"
@@ -108,21 +119,29 @@ def remove_cmd(ctx: click.Context, key: str | None, commit: str | None) -> None:
 
 @cache_group.command("gc")
 @_accepts_workdir
-@click.option("--max-size", required=True, help="Keep at most this much, e.g. 20G (least recently used go first).")
+@click.option("--max-size", required=True, help="Keep at most this much, built artifacts and downloaded wheels together, e.g. 20G (least recently used go first).")
 @click.pass_context
 def gc_cmd(ctx: click.Context, max_size: str) -> None:
-    """Remove least recently used entries until the cache fits in --max-size."""
+    """Remove least recently used entries and downloaded wheels until the cache fits in --max-size."""
+    from tritonbisect.builds.wheel_fetch import downloaded_wheels, remove_download
+
     try:
         limit = parse_size(max_size)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--max-size") from None
     cache = _cache(ctx)
-    before = {e.key: e.size for e in cache.entries()}
-    removed = cache.gc(limit)
-    freed = sum(before.get(k, 0) for k in removed)
-    for k in removed:
-        click.echo(f"removed {k[:12]} ({human_size(before.get(k, 0))})")
-    click.echo(f"freed {human_size(freed)}; {human_size(sum(before.values()) - freed)} left")
+    items = [(e.last_used, "entry", e.key, e.size, e.key[:12]) for e in cache.entries()]
+    items += [(w.last_used, "wheel", w.sha256, w.size, w.filename) for w in downloaded_wheels(cache.root)]
+    total = sum(size for _, _, _, size, _ in items)
+    freed = 0
+    for _, kind, key, size, name in sorted(items):
+        if total - freed <= limit:
+            break
+        gone = cache.remove(key) if kind == "entry" else remove_download(cache.root, key)
+        if gone:
+            freed += size
+            click.echo(f"removed {name} ({human_size(size)})")
+    click.echo(f"freed {human_size(freed)}; {human_size(total - freed)} left")
 
 
 @cache_group.command("forget-failures")

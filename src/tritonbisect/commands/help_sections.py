@@ -37,20 +37,28 @@ OPTION_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Build and test", ("build_cmd", "test", "test_cmd", "artifact", "use", "jobs", "timeout", "env", "sandbox")),
     ("Test from a trace", (
         "repro", "kernel", "launch_id", "oracle", "ir_from", "check", "codegen_thresholds",
-        "compile_target", "narrow")),
+        "compile_target", "narrow", "line", "mode", "from_", "ir_file", "target", "launches", "kernels",
+        "max_blob_launches", "outputs_after")),
     ("Verdicts and flaky tests", (
         "regress", "on_build_failure", "repeat", "first_parent", "manual", "flaky", "flake_rate",
         "confidence", "max_tests")),
+    ("Where to look, and checking the answer", (
+        "prefer_pass", "prefer_files", "verify_revert", "reduce_after", "reduce_level", "reduce_jobs",
+        "reduce_timeout", "session_id", "level_text")),
     ("Performance (--regress perf)", ("threshold", "significance", "max_samples", "higher_is_better")),
-    ("Published builds", ("wheel_index", "wheels_mode", "wheel_package", "index_urls", "find_links", "pre")),
+    ("Published builds", (
+        "wheel_index", "wheels_mode", "wheel_package", "wheel_feed", "feed", "index_urls", "find_links", "pre",
+        "installer")),
     ("Target environment and builds", (
-        "python", "venv", "debug", "max_jobs", "llvm_assertions", "llvm_build_type", "compiler")),
+        "python", "venv", "good_python", "bad_python", "fresh_interpreters", "device", "debug", "max_jobs",
+        "llvm_assertions", "llvm_build_type", "compiler", "triton_build_type", "clang_lld", "llvm_targets",
+        "backends")),
     ("One night of hunting", ("confirm", "summary", "issue_body", "github_output")),
     ("The fixer (compat-builder)", (
         "branch", "ai", "ai_model", "max_attempts", "ai_timeout", "smoke", "build_timeout", "build",
         "unsandboxed_builds")),
     ("Ray cluster (--executor ray)", ("executor", "ray_address", "build_resources", "test_resources", "repo_url", "cache_dir", "cache_url")),
-    ("Output and state", ("out", "json_out", "as_json", "workdir")),
+    ("Output and state", ("out", "out_dir", "json_out", "as_json", "workdir", "log_limit")),
 )
 OTHER = "Other options"
 # at most this many options: one plain section (sections would only add headings)
@@ -94,7 +102,10 @@ def option_sections(command: click.Command, ctx: click.Context) -> list[tuple[st
         if members:
             out.append((title, members))
     rest = [p for p in params if p.name not in _SECTION_OF]
-    if rest:
+    helper = command.get_help_option(ctx)
+    if out and rest and all(p is helper for p in rest):
+        out[-1][1].extend(rest)  # -h/--help alone is no section of its own
+    elif rest:
         out.append((OTHER, rest))
     return out
 

@@ -15,7 +15,7 @@ from typing import IO, Any
 from tritonbisect.core.untrusted import one_line, printable
 from tritonbisect.reports.case_tables import by_culprit, step_cases
 from tritonbisect.session.case_answer import cases_state
-from tritonbisect.session.observer import _FIXED_MARK, NullUI, short
+from tritonbisect.session.observer import _FIXED_MARK, NullUI
 
 
 def log_of(rec: Mapping[str, Any] | None) -> str | None:
@@ -199,13 +199,16 @@ class RichUI(PlainUI):
         self._status = f"{n} {'versions' if self.labels else 'commits'} in range"
 
     def step_started(self, phase: str, commit: str, role: str, subject: str) -> None:
-        self._flying.setdefault(short(commit), role)  # step_running may have come first
+        self._flying.setdefault(self.short(commit), role)  # step_running may have come first
 
     def step_running(self, commit: str, stage: str, node: str) -> None:
-        self._flying[short(commit)] = f"{stage}@{node}"
+        self._flying[self.short(commit)] = f"{stage}@{node}"
+
+    def step_stopped(self, commit: str) -> None:
+        self._flying.pop(self.short(commit), None)
 
     def step_finished(self, phase: str, rec: Mapping[str, Any], subject: str, progress: Any) -> None:
-        self._flying.pop(short(rec.get("commit")), None)
+        self._flying.pop(self.short(rec.get("commit")), None)
         super().step_finished(phase, rec, subject, progress)
         if progress is not None:
             self._status = (

@@ -47,6 +47,9 @@ class NullUI:
     def step_running(self, commit: str, stage: str, node: str) -> None:
         """A stage ("build", "test", or the whole "step") of a step began on a Ray node."""
 
+    def step_stopped(self, commit: str) -> None:
+        """A running step was stopped (its verdict no longer matters): it will not finish."""
+
     def step_finished(self, phase: str, rec: Mapping[str, Any], subject: str, progress: Any) -> None:
         if rec.get("seconds") is not None:
             self.durations.append(float(rec["seconds"]))

@@ -92,4 +92,6 @@ class SearchLoop:
                     return Switched()
                 for step in strategy.useless(self.queue.live()):
                     self.queue.cancel(step)
-                    self.ui.note(f"stopped testing {step.commit[:12]}: its verdict no longer matters")
+                    name = getattr(self.ui, "short", None)
+                    shown = name(step.commit) if name is not None else step.commit[:12]
+                    self.ui.note(f"stopped testing {shown}: its verdict no longer matters")

@@ -157,6 +157,7 @@ class StepQueue:
         for step in self._wait_done():
             result = step.future.result()
             if step.cancelled or result.cancelled or (not aborts and result.verdict == Verdict.ABORT):
+                self._stopped(step.commit)
                 yield Finished(step, result, None)
                 continue
             extra = None
@@ -174,6 +175,13 @@ class StepQueue:
         """Stop a step whose verdict no longer matters: its worker takes another commit."""
         step.request.token.cancel()
         step.cancelled = True
+        self._stopped(step.commit)
+
+    def _stopped(self, commit: str) -> None:
+        """The display stops showing a step that will never be heard back."""
+        stopped = getattr(self.ui, "step_stopped", None)
+        if stopped is not None:
+            stopped(commit)
 
     def cancel_all(self) -> None:
         for step in self._steps.values():
