@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 from tritonbisect.core.process import clean_env
+from tritonbisect.core.secrets import without_secrets
 
 
 class GitFailure(Exception):
@@ -24,8 +25,9 @@ class PinMissing(Exception):
 
 
 def base_build_env() -> dict[str, str]:
-    """The environment builds, tests and git calls start from (the engine's clean one)."""
-    return clean_env()
+    """The environment builds, tests and git calls start from: the engine's clean one, without
+    the secrets the user did not pass by name (core/secrets.py)."""
+    return without_secrets(clean_env())
 
 
 def resolve_commit(repo: Path, rev: str, *, what: str) -> str:

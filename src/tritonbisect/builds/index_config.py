@@ -21,7 +21,6 @@ import ast
 import base64
 import netrc
 import os
-import re
 import shutil
 import ssl
 import subprocess
@@ -110,16 +109,6 @@ def redact(url: str) -> str:
     user = urllib.parse.quote(auth[0], safe="") if auth[0] else ""
     shown = f"{user}:****@" if auth[1] else "****@"
     return urllib.parse.urlunsplit(parts._replace(netloc=shown + parts.netloc))
-
-
-_URL_PASSWORD = re.compile(r"(://[^/:@\s]*):[^/@\s]*@")
-_URL_TOKEN = re.compile(r"://[^/:@\s*]+@")
-
-
-def redact_text(text: str) -> str:
-    """`text` (a command line word, a message) with the password or token of every URL in it
-    shown as ****."""
-    return _URL_TOKEN.sub("://****@", _URL_PASSWORD.sub(r"\1:****@", text))
 
 
 class Credentials:

@@ -22,12 +22,14 @@ from tritonbisect.commands.help_sections import hidden_alias
 from tritonbisect.core.errors import InputError
 from tritonbisect.core.outcome import BUILD_FAILURE_MODES, REGRESS_MODES, VerdictSettings
 from tritonbisect.core.perf import DEFAULT_SAMPLES, PerfOptions, parse_threshold
+from tritonbisect.core.secrets import hide_env
 
 # click-free helpers live in core/step_args.py (`tritonbisect step` imports them without click)
 from tritonbisect.core.step_args import HOME_ENV as HOME_ENV
 from tritonbisect.core.step_args import check_test_command as check_test_command
 from tritonbisect.core.step_args import default_workdir as default_workdir
 from tritonbisect.core.step_args import parse_env as parse_env
+from tritonbisect.core.step_args import parse_pass_env
 from tritonbisect.core.step_args import resolve_workdir as resolve_workdir
 from tritonbisect.executors.pool_settings import ExecutorSettings
 from tritonbisect.session.flakiness import SearchSettings
@@ -88,6 +90,7 @@ def executor_settings(
     timeout: float | None = None,
     env: dict[str, str] | None = None,
     sandbox: bool = False,
+    pass_env: list[str] | None = None,
 ) -> ExecutorSettings:
     """The ExecutorSettings of the executor options' values (validated) and of the step
     options the caller validated."""
@@ -117,11 +120,12 @@ def executor_settings(
     if cache_url and not cache_url.lower().startswith("s3://"):
         raise InputError(f"--cache-url {cache_url}: only s3:// is supported (any S3-compatible "
                          "store: set AWS_ENDPOINT_URL for MinIO, Ceph, R2...)")
+    hide_env(env or {})  # a secret given with --env is starred wherever the run writes
     return ExecutorSettings(
         kind=executor, jobs=jobs, repeat=repeat, timeout=timeout, env=dict(env or {}),
         cache_dir=check_location(cache_url or kwargs.get("cache_dir")), sandbox=sandbox,
         ray_address=check_address(address), build_resources=build, test_resources=test,
-        repo_url=repo_url or None,
+        repo_url=repo_url or None, pass_env=list(pass_env or []),
     )
 
 
@@ -143,6 +147,7 @@ def common_bisect_options(f: F | None = None, *, test: bool = True) -> Any:
             click.option("--repeat", type=int, default=None, callback=_validate_positive_int("--repeat"), help="Run each test N times; majority verdict, disagreement recorded as flaky (default 1; with --regress perf, 5 samples per step)."),
             click.option("--timeout", type=float, metavar="S", help="Per-test timeout in seconds (kills the whole process group)."),
             click.option("--env", "env", multiple=True, metavar="K=V", help="Environment variable for builds and tests (repeatable)."),
+            click.option("--pass-env", "pass_env", multiple=True, metavar="NAME", help="Let builds and tests see this secret of your environment (GITHUB_TOKEN, HF_TOKEN...: variables whose name says TOKEN, SECRET, PASSWORD, API_KEY... are kept from them otherwise; repeatable)."),
             click.option("--on-build-failure", type=click.Choice(BUILD_FAILURE_MODES), default="skip", show_default=True, help="What a commit that does not build counts as."),
             click.option("--regress", type=click.Choice(REGRESS_MODES), default="fail", show_default=True, help="Which outcome is the regression; 'fixed' finds the commit that fixed it."),
             click.option("--first-parent", is_flag=True, help="Follow only the first parent of merges."),
@@ -264,7 +269,8 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
     env = _with_log_limit(parse_env(kwargs.get("env")), kwargs.get("log_limit"))
     workdir = resolve_workdir(kwargs.get("workdir"))
     executor = executor_settings(kwargs, jobs=jobs, repeat=repeat, timeout=timeout, env=env,
-                                 sandbox=bool(kwargs.get("sandbox")))
+                                 sandbox=bool(kwargs.get("sandbox")),
+                                 pass_env=parse_pass_env(kwargs.get("pass_env")))
     search, manual = _search_settings(kwargs)
     hint = _hint_settings(kwargs)
     return BisectSettings(

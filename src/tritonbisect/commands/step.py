@@ -52,6 +52,7 @@ def run_step(
     test_cmd: str,
     timeout: float | None = None,
     env: tuple[str, ...] | list[str] = (),
+    pass_env: tuple[str, ...] | list[str] = (),
     repeat: int = 1,
     regress: str = "fail",
     on_build_failure: str = "skip",
@@ -67,12 +68,20 @@ def run_step(
     from tritonbisect.core.errors import InputError
     from tritonbisect.core.outcome import EXIT_CODE_OF_VERDICT, Policy, Verdict
     from tritonbisect.core.process import git
-    from tritonbisect.core.step_args import check_test_command, parse_env, resolve_workdir
+    from tritonbisect.core.secrets import hide_env, pass_through
+    from tritonbisect.core.step_args import (
+        check_test_command,
+        parse_env,
+        parse_pass_env,
+        resolve_workdir,
+    )
     from tritonbisect.domains.command.recipe import CommandRecipe
     from tritonbisect.executors.runner import execute_step, execute_with_retry
 
     if repeat < 1:
         raise InputError("--repeat must be at least 1")
+    pass_through(parse_pass_env(pass_env))
+    hide_env(parse_env(env))
     cwd = Path.cwd()
     try:
         commit = git(["rev-parse", "HEAD"], cwd=cwd).strip()
@@ -111,6 +120,7 @@ _VALUE_OPTIONS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "--test": ("test_cmd", str),
     "--timeout": ("timeout", float),
     "--env": ("env", str),
+    "--pass-env": ("pass_env", str),
     "--repeat": ("repeat", int),
     "--regress": ("regress", str),
     "--on-build-failure": ("on_build_failure", str),
@@ -121,7 +131,7 @@ _VALUE_OPTIONS: dict[str, tuple[str, Callable[[str], Any]]] = {
 def parse_plain(args: list[str]) -> dict[str, Any] | None:
     """The options of a well-formed `step` command line; None for anything else (help, an
     unknown option, a bad value), which the click command then answers with its message."""
-    values: dict[str, Any] = {"env": []}
+    values: dict[str, Any] = {"env": [], "pass_env": []}
     i = 0
     while i < len(args):
         word = args[i]
@@ -143,8 +153,8 @@ def parse_plain(args: list[str]) -> dict[str, Any] | None:
             converted = convert(value)
         except ValueError:
             return None
-        if key == "env":
-            values["env"].append(converted)
+        if key in ("env", "pass_env"):
+            values[key].append(converted)
         else:
             values[key] = converted
     if "test_cmd" not in values:
@@ -157,6 +167,7 @@ def parse_plain(args: list[str]) -> dict[str, Any] | None:
     if workdir is not None and (not str(workdir) or workdir.is_file()):
         return None
     values["env"] = tuple(values["env"])
+    values["pass_env"] = tuple(values["pass_env"])
     values.setdefault("build_cmd", None)
     return values
 

@@ -33,6 +33,7 @@ class ProtocolCommand(click.Command):
 @click.option("--test", "test_cmd", required=True, metavar="CMD", help="Test command (bash).")
 @click.option("--timeout", type=float, metavar="S", help="Test timeout in seconds (kills the process group).")
 @click.option("--env", "env", multiple=True, metavar="K=V", help="Environment variable for the build and the test (repeatable).")
+@click.option("--pass-env", "pass_env", multiple=True, metavar="NAME", help="Let builds and tests see this secret of your environment (GITHUB_TOKEN, HF_TOKEN...: variables whose name says TOKEN, SECRET, PASSWORD, API_KEY... are kept from them otherwise; repeatable).")
 @click.option("--repeat", type=int, default=1, show_default=True, help="Run the test N times; the majority verdict counts.")
 @click.option("--regress", type=click.Choice(REGRESS_CHOICES), default="fail", show_default=True,
               help="Which outcome is the regression (bad, exit 1); 'fixed' finds the commit that fixed it.")

@@ -41,6 +41,18 @@ def parse_env(pairs: tuple[str, ...] | list[str] | None) -> dict[str, str]:
     return env
 
 
+def parse_pass_env(names: tuple[str, ...] | list[str] | None) -> list[str]:
+    """--pass-env NAME...: variable names (a secret that builds and tests are to get)."""
+    out: list[str] = []
+    for name in names or ():
+        if not _ENV_NAME.fullmatch(name):
+            raise InputError(f"--pass-env expects a variable's name (GITHUB_TOKEN), got {name!r}")
+        if name not in out:
+            out.append(name)
+    return out
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _INTERPRETERS = {"python", "python3", "bash", "sh", "zsh"}
 # Words after which bash does more than run one program: the check cannot follow it there.
 _SHELL_WORDS = {"if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done",

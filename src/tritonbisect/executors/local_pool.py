@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from tritonbisect.builds.recipes import PrepareResult, Recipe
 from tritonbisect.core.outcome import Kind, Policy
 from tritonbisect.core.process import track_token, untrack_token
+from tritonbisect.core.secrets import pass_through
 from tritonbisect.executors.pool_settings import ExecutorSettings
 from tritonbisect.executors.runner import (
     Reuse,
@@ -64,6 +65,7 @@ class WorkerPool:
         self.jobs = max(1, settings.jobs)
         self.recipe = recipe
         self.policy = policy
+        pass_through(settings.pass_env)  # the secrets the user lets builds and tests see
         self.step_settings = StepSettings(
             policy=policy, repeat=settings.repeat, env=dict(settings.env), timeout=settings.timeout, workdir=workdir,
             cache_dir=settings.cache_dir, workers=self.jobs, sandbox=settings.sandbox,

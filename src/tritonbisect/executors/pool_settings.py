@@ -2,7 +2,7 @@
 and what every step is given wherever it runs.
 
 Made by the command layer from --executor, --jobs, --ray-address, --build-resources,
---test-resources, --repo-url, --cache-dir/--cache-url, --sandbox, --env, --timeout and
+--test-resources, --repo-url, --cache-dir/--cache-url, --sandbox, --env, --pass-env, --timeout and
 --repeat; a worker pool takes it whole (`choose.make_pool`).
 """
 
@@ -21,6 +21,8 @@ class ExecutorSettings:
     repeat: int = 1  # test runs per step
     timeout: float | None = None  # per test run, in seconds
     env: dict[str, str] = field(default_factory=dict)  # for builds and tests (with --log-limit's)
+    # --pass-env: secrets (core/secrets.py) that reach builds and tests all the same; names only
+    pass_env: list[str] = field(default_factory=list)
     cache_dir: str | None = None  # the artifact cache: a directory or an s3:// URL; None: <workdir>/cache
     sandbox: bool = False  # builds and tests in builds/sandbox.py's sandbox
     ray_address: str = "auto"

@@ -27,6 +27,7 @@ from typing import Any
 from tritonbisect.builds.recipes import recipe_from_config
 from tritonbisect.core.outcome import Policy
 from tritonbisect.core.process import CancelToken
+from tritonbisect.core.secrets import pass_through
 from tritonbisect.executors.logsync import read_new
 from tritonbisect.executors.pool_settings import ExecutorSettings
 from tritonbisect.executors.ray_repo import NodeRepo, node_root
@@ -55,6 +56,7 @@ class StepWorker:
         self.repo = NodeRepo(root, spec.repo_id, spec.settings.repo_url, local=spec.repo)
         self.workdir = root / "work"
         self.recipe = recipe_from_config(spec.recipe_name, spec.recipe_config)
+        pass_through(spec.settings.pass_env)  # the secrets the user lets builds and tests see
         self.settings = StepSettings(
             policy=spec.policy,
             repeat=spec.settings.repeat, env=dict(spec.settings.env), timeout=spec.settings.timeout,

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from tritonbisect.core.files import atomic_write_text
+from tritonbisect.core.secrets import scrub
+from tritonbisect.core.untrusted import printable
 from tritonbisect.hunt.memory import HuntState, Regression
 from tritonbisect.hunt.night import NightResult
 
@@ -106,7 +108,8 @@ def issue_body(
         "<sub>Reported once by `tritonbisect hunt`: later nights that still fail count as this "
         "regression, and a night whose head passes again records it as fixed.</sub>"
     )
-    return "\n".join(out) + "\n"
+    # a public issue: no secret value the run knows, no terminal escapes from subjects or output
+    return printable(scrub("\n".join(out) + "\n"))
 
 
 def _first_phase(session: Any, culprit: str) -> bool:

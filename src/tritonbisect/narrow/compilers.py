@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from tritonbisect.builds.env import EnvError, TargetEnv
+from tritonbisect.builds.gitutil import base_build_env
 from tritonbisect.builds.store import open_cache
 from tritonbisect.core.errors import InputError
 from tritonbisect.core.history import root_identity
-from tritonbisect.core.process import clean_env
+from tritonbisect.core.secrets import redact_env
 from tritonbisect.session.session import Session
 
 Environment = tuple[str, dict[str, str], Path]  # python, env, cwd of one compile
@@ -45,7 +46,8 @@ class CommandBuild:
 
     def environment(self, commit: str, scratch: Path) -> Environment:
         rel = Path(self.cfg["artifact"])
-        config = {"build": self.cfg["build"], "artifact": rel.as_posix(), "env": dict(sorted(self.settings.executor.env.items()))}
+        config = {"build": self.cfg["build"], "artifact": rel.as_posix(),
+                  "env": redact_env(dict(sorted(self.settings.executor.env.items())))}
         hit = self.store.get(self.store.key(self.repo_id, commit, "command", config, "any", ""))
         if hit is None:
             raise _no_build(commit)
@@ -55,7 +57,7 @@ class CommandBuild:
             shutil.copytree(hit, target, symlinks=True)
         else:
             shutil.copy2(hit, target)
-        env = clean_env()
+        env = base_build_env()
         for key, value in self.settings.executor.env.items():
             if key == "PYTHONPATH":  # relative entries are relative to the checkout
                 value = os.pathsep.join(str(scratch / p) if p and not os.path.isabs(p) else p
@@ -114,7 +116,7 @@ class WheelBuild:
         if proc.returncode != 0:
             raise InputError(f"cannot install the cached wheel {wheel.name} into a scratch venv: "
                              f"{(proc.stderr.strip().splitlines() or ['?'])[-1][:200]}")
-        env = clean_env()
+        env = base_build_env()
         env.update(self.settings.executor.env)
         env["TRITONBISECT_COMMIT"] = commit
         return str(venv.python), env, scratch

@@ -15,6 +15,7 @@ from typing import Any
 
 from tritonbisect.core.errors import InputError
 from tritonbisect.core.history import History
+from tritonbisect.core.secrets import is_secret_name
 from tritonbisect.narrow.compilers import builds_for
 from tritonbisect.narrow.narrowing import culprit_phase
 from tritonbisect.session.session import Session
@@ -71,7 +72,8 @@ def _wrapper(root: Path, python: str, env: dict[str, str], names: dict[str, str]
     """An executable that runs `python` with this side's own variables (the session's --env,
     resolved for this side's checkout, and its commit): the reducer keeps one set of workers per
     interpreter path, and two `run --build` sides share one interpreter."""
-    keys = sorted({*names, "TRITONBISECT_COMMIT"})
+    # a secret is not written into the file: the reducer's workers have it from their environment
+    keys = sorted(k for k in {*names, "TRITONBISECT_COMMIT"} if not is_secret_name(k))
     lines = ["#!/bin/sh", *(f"export {k}={shlex.quote(env[k])}" for k in keys if k in env and k.isidentifier()),
              f'exec {shlex.quote(python)} "$@"', ""]
     path = root / "python"

@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tritonbisect.core.secrets import without_secrets
+
 WORKER = Path(__file__).with_name("worker_main.py")
 
 
@@ -56,7 +58,8 @@ class _Server:
 
 class Pool:
     def __init__(self, env: dict[str, str] | None = None, *, fresh: bool = False) -> None:
-        self.env = dict(os.environ if env is None else env)
+        # the candidates run the trace's kernel code: no secret of ours (core/secrets.py)
+        self.env = without_secrets(os.environ) if env is None else dict(env)
         self.fresh = fresh
         self._idle: dict[str, list[_Server]] = {}
         self._all: list[_Server] = []

@@ -23,6 +23,7 @@ from tritonbisect.core.files import atomic_write_json, atomic_write_text, fsync_
 from tritonbisect.core.lock import PidLock
 from tritonbisect.core.oserrors import at_path
 from tritonbisect.core.outcome import Verdict
+from tritonbisect.core.secrets import scrub_data
 
 SESSION_FILE = "session.json"
 JOURNAL_FILE = "journal.jsonl"
@@ -106,7 +107,8 @@ class Journal:
     def append(self, record: Mapping[str, Any]) -> None:
         """Append one record durably (write, flush, fsync)."""
         self._repair_tail()
-        line = json.dumps(record, sort_keys=False, separators=(",", ":")) + "\n"
+        # a reason may quote a test's output: no secret value this run knows goes to disk
+        line = json.dumps(scrub_data(record), sort_keys=False, separators=(",", ":")) + "\n"
         new = not self.path.exists()
         with at_path(self.path), open(self.path, "ab") as f:
             f.write(line.encode("utf-8"))

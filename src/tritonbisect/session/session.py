@@ -19,9 +19,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tritonbisect.builds.index_config import redact_text
 from tritonbisect.core.clock import now_iso
 from tritonbisect.core.errors import EXIT_INTERRUPTED, InputError, TritonBisectError
+from tritonbisect.core.secrets import (
+    fingerprints,
+    hide_fingerprints,
+    redact_argv,
+    scrub_data,
+    secret_values,
+    unstored,
+)
 from tritonbisect.core.versions import environment
 from tritonbisect.session.journal import (
     JOURNAL_FILE,
@@ -94,8 +101,13 @@ class Session:
             self._phases = [PhaseState.from_dict(p) for p in data.get("phases") or []]
             self.current_phase = int(data.get("current_phase", 0))
             self.extra: dict[str, Any] = dict(data.get("extra") or {})
-        except (KeyError, TypeError, ValueError) as exc:
+            # digests of the secrets given with --env (not stored): what reads this session hides them
+            prints = data.get("fingerprints") or {}
+            self.salt = str(prints.get("salt", ""))
+            self.secret_digests = [str(d) for d in prints.get("sha256") or []]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise InputError(f"session file {directory / SESSION_FILE} is corrupt: {_said(exc)}") from None
+        hide_fingerprints(self.salt, self.secret_digests)
         self.journal = Journal(directory / JOURNAL_FILE)
         self.lock = SessionLock(directory / LOCK_FILE, self.id)
 
@@ -123,6 +135,7 @@ class Session:
             except FileExistsError:
                 time.sleep(0.01)
         settings.workdir = workdir
+        salt = secrets.token_hex(8)
         names: list[str] = []
         for spec in phases:
             spec.name = _unique_name(spec.name, names)
@@ -131,15 +144,17 @@ class Session:
             SCHEMA_KEY: SCHEMA,
             "id": sid,
             "created": now_iso(),
-            "argv": [redact_text(a) for a in argv] if argv is not None else [],
+            "argv": redact_argv(argv) if argv is not None else [],
             "cwd": os.getcwd(),
             "workflow": workflow,
             "settings": settings_record(settings),
             "phases": [PhaseState(spec).to_dict() for spec in phases],
             "current_phase": 0,
             "extra": {"environment": environment()},  # the versions, for the report
+            "fingerprints": {"salt": salt, "sha256": fingerprints(secret_values(settings.executor.env), salt)},
         }
         session = cls(directory, data)
+        session.settings = settings  # with the secrets' values session.json does not hold
         session.save()
         return session
 
@@ -185,10 +200,18 @@ class Session:
             "phases": [p.to_dict() for p in self._phases],
             "current_phase": self.current_phase,
             "extra": self.extra,
+            "fingerprints": {"salt": self.salt, "sha256": self.secret_digests},
         }
 
     def save(self) -> None:
-        atomic_write_json(self.dir / SESSION_FILE, self.to_dict())
+        data = self.to_dict()
+        # a phase's reason and the follow-ups' results may quote a test's output: no secret value
+        # the run knows (the settings and the command line are redacted as they are recorded,
+        # and never scrubbed: a resumed session runs their commands as they were given)
+        for phase in data["phases"]:
+            phase["reason"] = scrub_data(phase["reason"])
+        data["extra"] = scrub_data(data["extra"])
+        atomic_write_json(self.dir / SESSION_FILE, data)
 
     def phases(self) -> list[PhaseState]:
         return list(self._phases)
@@ -245,6 +268,11 @@ class Session:
         from tritonbisect.session.observer import NullUI
 
         ui = ui or NullUI()
+        missing = unstored(self.settings.executor.env)
+        if missing:
+            names = ", ".join(missing)
+            raise InputError(f"session {self.id} was given --env {names} (a secret, so its value is not stored): "
+                             f"export {missing[0]}=... in this shell and run `{self.resume_command()}` again")
         with self.locked():
             index = next(
                 (i for i, p in enumerate(self._phases) if p.status in RESUMABLE), None

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tritonbisect.core.errors import InputError
+from tritonbisect.core.secrets import hide_env, redact_env, restored
 from tritonbisect.session.settings import BisectSettings
 
 SCHEMA = 2
@@ -74,15 +75,18 @@ FLAT_LAYOUT: dict[str, tuple[str, str]] = {
     "higher_is_better": ("perf", "higher_is_better"),
     "verify_revert": ("follow_ups", "verify_revert"),
     "sandbox": ("executor", "sandbox"),
+    "pass_env": ("executor", "pass_env"),
 }
 
 T = TypeVar("T")
 
 
 def settings_record(settings: BisectSettings) -> dict[str, Any]:
-    """The "settings" object of a format-2 session.json."""
+    """The "settings" object of a format-2 session.json: a secret's --env value is not written
+    (****, taken again from the environment on resume), nor a URL's password."""
     data = dataclasses.asdict(settings)
     data["workdir"] = str(settings.workdir)
+    data["executor"]["env"] = redact_env(settings.executor.env)
     return data
 
 
@@ -100,7 +104,13 @@ def read_settings(data: Mapping[str, Any], where: Path) -> BisectSettings:
     given = data.get("settings") or {}
     if not isinstance(given, Mapping):
         raise InputError(f"session file {where} is corrupt: its settings are not an object")
-    return _made(BisectSettings, given if schema == SCHEMA else nested_of_flat(given))
+    settings = _made(BisectSettings, given if schema == SCHEMA else nested_of_flat(given))
+    if not isinstance(settings.executor.env, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in settings.executor.env.items()):
+        raise InputError(f"session file {where} is corrupt: its env is not an object of strings")
+    settings.executor.env = restored(settings.executor.env)
+    hide_env(settings.executor.env)
+    return settings
 
 
 def nested_of_flat(flat: Mapping[str, Any]) -> dict[str, Any]:

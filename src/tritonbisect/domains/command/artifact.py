@@ -16,6 +16,7 @@ from pathlib import Path
 from tritonbisect.builds.recipes import PrepareResult, StepContext
 from tritonbisect.builds.store import open_cache
 from tritonbisect.core.outcome import Kind
+from tritonbisect.core.secrets import redact_env
 
 RECIPE = "command"
 
@@ -47,7 +48,8 @@ def cached_output(recipe, commit: str, ctx: StepContext,
     rel = Path(recipe.artifact)
     target = ctx.worktree / rel
     repo_id = root_identity(ctx.worktree) or str(ctx.worktree)
-    config = {"build": recipe.build, "artifact": rel.as_posix(), "env": dict(sorted(ctx.env.items()))}
+    # a secret's value is no part of the key, nor of the entry's meta.json (a shared S3 cache)
+    config = {"build": recipe.build, "artifact": rel.as_posix(), "env": redact_env(dict(sorted(ctx.env.items())))}
     key = store.key(repo_id, commit, RECIPE, config, "any", "")
     hit = store.get(key)
     if hit is not None:

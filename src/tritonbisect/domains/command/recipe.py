@@ -68,9 +68,9 @@ class CommandRecipe:
         )
 
     def _env(self, commit: str, ctx: StepContext) -> dict[str, str]:
-        from tritonbisect.core.process import clean_env
+        from tritonbisect.builds.gitutil import base_build_env
 
-        env = clean_env()
+        env = base_build_env()  # no secret the user did not pass by name
         env.update(ctx.env)
         env["TRITONBISECT_COMMIT"] = commit
         env["TRITONBISECT_WORKTREE"] = str(ctx.worktree)
