@@ -63,7 +63,7 @@ def test_a_test_that_prints_its_environment_puts_no_secret_into_files_or_reports
     shas = linear(repo, 6, culprit=3)
     given = "sekrit-given-on-the-command-line"
     # fails on the bad commits after printing its environment and the secrets it was given
-    test = f'grep -q ok out/state || {{ env; echo "my key is $MY_API_KEY"; echo "error: HF_TOKEN=$HF_TOKEN"; exit 1; }}'
+    test = 'grep -q ok out/state || { env; echo "my key is $MY_API_KEY"; echo "error: HF_TOKEN=$HF_TOKEN"; exit 1; }'
     proc = tb("run", "--repo", str(repo), "--good", shas[0], "--bad", "main", "--build", BUILD, "--test", test,
               "--env", f"MY_API_KEY={given}", "--env", "PLAIN=visible-value", "--pass-env", "HF_TOKEN",
               "--artifact", "out", "--json", cwd=repo, home=home, env=_env(home))
