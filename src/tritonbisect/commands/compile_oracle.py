@@ -32,7 +32,7 @@ def echo_compile_oracle(trace: Trace, kernel: str, out_dir: Path, *, launch_id: 
     echo(f"  (the golden is {GOLDEN_NAME}; --threshold METRIC=LIMIT picks what to check, e.g. spills=0)")
 
 
-def echo_ir_oracle(trace: Path | None, ir_file: Path | None, stage: str, kernel: str | None, out_dir: Path, *,
+def echo_ir_oracle(trace: Path | Trace | None, ir_file: Path | None, stage: str, kernel: str | None, out_dir: Path, *,
                    launch_id: int | None, line: int | None, target: str | None, timeout: float | None) -> None:
     """`repro TRACE --from ttir|ttgir` or `repro --ir FILE --target T`: write the IR oracle."""
     from tritonbisect.core.errors import InputError
@@ -55,7 +55,7 @@ def echo_ir_oracle(trace: Path | None, ir_file: Path | None, stage: str, kernel:
             raise InputError(f"--from {stage} needs a TRACE")
         if stage == "source":  # pragma: no cover - the caller sends source to the compile oracle
             raise InputError("--from source is the compile oracle: use --mode compile")
-        tr = load_trace(trace)
+        tr = trace if isinstance(trace, Trace) else load_trace(trace)
         if kernel is None:
             names = tr.kernels()
             if len(names) != 1:

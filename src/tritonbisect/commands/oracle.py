@@ -30,10 +30,18 @@ from tritonbisect.core.errors import InputError
 @click.option("--json", "json_out", is_flag=True, help="Machine-readable output.")
 def info(trace: Path, kernel: str | None, json_out: bool) -> None:
     """Kernels, launches (id, grid, arguments), compile parameters, Triton version and target
-    of a tritonparse trace (a file, or a folder of files)."""
+    of a tritonparse trace (a file, or a folder of files), or of what PyTorch and Triton wrote
+    while debugging: Inductor output code, a TORCH_COMPILE_DEBUG or TORCH_TRACE folder, a
+    TRITON_KERNEL_DUMP folder, an MLIR reproducer (told by content)."""
     from tritonbisect.traces.info import info_dict, render_info
     from tritonbisect.traces.reader import load_trace
+    from tritonbisect.traces.sources import is_minifier_script
 
+    if is_minifier_script(trace):
+        click.echo(json.dumps({"trace": str(trace), "kind": "minifier script", "kernels": []}, indent=1) if json_out else
+                   f"minifier script {trace}: a torch._dynamo repro, run whole as a bisect test; "
+                   f"`tritonbisect repro {trace} --out DIR` writes the test that tells its outcomes apart")
+        return
     tr = load_trace(trace)
     if json_out:
         echo(json.dumps(info_dict(tr, kernel), indent=1))
@@ -81,6 +89,14 @@ def repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: i
     if ir_file is not None and mode == "runtime":
         raise InputError("--ir FILE compiles only (no arguments to launch it with): drop --mode runtime, "
                          "or replay a trace's IR with TRACE --from ttir|ttgir --mode runtime")
+    loaded = None
+    if trace is not None and ir_file is None and launches is None:  # what PyTorch/Triton wrote while debugging
+        from tritonbisect.commands.artifact_oracle import artifact_repro
+
+        loaded = artifact_repro(trace, kernel, launch_id, line, out_dir, timeout=timeout, mode=mode, from_=from_,
+                                target=target)
+        if loaded is None:
+            return
     if ir_file is not None or (from_ != "source" and mode != "runtime"):  # the IR compile oracle
         from tritonbisect.commands.compile_oracle import echo_ir_oracle
 
@@ -92,7 +108,7 @@ def repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: i
     mode = mode or "runtime"
     if target and mode != "compile":
         raise InputError("--target goes with --mode compile")
-    tr = load_trace(trace)
+    tr = loaded or load_trace(trace)
     if launches is not None:
         from tritonbisect.commands.replay_oracle import echo_replay_oracle
 

@@ -440,6 +440,33 @@ def short_error(exc):
     return text[:400]
 
 
+def interpreter_numpy_compat():
+    """Triton's interpreter turns a scalar tensor into an int with int(array) of a one-element,
+    one-dimensional array, which NumPy 2.4 refuses ("only 0-dimensional arrays can be converted"):
+    a loop `tl.range(0, n, BLOCK)` over a scalar bound (every Inductor reduction kernel) then
+    fails. The conversion is wrapped to read the one element, where this Triton has the hook."""
+    try:
+        import triton.runtime.interpreter as interp
+    except Exception:
+        return
+    original = getattr(interp, "_patch_lang_tensor", None)
+    if original is None or getattr(original, "__name__", "") == "tb_patch_lang_tensor":
+        return
+
+    def index(self):
+        data = self.handle.data
+        return int(data.reshape(-1)[0]) if getattr(data, "size", 0) == 1 else int(data)
+
+    def tb_patch_lang_tensor(tensor, *scope):  # 3.6 passes a scope that restores what it set; 3.5 sets directly
+        original(tensor, *scope)
+        if scope:
+            scope[0].set_attr(tensor, "__index__", index)
+        else:
+            tensor.__index__ = index
+
+    interp._patch_lang_tensor = tb_patch_lang_tensor
+
+
 def has_warmup(kernel):
     """Triton 3's JITFunction.warmup(*args, grid, **kwargs): compile without launching."""
     fn = getattr(getattr(kernel, "warmup", None), "__func__", None)
@@ -689,6 +716,8 @@ def run(args, result):
         import triton
     except Exception as exc:
         raise Outcome("env_unusable", "triton fails to import: %s" % short_error(exc)) from None
+    if interpret:
+        interpreter_numpy_compat()
     result.data.update(
         device=device + (" (TRITON_INTERPRET=1)" if interpret else ""),
         torch_version=getattr(torch, "__version__", "?"),

@@ -40,6 +40,12 @@ def _compile_line(comp: Compilation) -> str:
     target = m.get("target") or {}
     tgt = f"{target.get('backend', '?')} {target.get('arch', '?')}" if isinstance(target, dict) else str(target)
     params = " ".join(f"{k}={m[k]}" for k in ("num_warps", "num_stages", "num_ctas", "maxnreg") if m.get(k) is not None)
+    inductor = m.get("inductor")
+    if isinstance(inductor, dict):  # Inductor output code: one compilation per config
+        return (f"config {inductor.get('config')}: {inductor.get('config_label')} ({inductor.get('config_origin')}); "
+                f"target {tgt}; @triton_heuristics.{inductor.get('heuristic') or '?'} at line {comp.line}")
+    if comp.python_source is None and comp.ir:
+        return f"IR {', '.join(sorted(comp.ir))}: {params or 'options not recorded'}; target {tgt}"
     src = comp.python_source or {}
     if src:
         start = src.get("function_start_line", src.get("start_line"))
@@ -75,17 +81,25 @@ def _flags(trace: Trace, launch: Launch) -> str:
 
 def render_info(trace: Trace, kernel: str | None = None, max_launches: int = 50) -> str:
     lines: list[str] = []
-    lines.append(f"trace {trace.root}")
-    for tf in trace.files:
+    artifact = trace.kind != "tritonparse"
+    lines.append(f"{trace.kind} {trace.root}" if artifact else f"trace {trace.root}")
+    shown_files = trace.files if not artifact or len(trace.files) <= 6 else trace.files[:3]
+    for tf in shown_files:
+        if artifact:
+            lines.append(f"  file {tf.path}" + (f" (rank {tf.rank})" if tf.rank is not None else ""))
+            continue
         who = ", ".join(
             f"{k} {v}" for k, v in (("rank", tf.rank), ("pid", tf.pid), ("host", tf.host)) if v is not None
         )
         kind = "parsed" if tf.parsed else "raw"
         lines.append(f"  file {tf.path.name}: {kind}, {tf.compression} compression, {tf.records} records"
                      + (f" ({who})" if who else ""))
+    if len(shown_files) < len(trace.files):
+        lines.append(f"  … and {len(trace.files) - len(shown_files)} more")
     comps = len(trace.compilations)
     n = len(trace.launches)
     lines.append(f"  {comps} compilation{'s' if comps != 1 else ''}, {n} launch{'es' if n != 1 else ''}")
+    lines.extend(f"  note: {note}" for note in trace.notes)
     if trace.ignored:
         lines.append("  other tritonparse events (not needed): "
                      + ", ".join(f"{k} x{v}" for k, v in sorted(trace.ignored.items())))
@@ -94,12 +108,19 @@ def render_info(trace: Trace, kernel: str | None = None, max_launches: int = 50)
     names = [kernel] if kernel else trace.kernels()
     if kernel and kernel not in trace.kernels():
         trace.require_kernel(kernel)  # raises, listing the kernels there are
+    if not kernel:  # kernels an artifact names but no oracle can be made of (a source that does not parse)
+        for name, notes in trace.kernel_notes.items():
+            if name not in names:
+                lines.append("")
+                lines.append(f"kernel {name}: no compilation")
+                lines.extend(f"  · {note}" for note in notes)
     for name in names:
         launches = trace.launches_of(name)
         comps_of = [c for c in trace.compilations.values() if c.name == name]
         lines.append("")
         lines.append(f"kernel {name}: {len(launches)} launch{'es' if len(launches) != 1 else ''}, "
                      f"{len(comps_of)} compilation{'s' if len(comps_of) != 1 else ''}")
+        lines.extend(f"  · {note}" for note in trace.kernel_notes.get(name, []))
         for comp in comps_of:
             n = sum(1 for launch in launches if launch.hash == comp.hash)
             lines.append(f"  {_compile_line(comp)}; {n} launch{'es' if n != 1 else ''}")
@@ -133,6 +154,8 @@ def info_dict(trace: Trace, kernel: str | None = None) -> dict[str, Any]:
         trace.require_kernel(kernel)
     out: dict[str, Any] = {
         "trace": str(trace.root),
+        "kind": trace.kind,
+        "notes": trace.notes,
         "files": [
             {"path": str(f.path), "parsed": f.parsed, "compression": f.compression, "records": f.records,
              "rank": f.rank, "pid": f.pid, "host": f.host}
@@ -145,6 +168,7 @@ def info_dict(trace: Trace, kernel: str | None = None) -> dict[str, Any]:
         launches = trace.launches_of(name)
         out["kernels"].append({
             "name": name,
+            "notes": trace.kernel_notes.get(name, []),
             "compilations": [
                 {"hash": c.hash, **{k: c.metadata.get(k) for k in ("num_warps", "num_stages", "num_ctas",
                                                                   "triton_version", "target")}}

@@ -142,6 +142,16 @@ class Trace:
     launches: list[Launch]
     skipped: Counter  # unknown event type -> count
     ignored: Counter  # known but unused event type -> count
+    # what the trace was read from: "tritonparse", or an artifact PyTorch or Triton wrote (traces.sources)
+    kind: str = "tritonparse"
+    notes: list[str] = field(default_factory=list)  # what `info` says about the whole source
+    kernel_notes: dict[str, list[str]] = field(default_factory=dict)  # … and about each kernel
+    ir_only: bool = False  # IR alone, no Python source: its oracles compile the IR (see default_stage)
+
+    def default_stage(self, kernel: str) -> str:
+        """The IR stage an oracle of this IR-only source compiles: the TTGIR where there is one."""
+        stages = {s for c in self.compilations.values() if c.name == kernel for s in c.ir}
+        return "ttgir" if "ttgir" in stages or not stages else sorted(stages)[0]
 
     def kernels(self) -> list[str]:
         names: list[str] = []
@@ -375,8 +385,15 @@ def _richer_source(payload: dict, known: Compilation) -> bool:
 
 
 def load_trace(path: Path | str) -> Trace:
-    """Read every trace file under `path` and join launches with their compilations."""
+    """Read every trace file under `path` and join launches with their compilations; or, told by
+    content, what PyTorch and Triton wrote while debugging (traces.sources): Inductor output code,
+    a TORCH_COMPILE_DEBUG or TORCH_TRACE folder, a TRITON_KERNEL_DUMP folder, an MLIR reproducer."""
+    from tritonbisect.traces.sources import load_artifact
+
     root = Path(path)
+    artifact = load_artifact(root)
+    if isinstance(artifact, Trace):
+        return artifact
     files = find_trace_files(root)
     compilations: dict[str, Compilation] = {}
     launches: list[Launch] = []

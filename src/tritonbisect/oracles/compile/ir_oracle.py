@@ -93,6 +93,8 @@ def generate_ir_oracle(
         compilation={"hash": comp.hash, "traced": {k: meta[k] for k in TRACED_KEYS if k in meta}},
         launch={"index": launch.index, "file": str(launch.file), "line": launch.line} if launch else None,
     )
+    if meta.get("ir_first_stage") == stage:  # the frontend's IR (a make_ttir reproducer): its own stage runs too
+        context["job"]["what"]["first_stage"] = stage
     return _write_folder(Path(out_dir), ir_name, text, context)
 
 

@@ -275,6 +275,20 @@ def _launch_param(name: str, info: Any, kernel: str) -> dict[str, Any] | None:
     return None
 
 
+def _declared_param(name: str, declared: str, known: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A parameter typed by a stated signature; a recorded int keeps its value (specialization)."""
+    if declared.startswith("*"):
+        return {"name": name, "kind": "pointer", "type": declared, "divisible_16": False}
+    if declared.startswith(("fp", "bf")):
+        return {"name": name, "kind": "float", "type": declared}
+    if declared in ("i1", "i8", "i16", "i32", "i64", "u1", "u8", "u16", "u32", "u64"):
+        param = dict(known) if known is not None and known["kind"] == "int" else {
+            "name": name, "kind": "int", "divisible_16": False, "equal_to_1": False}
+        param["type"] = declared
+        return param
+    return known
+
+
 def _constexpr_value(value: Any, name: str, kernel: str) -> Any:
     """A recorded constexpr value as the job's JSON form."""
     if value is None or isinstance(value, (bool, int, str)):
@@ -307,6 +321,8 @@ def derive_params(
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """The job's parameters, and which sources they were taken from."""
     constants = recorded_constants(meta, params)
+    # a signature the compilation states (Inductor's triton_meta): name -> "*fp16", "i64", "fp64", "constexpr"
+    signature = {str(k): str(v) for k, v in meta["signature"].items()} if isinstance(meta.get("signature"), dict) else {}
     attrs = recorded_attrs(meta, params)
     recorded = constants is not None and attrs is not None and (bool(constants) or bool(attrs) or bool(ttir))
     consts = constants or {}  # read only when recorded, that is when both were recorded
@@ -343,6 +359,9 @@ def derive_params(
                 out.append({"name": name, "kind": "int", "type": typ, "divisible_16": False, "equal_to_1": True})
             continue
         param = _launch_param(name, info, kernel)
+        declared = signature.get(name)
+        if declared and declared != "constexpr" and (param is None or param["kind"] in ("int", "float")):
+            param = _declared_param(name, declared, param)
         leaves = by_name.get(name) or []
         is_tuple = (isinstance(info, dict) and info.get("type") == "tuple") or (
             param is None and len(leaves) > 1 and not leaves[0].type.startswith("!tt.tensordesc")

@@ -342,3 +342,36 @@ def plain(value, depth=0):
     if hasattr(value, "__dict__"):
         return {str(k): plain(v, depth + 1) for k, v in vars(value).items() if not str(k).startswith("_")}
     return repr(value)
+
+
+# --- an MLIR reproducer of make_ttir ----------------------------------------------------
+
+
+def run_ttir_stage(backend, path, options, out_path):
+    """Run this Triton's make_ttir stage on the module at `path` (the module a make_ttir
+    reproducer holds: the frontend's TTIR, not yet inlined or canonicalized) and write the TTIR
+    it makes to `out_path`, which triton.compile then takes from make_ttgir on."""
+    try:
+        from triton._C.libtriton import ir
+    except ImportError:
+        raise BridgeError("this Triton has no triton._C.libtriton.ir to parse MLIR with") from None
+    context = ir.context()
+    ir.load_dialects(context)
+    if hasattr(backend, "load_dialects"):
+        backend.load_dialects(context)
+    module = ir.parse_mlir_module(path, context)
+    module.context = context
+    parsed = backend.parse_options(dict(options))
+    stages = {}  # type: dict
+    try:
+        from triton.backends.compiler import Language
+    except ImportError:
+        backend.add_stages(stages, parsed)
+    else:
+        backend.add_stages(stages, parsed, Language.TRITON)
+    if "ttir" not in stages:
+        raise BridgeError("this Triton's backend has no ttir stage")
+    module = stages["ttir"](module, {})
+    with open(out_path, "w", encoding="utf-8") as fh:
+        fh.write(str(module))
+    return out_path

@@ -115,6 +115,9 @@ def run(job, out_dir, progress):
         name = os.path.basename(src).rsplit(".", 1)[0]
         progress.enter("parse")  # can this Triton read this IR at all? (dialect drift: skip, not bad)
         parse_ir(backend, src)
+        if what.get("first_stage") == "ttir":  # the frontend's TTIR (a make_ttir reproducer): run make_ttir too
+            progress.enter("compile")
+            src = tb_bridge.run_ttir_stage(backend, src, options, os.path.join(out_dir, name + ".ttir"))
     else:
         raise tb_bridge.BridgeError("unknown job kind %r" % (what["kind"],))
 
