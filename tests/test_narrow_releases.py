@@ -10,13 +10,16 @@ argument (allocate-shared-memory -> allocate-shared-memory-nv) and passes 3.5 ad
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from compile_support import needs_triton
 from real_triton import triton_release_python
-from tritonbisect.narrow.narrowing import narrow_compiles
+from tritonbisect.mlir.normalise import drop_locations
+from tritonbisect.narrow.narrowing import narrow_compiles, write_lit_test
 
 pytestmark = [pytest.mark.slow, needs_triton]
 
@@ -69,3 +72,29 @@ def test_layernorm_3_4_0_to_3_5_1_parts_ways_at_the_llvm_lowering(tmp_path: Path
             "AllocateSharedMemoryNv (allocate-shared-memory-nv)"] in result["renamed"]
     assert not set(result["added"]) & set(result["removed"])
     assert "CSE (cse)" in result["added"]
+
+
+def test_narrowing_writes_the_lit_test_of_the_first_differing_pass(tmp_path: Path) -> None:
+    """The lit test beside the answer: `triton-opt %s -convert-triton-gpu-to-llvm`, its input the
+    IR both Tritons gave that pass, its CHECK lines matched by the good Triton's output and not by
+    the culprit's — as the `filecheck` package (a Python port of LLVM's FileCheck) reads them."""
+    kernel = tmp_path / "layernorm.py"
+    kernel.write_text(KERNEL)
+    env = {k: v for k, v in os.environ.items() if k != "TRITONBISECT_RESULT"}
+    old = (str(triton_release_python("3.4.0")), env, tmp_path)
+    new = (str(triton_release_python("3.5.1")), env, tmp_path)
+    result, runs = narrow_compiles(_job(kernel), old, new, tmp_path, codegen=None)
+    path = write_lit_test(result, tmp_path / "narrow")
+    assert path is not None and result["lit_test"]["path"] == str(path)
+    text = path.read_text()
+    assert text.startswith("// RUN: triton-opt %s -convert-triton-gpu-to-llvm")
+    assert "| FileCheck %s" in text.splitlines()[0]
+    i = result["first_difference"]["parent_position"]
+    parent, culprit = runs["parent"]["dumps"], runs["culprit"]["dumps"]
+    assert drop_locations(parent[i].ir).strip() in text  # the input just before the pass
+    j = result["first_difference"]["position"]
+    for name, output, expected in (("good", parent[i + 1].ir, 0), ("bad", culprit[j + 1].ir, 1)):
+        (tmp_path / name).write_text(drop_locations(output))  # as triton-opt prints it (no debug info)
+        check = subprocess.run([sys.executable, "-m", "filecheck", str(path), "--input-file", str(tmp_path / name)],
+                               capture_output=True, text=True)
+        assert check.returncode == expected, (name, check.stdout[-2000:], check.stderr[-2000:])

@@ -36,6 +36,10 @@ def echo_narrowing(result: dict[str, Any]) -> None:
     for stat in result.get("codegen") or []:
         where = stat["pass"] or "no dumped pass"
         click.echo(f"  {stat['text']}: first differs after {where} ({stat['note']})")
+    lit = result.get("lit_test")
+    if lit and lit.get("path"):
+        click.echo(f"  lit test of that pass (input just before it, CHECK lines from the good Triton's output): "
+                   f"{lit['path']}\n    {lit['run']}")
     hint = result.get("prefer_pass")
     if hint:
         weighs = (f" (weighs {hint['commits']} commits touching {len(hint['files'])} files)"

@@ -91,6 +91,7 @@ def compare_pipelines(
             first = {
                 "pass": culprit[j].label,
                 "position": j,
+                "parent_position": i,
                 "op": culprit[j].op,
                 "note": "same input, different output",
                 "output_diff": _diff(out_p, out_c, f"parent: after {parent[i].name}", f"culprit: after {culprit[j].name}"),

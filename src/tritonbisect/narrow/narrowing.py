@@ -30,6 +30,7 @@ from tritonbisect.mlir.passes import parse_dumps
 from tritonbisect.narrow.codegen import statistic_passes
 from tritonbisect.narrow.compare import compare_pipelines
 from tritonbisect.narrow.compilers import Environment, builds_for
+from tritonbisect.narrow.lit_test import lit_test
 from tritonbisect.oracles.compile.standalone import tb_codegen, tb_runner
 from tritonbisect.reports.version_names import VersionNames
 from tritonbisect.session.session import Session
@@ -97,6 +98,32 @@ def codegen_changes(parent: dict[str, Any], culprit: dict[str, Any],
     return [d.to_dict() for d in tb_codegen.compare(stats[0], stats[1], limits) if d.over]
 
 
+def _lit_test(first: dict[str, Any] | None, parent: list[Any], culprit: list[Any]) -> dict[str, Any] | None:
+    """The triton-opt lit test of the first pass whose output differs (same input, different
+    output); None where the difference is elsewhere (the frontend, passes only one side runs)."""
+    if not first or "parent_position" not in first:
+        return None
+    i, j = first["parent_position"], first["position"]
+    if i + 1 >= len(parent) or j + 1 >= len(culprit):
+        return None  # the last pass's output is not dumped
+    lit = lit_test(parent[i], parent[i + 1].ir, culprit[j + 1].ir)
+    if lit is None:
+        return None
+    return {"pass": lit.pass_arg, "run": lit.run, "checks": lit.checks, "notes": lit.notes, "text": lit.text}
+
+
+def write_lit_test(result: dict[str, Any], folder: Path) -> Path | None:
+    """Write the result's lit test into `folder` (its text replaced by the file's path)."""
+    lit = result.get("lit_test")
+    if not lit or "text" not in lit:
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', lit['pass'])}.mlir"
+    path.write_text(lit.pop("text"), encoding="utf-8")
+    lit["path"] = str(path)
+    return path
+
+
 def narrow_compiles(job: dict[str, Any], parent: Environment, culprit: Environment, scratch: Path, *,
                     timeout: float = 600.0, codegen: Sequence[str] | None = ()
                     ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -110,6 +137,9 @@ def narrow_compiles(job: dict[str, Any], parent: Environment, culprit: Environme
         raise InputError(f"no IR dumps from the {' and '.join(missing)} compile under MLIR_ENABLE_DUMP=1 "
                          f"({runs[missing[0]]['status']}: {runs[missing[0]]['reason']})")
     result = compare_pipelines(p["dumps"], c["dumps"], culprit_failed=c["status"] != "pass")
+    lit = _lit_test(result.get("first_difference"), p["dumps"], c["dumps"])
+    if lit is not None:
+        result["lit_test"] = lit
     changes = [] if codegen is None else codegen_changes(p, c, codegen)
     if changes:  # a codegen regression: which pass changed each statistic's stand-in ops
         result["codegen"] = statistic_passes(p["dumps"], c["dumps"], changes)
@@ -160,6 +190,7 @@ def narrow_session(session: Session, *, timeout: float = 600.0, keep: Path | Non
         hint = next_hint(result, phase.spec.repo, phase.spec.good, phase.spec.bad, rerun_command(session.argv))
         if hint is not None:
             result["prefer_pass"] = hint
+    write_lit_test(result, session.dir / "narrow")
     session.extra["narrow"] = result
     session.save()
     return result
