@@ -21,7 +21,8 @@ unbuildable clusters (never the culprit or its parent). Strategies, as a user ru
 Right = the session ends `found` with the planted culprit (an invalid-endpoints exit, an
 inconclusive end or a wrong commit are not right). Tests = every test execution (endpoints,
 search, confirmation, repeats). Calibration: of the answers stated with confidence "high"
-(posterior >= the threshold), the share that is right.
+(posterior >= the threshold, or a classic answer whose confirmation agreed and that no verdict
+contradicts), the share that is right.
 
 The large seed counts drive the pure search (search/classic.py, search/bayes.py, bayes_step.py) through a
 replica of the session's loop (session/phase_run.py and the parts it drives: the
@@ -232,8 +233,11 @@ class Replica:
         if not ok and self.flaky == "detect" and self.evidence().flakiness_seen:
             self.bayes_on = True
             return self.finish(self.bayes_search())
-        prob = self.posterior(CLASSIC_TRUST).prob(culprit)
-        return Outcome("found", i, self.tests, self.builds, prob, ok and prob >= self.confidence)
+        post = self.posterior(CLASSIC_TRUST)
+        prob = post.prob(culprit)
+        # session/flakiness.py confirmed_confidence: P reaches the threshold, or no verdict contradicts
+        high = ok and (prob >= self.confidence or post.wrong_verdicts(culprit) == 0)
+        return Outcome("found", i, self.tests, self.builds, prob, high)
 
     def posterior(self, trust: float):
         ev = self.evidence()
@@ -446,7 +450,8 @@ def render(figures, seeds: int, cli_rows: list[str], cli_seeds: int, agree: int,
         "*Right*: ends `found` with the planted culprit. *Tests*: every test execution "
         "(endpoints, search, confirmation, repeats). *Builds*: steps that built (the command "
         "recipe caches nothing; with a cache, re-tests of a commit cost no build). "
-        "*Calibration*: of the answers with confidence `high` (posterior >= the threshold), "
+        "*Calibration*: of the answers with confidence `high` (posterior >= the threshold, or a "
+        "classic answer whose confirmation agreed and that no verdict contradicts), "
         "the share that is right."
     )
     out.append("")

@@ -148,6 +148,8 @@ class Posterior:
             p = min(max(float(model.p or 0.0), RATE_FLOOR), 1 - RATE_FLOOR)
             q = min(max(float(model.q or 0.0), RATE_FLOOR), 1 - RATE_FLOOR)
             lp, l1p, lq, l1q = math.log(p), math.log1p(-p), math.log(q), math.log1p(-q)
+        # verdicts each hypothesis takes for wrong (false failures and false passes)
+        self.wrong = [out_b + tot_b - D[j] + Q[j] for j in range(n)]
         for j in range(n):
             A = out_b + tot_b - D[j]
             B = out_g + tot_g - Q[j]
@@ -198,6 +200,11 @@ class Posterior:
     def prob(self, commit: str) -> float:
         i = self.idx.pos.get(commit)
         return self.w[i] if i is not None else 0.0
+
+    def wrong_verdicts(self, commit: str) -> int | None:
+        """How many verdicts contradict `commit` as the culprit (None: not in the set)."""
+        i = self.idx.pos.get(commit)
+        return self.wrong[i] if i is not None else None
 
     def p_bad(self, commit: str) -> float:
         """P(commit is truly bad): the mass of its ancestors-or-self."""

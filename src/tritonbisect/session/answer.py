@@ -48,19 +48,19 @@ class Answer:
 
     def confirmed(self, c: Confirmed) -> None:
         """A culprit whose confirmation is in: high confidence when both re-tests agree with
-        the search and the posterior reaches the threshold."""
+        the search and no verdict contradicts the culprit or the posterior reaches the threshold."""
         phase = self.phase
         prob = self.record_posterior(c.culprit)
-        threshold = self.flakiness.confidence
         stated = "" if prob is None else f"; P(culprit) = {prob:.3f}"
         named = self.names.named
         phase.status = STATUS_FOUND
         if c.culprit_bad and c.parent_good:
-            phase.confidence = "high" if prob is None or prob >= threshold else "low"
+            post = self.flakiness.posterior(self.cands, self.journal.evidence())
+            high, said = self.flakiness.confirmed_confidence(post, c.culprit)
+            phase.confidence = "high" if high else "low"
             phase.reason = (
                 f"confirmed: {named(c.culprit)} is bad again and {self.names.parent(c.parent)} good again"
-                + stated
-                + ("" if phase.confidence == "high" else f" (below {threshold:g})")
+                + said
             )
         else:
             phase.confidence = "low"

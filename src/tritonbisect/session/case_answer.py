@@ -144,7 +144,8 @@ class CaseAnswer:
     def _confirmed(self, case: str, culprit: str, parent: str, confirmed: Mapping[str, Mapping[str, Any]],
                    posteriors: dict[str, dict[str, Any]]) -> dict[str, Any]:
         """A case's culprit with its confirmation: high confidence when the culprit is bad again
-        and its parent good again for that case, and the posterior reaches the threshold."""
+        and its parent good again for that case, and no verdict contradicts it or the posterior
+        reaches the threshold."""
         bad_again = _verdict(confirmed.get(culprit), case) == Verdict.BAD
         good_again = _verdict(confirmed.get(parent), case) == Verdict.GOOD
         post = self.flakiness.posterior(self.cands, case_evidence(self.journal.records, case))
@@ -156,9 +157,8 @@ class CaseAnswer:
             posteriors[case] = dict(post.summary(), probability=round(prob or 0.0, 6), threshold=threshold,
                                     search="classic, over cases", flaky=self.flakiness.mode)
         if bad_again and good_again:
-            high = prob is None or prob >= threshold
-            reason = (f"confirmed: {named(culprit)} is bad again and its parent {named(parent)} good again"
-                      + stated + ("" if high else f" (below {threshold:g})"))
+            high, said = self.flakiness.confirmed_confidence(post, culprit)
+            reason = f"confirmed: {named(culprit)} is bad again and its parent {named(parent)} good again" + said
         else:
             high = False
             parts = []

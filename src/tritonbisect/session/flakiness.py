@@ -156,6 +156,24 @@ class Flakiness:
         except ValueError:
             return None
 
+    def confirmed_confidence(self, post: bayes.Posterior | None, culprit: str) -> tuple[bool, str]:
+        """A confirmed classic answer (bad again, its parent good again): whether its confidence
+        is high, and the words for its probability.
+
+        High when P(culprit) reaches the threshold, or when no verdict contradicts the culprit:
+        then the test behaved deterministically, and P, computed as if it might be flaky, is
+        low only because many commits were never tested (with --jobs, the steps above a bad
+        commit are stopped; thousands of commits above the culprit rest on its own verdicts).
+        A deterministic answer is never low-confidence."""
+        if post is None:
+            return True, ""
+        prob = post.prob(culprit)
+        if prob >= self.confidence:
+            return True, f"; P(culprit) = {prob:.3f}"
+        if post.wrong_verdicts(culprit) == 0:
+            return True, f"; no verdict contradicts it (P(culprit) = {prob:.3f} were the test flaky)"
+        return False, f"; P(culprit) = {prob:.3f} (below {self.confidence:g})"
+
     def search_name(self) -> str:
         """Which search gave the answer, for the posterior summary in session.json."""
         if self.hint.prior() is None:
