@@ -20,6 +20,7 @@ from typing import Any
 
 from tritonbisect.core.errors import InputError
 from tritonbisect.core.untrusted import one_line
+from tritonbisect.traces.arg_records import normalise_args
 from tritonbisect.traces.blobs import resolve_blob as resolve_blob  # re-exported
 from tritonbisect.traces.decoding import iter_lines, sniff
 from tritonbisect.traces.ir_content import ir_texts
@@ -356,8 +357,7 @@ def _launch_from(record: dict, tf: TraceFile, line: int, order: tuple) -> Launch
     if isinstance(grid, int):
         grid = [grid]
     args = record.get("extracted_args")
-    if not isinstance(args, dict):
-        args = {}
+    args = normalise_args(args) if isinstance(args, dict) else {}
     return Launch(
         name=one_line(record.get("name") or meta.get("name") or "?"),
         hash=meta.get("hash"),
@@ -370,7 +370,8 @@ def _launch_from(record: dict, tf: TraceFile, line: int, order: tuple) -> Launch
         stream=record.get("stream"),
         stack=record.get("stack") or [],
         seq=record.get("tritonbisect_launch_seq"),
-        benchmark=record.get("tritonbisect_benchmark") is True,
+        # tritonparse's parse step names the autotuner's benchmark runs (sessions split by key from 0.7)
+        benchmark=record.get("tritonbisect_benchmark") is True or record.get("autotune_launch_type") == "benchmark",
     )
 
 

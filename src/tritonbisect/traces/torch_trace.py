@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from tritonbisect.core.errors import InputError
+from tritonbisect.traces.decoding import iter_lines
 from tritonbisect.traces.inductor_trace import Graph, graph_tag, inductor_trace
-from tritonbisect.traces.reader import Trace, TraceFile, iter_lines
+from tritonbisect.traces.reader import Trace, TraceFile
 
 LINE = re.compile(rb"^[VIWEC]\d{4} [\d:.]+\s+\d+ [^\]]*\] (\{.*\})\s*$")
 MAX_PAYLOAD = 256 << 20
