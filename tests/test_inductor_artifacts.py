@@ -226,3 +226,24 @@ def test_a_folder_of_several_kinds_says_which_it_read(artifacts: Path, tmp_path:
     tr = load_trace(mixed)
     assert tr.kind == "TORCH_COMPILE_DEBUG"
     assert any("also holds TORCH_TRACE" in n and "kernel dump" in n for n in tr.notes)
+
+
+def test_bisectors_repro_takes_the_artifacts(artifacts: Path, tmp_path: Path) -> None:  # noqa: F811
+    """`--repro` of a bisector: an IR-only source's compile oracle is its IR oracle; output code
+    gives the compile oracle of its kernel; a minifier's script is refused with what to do."""
+    from tritonbisect.session.judging import TestSettings
+
+    reproducer = artifacts / "pointwise_reduction" / "reproducer" / "triton.make_llir.repro.mlir"
+    for oracle, ir_from in (("compile", "source"), ("ir", "ttir")):  # --oracle ir's default --from ttir
+        out = tmp_path / f"{oracle}-spec"
+        spec = TestSettings(repro=str(reproducer), oracle=oracle, ir_from=ir_from).spec(
+            timeout=None, oracles_dir=tmp_path, out_dir=out)
+        assert "compile_repro.py" in spec.command and spec.record_command
+        ctx = json.loads((out / "compile_context.json").read_text())
+        assert ctx["oracle"] == "ir" and ctx["stage"] == "ttgir"  # the stage the file holds
+    out = tmp_path / "code"
+    spec = TestSettings(repro=str(artifacts / "matmul_epilogue" / "torch_trace"), kernel="triton_tem_fused_mm_0",
+                        oracle="compile").spec(timeout=None, oracles_dir=tmp_path, out_dir=out)
+    assert json.loads((out / "compile_context.json").read_text())["job"]["options"] == {"num_warps": 4, "num_stages": 5}
+    with pytest.raises(InputError, match="minifier's repro script"):
+        TestSettings(repro=str(artifacts / "minifier" / "repro.py")).spec(timeout=None, oracles_dir=tmp_path)

@@ -69,6 +69,29 @@ class TestSettings:
             command=check_test_command(self.command, repo=repo, bad=bad, history=history, cwd=cwd)
         )
 
+    def _ir_only_spec(self, trace: Path, timeout: float | None, out_dir: Path) -> TestSpec | None:
+        """A kernel dump or an MLIR reproducer has IR alone: its compile oracle is the IR oracle,
+        of the stage it holds (the TTGIR where there is one) unless --from names one. None for a
+        source with Python (a trace, Inductor output code)."""
+        from tritonbisect.oracles.compile.folder import compile_commands
+        from tritonbisect.oracles.compile.ir_oracle import generate_ir_oracle
+        from tritonbisect.traces.reader import load_trace
+
+        tr = load_trace(trace)
+        if not tr.ir_only:
+            return None
+        kernel = self.kernel or ""
+        if not kernel:
+            names = tr.kernels()
+            if len(names) != 1:
+                raise InputError(f"--repro needs --kernel K: {trace} has kernels {', '.join(names) or 'none'}")
+            kernel = names[0]
+        held = {st for c in tr.compilations.values() if c.name == kernel for st in c.ir}
+        stage = self.ir_from if self.oracle == "ir" and self.ir_from in held else tr.default_stage(kernel)
+        generate_ir_oracle(tr, kernel, out_dir, stage=stage, launch_id=self.launch_id, timeout=timeout,
+                           target=self.compile_target)
+        return compile_commands(out_dir, timeout=timeout, check=self.check, thresholds=self.codegen_thresholds)
+
     def _repro_spec(self, repro: str, timeout: float | None, out_dir: Path | None, oracles_dir: Path) -> TestSpec:
         from tritonbisect.oracles import repro_spec as bisect_test
 
@@ -78,6 +101,10 @@ class TestSettings:
         if out_dir is None:
             oracles_dir.mkdir(parents=True, exist_ok=True)
             out_dir = Path(tempfile.mkdtemp(prefix="oracle-", dir=oracles_dir))
+        if self.oracle in ("compile", "ir") and trace.suffix not in (".ttir", ".ttgir"):
+            spec = self._ir_only_spec(trace.resolve(), timeout, out_dir)
+            if spec is not None:
+                return spec
         if self.oracle == "ir" and self.ir_from != "source":
             from tritonbisect.oracles.compile.ir_oracle import ir_test_spec
 
