@@ -209,22 +209,37 @@ def test_verify_revert_gives_each_case_the_verdict_of_its_own_culprit(tmp_path: 
         "gemm": (world.culprit("gemm"), "fixes"), "softmax": (world.culprit("softmax"), "fixes"),
         "ln": (world.culprit("ln"), "still-fails"), "attn": (world.culprit("attn"), "conflict"),
     }
+    # the case broken twice is bisected again, alone, with its first culprit reverted at every
+    # step: its chain holds both culprits, the second one's revert (with the first) fixes it
+    second = world.shas[33]
+    assert [(c["culprit"], c["revert"]) for c in cases["ln"]["culprits"]] == [
+        (world.culprit("ln"), "still-fails"), (second, "fixes")]
+    assert [(c["culprit"], c["revert"]) for c in cases["softmax"]["culprits"]] == [(world.culprit("softmax"), "fixes")]
+    assert [p["name"] for p in out["phases"]] == ["main", "main-after-1"]
+    follow = out["phases"][1]
+    assert follow["culprit"] == second and list(follow["cases"]["cases"]) == ["ln"]
     # one revert step per distinct culprit, whatever the number of its cases; a conflict builds nothing
-    reverts = [r for r in journal(home, out["session"]) if r["role"] == "revert"]
-    assert [r["reverted"] for r in reverts] == [[world.culprit(c)] for c in ("gemm", "softmax", "attn")]
-    assert [bool(r["build"]["performed"]) for r in reverts] == [True, True, False]
+    recs = journal(home, out["session"])
+    reverts = [r for r in recs if r["role"] == "revert"]
+    assert [r["reverted"] for r in reverts] == [[world.culprit(c)] for c in ("gemm", "softmax", "attn")] + [
+        [second, world.culprit("ln")]]
+    assert [bool(r["build"]["performed"]) for r in reverts] == [True, True, False, True]
+    # every step of the second search tested its commit with the first culprit reverted
+    tested = [r for r in recs if r["phase"] == "main-after-1" and r["role"] != "revert" and r.get("tests")]
+    assert tested and all(Path(r["dir"], "revert.json").is_file() for r in tested)
     assert out["revert"] == "fixes"  # the top-level culprit's
     assert [(c["culprit"], c["revert"]) for c in out["culprits"]] == [
-        (world.culprit("gemm"), "fixes"), (world.culprit("ln"), "still-fails"), (world.culprit("attn"), "conflict")]
-    assert len(out["phases"]) == 1  # the search for a second culprit is single-case
-    assert "ln still fails with the culprit reverted" in proc.stderr
+        (world.culprit("gemm"), "fixes"), (world.culprit("ln"), "still-fails"), (world.culprit("attn"), "conflict"),
+        (second, "fixes")]
+    assert "looking for the next culprit of ln" in proc.stderr
     # each revert step's line says what the revert did: a conflict, or each case's verdict
     revert_lines = [line for line in proc.stderr.splitlines() if line.strip().startswith("[revert]")]
-    assert len(revert_lines) == 3 and " conflict (" in revert_lines[2] and "build_failed" not in revert_lines[2]
-    assert "softmax good" in revert_lines[1] and "ln bad" in revert_lines[1]
+    assert len(revert_lines) == 4 and " conflict (" in revert_lines[2] and "build_failed" not in revert_lines[2]
+    assert "softmax good" in revert_lines[1] and "ln bad" in revert_lines[1] and "ln good" in revert_lines[3]
     md = tb("report", out["session"], cwd=world.repo, home=home).stdout
     assert "| revert |" in md and f"| ln | `{world.culprit('ln')[:12]}` | found | high | " in md
     assert f"revert of {world.culprit('ln')[:12]} at the bad commit: fixes softmax; ln still fails" in md
+    assert f"revert of {second[:12]} at the bad commit (with {world.culprit('ln')[:12]} reverted too): fixes ln" in md
 
 
 def test_repeated_runs_are_combined_per_case(tmp_path: Path) -> None:

@@ -9,7 +9,8 @@ from typing import Any
 
 from tritonbisect.session.case_answer import cases_state
 
-_JSON_KEYS = ("culprit", "status", "confidence", "probability", "tests", "candidates", "reason", "revert")
+_JSON_KEYS = ("culprit", "status", "confidence", "probability", "tests", "candidates", "reason", "revert",
+              "culprits", "next_culprit_search")
 
 
 def cases_json(session: Any, phase: str) -> dict[str, Any]:

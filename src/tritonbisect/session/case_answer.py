@@ -80,7 +80,7 @@ def split_line(split: CaseSplit) -> str:
                      + "; ".join(f"{name} ({why})" for name, why in list(split.left_out.items())[:5])
                      + ("; ..." if len(split.left_out) > 5 else ""))
     total = len(split.regressed) + len(split.not_regressed) + len(split.left_out)
-    return f"the test reports {total} cases: " + ", ".join(parts)
+    return f"the test reports {total} case{'s' if total != 1 else ''}: " + ", ".join(parts)
 
 
 def no_regression_line(split: CaseSplit) -> str:

@@ -16,7 +16,7 @@ A person's marks and undos are not steps: they apply to every case as they stand
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,12 +87,16 @@ def endpoint_cases(records: Sequence[Mapping[str, Any]], bad: str) -> list[str]:
     return list(names)
 
 
-def split_cases(records: Sequence[Mapping[str, Any]], good: str, bad: str) -> CaseSplit | None:
+def split_cases(records: Sequence[Mapping[str, Any]], good: str, bad: str,
+                only: Collection[str] | None = None) -> CaseSplit | None:
     """Which cases regressed between the endpoints; None when the bad endpoint reported no
-    case (the phase then has one answer, as every test without cases)."""
+    case (the phase then has one answer, as every test without cases). `only`: the cases
+    the phase searches (the others are not its business); None: all."""
     names = endpoint_cases(records, bad)
     if not names:
         return None
+    if only is not None:
+        names = [n for n in names if n in only]
     ends = [r for r in records if r.get("role") == ROLE_ENDPOINT or r.get("role") in ("mark", "undo")]
     split = CaseSplit()
     for name in names:

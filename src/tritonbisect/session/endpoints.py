@@ -68,7 +68,7 @@ class EndpointCheck:
                 self.queue.submit(commit, ROLE_ENDPOINT, 0)
         if not self._collect():
             return None
-        self.split = split_cases(self.journal.records, spec.good, spec.bad)
+        self.split = split_cases(self.journal.records, spec.good, spec.bad, spec.only_cases)
         if self.split is not None:  # each case is judged on its own: a case failing at good is left out
             return [] if self.split.regressed else [no_regression_line(self.split)]
         problems = self.problems(self.tally())

@@ -73,6 +73,9 @@ class PhaseSpec:
     # Trade an extra test for a build already in the cache. Off where a phase promises a bound
     # on tests rather than on builds (the pairs search: at most ceil(log2 P)+1 pairs tested).
     prefer_cached: bool = True
+    # A test that reports cases: only these are searched (the follow-up search for the second
+    # culprit of the cases a revert did not fix); None: every case the endpoints bracket.
+    only_cases: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +89,7 @@ class PhaseSpec:
             # not "candidates": PhaseState.to_dict merges this dict and uses that key
             "search_candidates": self.candidates,
             "prefer_cached": self.prefer_cached,
+            **({"only_cases": list(self.only_cases)} if self.only_cases is not None else {}),
         }
 
     @classmethod
@@ -101,6 +105,7 @@ class PhaseSpec:
             candidates=[commit_id(c, "candidate") for c in data["search_candidates"]]
             if data.get("search_candidates") else None,
             prefer_cached=bool(data.get("prefer_cached", True)),
+            only_cases=[str(c) for c in data["only_cases"]] if isinstance(data.get("only_cases"), list) else None,
         )
 
 

@@ -51,7 +51,7 @@ def root_of(session: SessionHandle, phase_name: str) -> str:
     return str(revert_state(session)["root_of"].get(phase_name, phase_name))
 
 
-def _reverts_of(spec: PhaseSpec) -> tuple[str, dict[str, Any], list[str]]:
+def reverts_of(spec: PhaseSpec) -> tuple[str, dict[str, Any], list[str]]:
     """The inner recipe (name, config) and the culprits a phase's steps already revert."""
     if spec.recipe_name == "revert":
         inner = spec.recipe_config["inner"]
@@ -59,7 +59,7 @@ def _reverts_of(spec: PhaseSpec) -> tuple[str, dict[str, Any], list[str]]:
     return spec.recipe_name, dict(spec.recipe_config), []
 
 
-def _revert_config(inner_name: str, inner_config: Mapping[str, Any], reverts: list[str]) -> dict[str, Any]:
+def revert_config(inner_name: str, inner_config: Mapping[str, Any], reverts: list[str]) -> dict[str, Any]:
     return {"inner": {"name": inner_name, "config": dict(inner_config)}, "reverts": list(reverts)}
 
 
@@ -97,8 +97,8 @@ def run_verify(session: SessionHandle, phase: PhaseState, reverts: list[str], ui
     from tritonbisect.session.worker_pool import phase_pool
 
     spec = phase.spec
-    inner_name, inner_config, _ = _reverts_of(spec)
-    config = _revert_config(inner_name, inner_config, reverts)
+    inner_name, inner_config, _ = reverts_of(spec)
+    config = revert_config(inner_name, inner_config, reverts)
     recipe = recipe_from_config("revert", config)
     policy = session.settings.policy()
     history = History(spec.repo)
@@ -144,7 +144,7 @@ def _names(commits: list[str]) -> str:
 def verify(session: SessionHandle, phase: PhaseState, ui: Any) -> dict[str, Any] | None:
     """The revert verdict of the phase's culprit (run once; a resume reads the journal)."""
     assert phase.culprit is not None
-    _, _, earlier = _reverts_of(phase.spec)
+    _, _, earlier = reverts_of(phase.spec)
     reverts = [phase.culprit, *earlier]  # newest first: the later change is undone first
     rec = journaled(session, phase.spec.name, phase.spec.bad, reverts)
     if rec is None:
@@ -174,7 +174,7 @@ def _next_phase(session: SessionHandle, phase: PhaseState, root: str) -> PhaseSt
     """The phase that bisects (culprit, bad] with the culprits found so far reverted (made
     once; a resume finds it by its root and its reverts)."""
     assert phase.culprit is not None
-    inner_name, inner_config, earlier = _reverts_of(phase.spec)
+    inner_name, inner_config, earlier = reverts_of(phase.spec)
     reverts = [phase.culprit, *earlier]
     state = revert_state(session)
     for other in session.phases():
@@ -187,7 +187,7 @@ def _next_phase(session: SessionHandle, phase: PhaseState, root: str) -> PhaseSt
         good=phase.culprit,
         bad=phase.spec.bad,
         recipe_name="revert",
-        recipe_config=_revert_config(inner_name, inner_config, reverts),
+        recipe_config=revert_config(inner_name, inner_config, reverts),
         first_parent=phase.spec.first_parent,
         prefer_cached=phase.spec.prefer_cached,
     )
@@ -310,9 +310,13 @@ def summary_lines(session: SessionHandle) -> list[str]:
     """The lines `run` prints after the culprit: one per culprit of the session's answer."""
     data = revert_json(session)
     out = []
-    for i, entry in enumerate(data.get("culprits") or []):
+    chain = data.get("culprits") or []
+    for i, entry in enumerate(chain):
         if i and not entry.get("cases"):  # the culprits of cases are listed with them already
             out.append(f"culprit {i + 1}: {entry['culprit']} (confidence {entry.get('confidence')})")
+        elif i and entry.get("phase") != chain[0].get("phase"):  # a case's next culprit
+            names = ", ".join(entry["cases"])
+            out.append(f"next culprit of {names}: {entry['culprit']} (confidence {entry.get('confidence')})")
         out.append(revert_line(entry))
     search = data.get("next_culprit_search")
     if search:

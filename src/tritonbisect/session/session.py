@@ -320,13 +320,13 @@ def drive(session: Session, ui: Any = None) -> SessionResult:
 def _after_phase(session: Session, phase: PhaseState, ui: Any) -> None:
     """What runs when a phase ends, in the phase's lock and Ctrl-C handling: the revert
     check of its culprit (--verify-revert), which may bisect again for a second culprit, or
-    of each culprit of its cases."""
+    of each culprit of its cases, which may bisect again the cases a revert left failing."""
     if not session.settings.follow_ups.verify_revert:
         return
     from tritonbisect.session.revert_cases import after_phase as after_cases
-    from tritonbisect.session.revert_cases import has_cases
+    from tritonbisect.session.revert_cases import has_cases, is_follow_up
 
-    if has_cases(session, phase):  # one revert per culprit of the cases: no second search
+    if has_cases(session, phase) or is_follow_up(session, phase):  # one revert per culprit of the cases
         after_cases(session, phase, ui)
         return
     from tritonbisect.session.revert_check import after_phase
