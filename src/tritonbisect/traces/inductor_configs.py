@@ -110,7 +110,7 @@ def derived_config(kernel: InductorKernel) -> KernelConfig:
     else:
         warps = 4 if elements >= 128 else 2
     return KernelConfig(values=values, options={"num_warps": warps, "num_stages": 1},
-                        origin="derived from size_hints (Inductor picks its configs at run time)", notes=notes)
+                        origin="derived from size_hints: Inductor picks its configs at run time", notes=notes)
 
 
 def kernel_configs(kernel: InductorKernel, recorded: dict[str, Any] | None = None) -> list[KernelConfig]:
@@ -128,8 +128,8 @@ def kernel_configs(kernel: InductorKernel, recorded: dict[str, Any] | None = Non
         values, options = _split(dec["config"])
         return [KernelConfig(values, options, "the decorator's fixed config")]
     info = recorded or {}
-    for key, origin in (("only_config", "TORCH_TRACE triton_kernel_info (its only config)"),
-                        ("best_config", "TORCH_TRACE triton_kernel_info (the autotune cache's best config)")):
+    for key, origin in (("only_config", "the only config, as TORCH_TRACE's triton_kernel_info records"),
+                        ("best_config", "the autotune cache's best config, as TORCH_TRACE's triton_kernel_info records")):
         pairs = _pairs(info.get(key))
         if pairs:
             values, options = _split(pairs)

@@ -247,8 +247,11 @@ def _add_graph(graph: Graph, module: InductorModule, names: dict[tuple[str, str]
         notes = built.notes.setdefault(name, [])
         if graph.label:
             notes.append(f"graph {graph.label}")
-        if kernel.name != name or kernel.function != name:
-            notes.append(f"Inductor's {kernel.name} (Triton function {kernel.function}): the oracle calls it {name}")
+        if kernel.name != name:
+            notes.append(f"Inductor's {kernel.name}, a name other graphs use too: the oracle's kernel is named {name}")
+        elif kernel.function != name:
+            notes.append(f"Triton function {kernel.function}, bound by Inductor as {name}: the oracle's kernel is "
+                         f"named {name}")
         if kernel.broken:
             notes.append(f"{kernel.broken}: no oracle can be made from it")
             continue
@@ -278,8 +281,6 @@ def _add_graph(graph: Graph, module: InductorModule, names: dict[tuple[str, str]
             notes.extend(f"config {index}: {n}" for n in config.notes)
         if len(configs) > 1:
             notes.append(f"{len(configs)} configs ({configs[0].origin}): launch ids count call sites x configs")
-        else:
-            notes.append(f"config {configs[0].label()} ({configs[0].origin})")
         if target is None:
             notes.append("its triton_meta names no CUDA or HIP device: give --compile-target for --mode compile")
         _launches(kernel, name, pairs, [c for c in module.calls if c.kernel == kernel.name], graph.path, line_of, built)

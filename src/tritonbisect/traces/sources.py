@@ -76,16 +76,15 @@ def _walk(root: Path, max_depth: int = 8) -> list[Path]:
 def debug_graphs(root: Path, files: list[Path]) -> list[Graph]:
     """The graphs of a TORCH_COMPILE_DEBUG folder: each `torchinductor/<graph>/output_code.py`."""
     graphs = []
-    for path in files:
-        if path.name != "output_code.py" or path.is_symlink():
-            continue
+    codes = [p for p in files if p.name == "output_code.py" and not p.is_symlink()]
+    runs = {next((part for part in p.relative_to(root).parts if part.startswith("run_")), None) for p in codes}
+    for path in codes:
         rel = path.relative_to(root)
         label = path.parent.name if path.parent != root else ""
         run = next((p for p in rel.parts if p.startswith("run_")), None)
-        if run and len({p for p in files if p.name == "output_code.py"}) > 1:
+        if run and len(runs) > 1:  # two runs' graphs of one name stay apart by their run
             label = f"{run[:24]}/{label}" if label else run[:24]
         graphs.append(Graph(label=label, tag=graph_tag(label.split("/")[-1]), path=path, text=_read_code(path)))
-    # same graph folder names under two run_* folders stay apart by their run prefix
     return graphs
 
 
