@@ -40,8 +40,8 @@ OPTION_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "compile_target", "narrow", "line", "mode", "from_", "ir_file", "target", "launches", "kernels",
         "max_blob_launches", "outputs_after")),
     ("Verdicts and flaky tests", (
-        "regress", "on_build_failure", "repeat", "first_parent", "manual", "flaky", "flake_rate",
-        "confidence", "max_tests")),
+        "regress", "on_build_failure", "infra_patterns", "no_infra_patterns", "repeat", "first_parent", "manual",
+        "flaky", "flake_rate", "confidence", "max_tests")),
     ("Where to look, and checking the answer", (
         "prefer_pass", "prefer_files", "verify_revert", "reduce_after", "reduce_level", "reduce_jobs",
         "reduce_timeout", "session_id", "level_text")),

@@ -20,7 +20,12 @@ import click
 
 from tritonbisect.commands.help_sections import hidden_alias
 from tritonbisect.core.errors import InputError
-from tritonbisect.core.outcome import BUILD_FAILURE_MODES, REGRESS_MODES, VerdictSettings
+from tritonbisect.core.outcome import (
+    BUILD_FAILURE_MODES,
+    REGRESS_MODES,
+    VerdictSettings,
+    check_infra_pattern,
+)
 from tritonbisect.core.perf import DEFAULT_SAMPLES, PerfOptions, parse_threshold
 from tritonbisect.core.secrets import hide_env
 
@@ -150,6 +155,7 @@ def common_bisect_options(f: F | None = None, *, test: bool = True) -> Any:
             click.option("--pass-env", "pass_env", multiple=True, metavar="NAME", help="Let builds and tests see this secret of your environment (GITHUB_TOKEN, HF_TOKEN...: variables whose name says TOKEN, SECRET, PASSWORD, API_KEY... are kept from them otherwise; repeatable)."),
             click.option("--on-build-failure", type=click.Choice(BUILD_FAILURE_MODES), default="skip", show_default=True, help="What a commit that does not build counts as."),
             click.option("--regress", type=click.Choice(REGRESS_MODES), default="fail", show_default=True, help="Which outcome is the regression; 'fixed' finds the commit that fixed it."),
+            *infra_options(),
             click.option("--first-parent", is_flag=True, help="Follow only the first parent of merges."),
             click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Where sessions, worktrees and caches live (default: $TRITONBISECT_HOME or the user cache dir)."),
             click.option("--json", "json_out", is_flag=True, help="Print one JSON object with the result at the end."),
@@ -164,6 +170,27 @@ def common_bisect_options(f: F | None = None, *, test: bool = True) -> Any:
     if f is not None:
         return decorate(f)
     return decorate
+
+
+def infra_options() -> list[Callable[[F], F]]:
+    """--infra-pattern, --no-infra-patterns: which lines of a failing test's output mean the
+    machine failed, not the commit (core/outcome.py InfraRule)."""
+    return [
+        click.option("--infra-pattern", "infra_patterns", multiple=True, metavar="REGEX", help="A failing test whose output matches REGEX failed for the machine's sake: an infrastructure abort (exit 4), not a verdict (repeatable; added to the built-in patterns: 'No space left on device', 'Cannot allocate memory', 'Connection refused', 'Read-only file system', ...)."),
+        click.option("--no-infra-patterns", "no_infra_patterns", is_flag=True, help="Do not read the built-in infrastructure patterns in a test's output (a kernel test that prints 'Connection refused' on purpose): only --infra-pattern ones count."),
+    ]
+
+
+def verdict_settings(kwargs: Mapping[str, Any], regress: str) -> VerdictSettings:
+    """--regress, --on-build-failure and the infrastructure patterns, checked."""
+    patterns = [str(p) for p in kwargs.get("infra_patterns") or ()]
+    for pattern in patterns:
+        try:
+            check_infra_pattern(pattern)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+    return VerdictSettings(regress=regress, on_build_failure=kwargs.get("on_build_failure") or "skip",
+                           infra_patterns=patterns, builtin_infra_patterns=not kwargs.get("no_infra_patterns"))
 
 
 # --- flaky tests and judging by hand -------------------------------------------------------
@@ -276,7 +303,7 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
     return BisectSettings(
         workdir=workdir,
         executor=executor,
-        verdicts=VerdictSettings(regress=regress, on_build_failure=kwargs.get("on_build_failure") or "skip"),
+        verdicts=verdict_settings(kwargs, regress),
         perf=perf,
         test=TestSettings(command=test, repro=repro, kernel=kernel, launch_id=launch_id, manual=manual, **oracle),
         search=search,

@@ -58,15 +58,18 @@ def run_step(
     on_build_failure: str = "skip",
     workdir: Path | None = None,
     sandbox: bool = False,
+    infra_patterns: tuple[str, ...] | list[str] = (),
+    no_infra_patterns: bool = False,
 ) -> int:
     """Build and test the checkout in the current directory once; the git bisect exit code.
-    `sandbox`: the build and the test run in builds/sandbox.py's sandbox."""
+    `sandbox`: the build and the test run in builds/sandbox.py's sandbox. `infra_patterns`,
+    `no_infra_patterns`: which lines of a failing test's output mean an abort (core/outcome.py)."""
     import dataclasses
     import time
 
     from tritonbisect.builds.recipes import StepContext, TestSpec
     from tritonbisect.core.errors import InputError
-    from tritonbisect.core.outcome import EXIT_CODE_OF_VERDICT, Policy, Verdict
+    from tritonbisect.core.outcome import EXIT_CODE_OF_VERDICT, InfraRule, Policy, Verdict
     from tritonbisect.core.process import git
     from tritonbisect.core.secrets import hide_env, pass_through
     from tritonbisect.core.step_args import (
@@ -80,6 +83,10 @@ def run_step(
 
     if repeat < 1:
         raise InputError("--repeat must be at least 1")
+    try:
+        infra = InfraRule(tuple(infra_patterns), not no_infra_patterns)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
     pass_through(parse_pass_env(pass_env))
     hide_env(parse_env(env))
     cwd = Path.cwd()
@@ -95,7 +102,7 @@ def run_step(
         n += 1
         log_dir = root / f"{time.strftime('%Y%m%d-%H%M%S')}-{commit[:12]}-{n}"
     recipe = CommandRecipe(build_cmd, TestSpec(command))
-    policy = Policy(regress=regress, on_build_failure=on_build_failure)
+    policy = Policy(regress=regress, on_build_failure=on_build_failure, infra=infra)
     if sandbox:
         from tritonbisect.builds.sandbox import announce
 
@@ -125,18 +132,20 @@ _VALUE_OPTIONS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "--regress": ("regress", str),
     "--on-build-failure": ("on_build_failure", str),
     "--workdir": ("workdir", Path),
+    "--infra-pattern": ("infra_patterns", str),
 }
+_FLAGS = {"--sandbox": "sandbox", "--no-infra-patterns": "no_infra_patterns"}
 
 
 def parse_plain(args: list[str]) -> dict[str, Any] | None:
     """The options of a well-formed `step` command line; None for anything else (help, an
     unknown option, a bad value), which the click command then answers with its message."""
-    values: dict[str, Any] = {"env": [], "pass_env": []}
+    values: dict[str, Any] = {"env": [], "pass_env": [], "infra_patterns": []}
     i = 0
     while i < len(args):
         word = args[i]
-        if word == "--sandbox":
-            values["sandbox"] = True
+        if word in _FLAGS:
+            values[_FLAGS[word]] = True
             i += 1
             continue
         name, eq, value = word.partition("=")
@@ -153,7 +162,7 @@ def parse_plain(args: list[str]) -> dict[str, Any] | None:
             converted = convert(value)
         except ValueError:
             return None
-        if key in ("env", "pass_env"):
+        if key in ("env", "pass_env", "infra_patterns"):
             values[key].append(converted)
         else:
             values[key] = converted
@@ -168,6 +177,7 @@ def parse_plain(args: list[str]) -> dict[str, Any] | None:
         return None
     values["env"] = tuple(values["env"])
     values["pass_env"] = tuple(values["pass_env"])
+    values["infra_patterns"] = tuple(values["infra_patterns"])
     values.setdefault("build_cmd", None)
     return values
 

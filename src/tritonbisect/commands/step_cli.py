@@ -40,6 +40,8 @@ class ProtocolCommand(click.Command):
 @click.option("--on-build-failure", type=click.Choice(BUILD_FAILURE_CHOICES), default="skip", show_default=True,
               help="What a checkout that does not build is: skip (125), abort (128) or bad (1).")
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Where step logs go.")
+@click.option("--infra-pattern", "infra_patterns", multiple=True, metavar="REGEX", help="A failing test whose output matches REGEX failed for the machine's sake: abort (128), not a verdict (repeatable; added to the built-in patterns such as 'Connection refused', 'No space left on device').")
+@click.option("--no-infra-patterns", "no_infra_patterns", is_flag=True, help="Do not read the built-in infrastructure patterns in the test's output: only --infra-pattern ones count.")
 @click.option("--sandbox", is_flag=True, help="Build and test in a sandbox: no network, read-only filesystem except the checkout and the step's folders, private $HOME, allow-listed environment.")
 def step_cmd(**kwargs: Any) -> None:
     """Build and test the current checkout once, for `git bisect run`.

@@ -60,11 +60,85 @@ BUILD_FAILURE_MODES = ("skip", "abort", "bad")
 
 @dataclass
 class VerdictSettings:
-    """The choices behind a session's Policy, as given: --regress and --on-build-failure (the
-    perf options of --regress perf are core.perf.PerfOptions)."""
+    """The choices behind a session's Policy, as given: --regress, --on-build-failure,
+    --infra-pattern and --no-infra-patterns (the perf options of --regress perf are
+    core.perf.PerfOptions)."""
 
     regress: str = "fail"
     on_build_failure: str = "skip"
+    infra_patterns: list[str] = field(default_factory=list)  # --infra-pattern REGEX (repeatable)
+    builtin_infra_patterns: bool = True  # False: --no-infra-patterns
+
+    def infra(self) -> InfraRule:
+        return InfraRule(tuple(self.infra_patterns), self.builtin_infra_patterns)
+
+
+# What a failing test prints when the machine, not the commit, failed. Matched in the output
+# of a test that did not pass, whatever its exit code (a pass stays a pass): the step is an
+# infrastructure failure (retried once, then the session aborts, exit 4).
+BUILTIN_INFRA_PATTERNS = (
+    "No space left on device", "Cannot allocate memory", "Temporary failure in name resolution",
+    "Could not resolve host", "Network is unreachable", r"Connection (?:refused|reset|timed out)",
+    "Read-only file system",
+)
+
+
+@dataclass(frozen=True)
+class InfraRule:
+    """Which lines of a failing test's output make its step an infrastructure failure: the
+    built-in patterns (unless --no-infra-patterns) and the user's --infra-pattern regexes."""
+
+    patterns: tuple[str, ...] = ()
+    builtin: bool = True
+
+    def __post_init__(self) -> None:
+        for pattern in self.patterns:
+            check_infra_pattern(pattern)
+
+    def match(self, text: str) -> InfraMatch | None:
+        """The first line of `text` (its last part: the output's tail) that a pattern matches."""
+        sources = (*(BUILTIN_INFRA_PATTERNS if self.builtin else ()), *self.patterns)
+        best: InfraMatch | None = None
+        for source in sources:
+            found = _compiled(source).search(text)
+            if found and (best is None or found.start() < best.start):
+                best = InfraMatch(found.start(), _line_of(text, found.start()), found.group(0), source,
+                                  source not in self.patterns)
+        return best
+
+
+@dataclass(frozen=True)
+class InfraMatch:
+    start: int
+    line: str  # the line of the output that matched
+    text: str  # what the pattern matched in it
+    pattern: str
+    builtin: bool
+
+    def said(self) -> str:
+        """The reason of the step: the line, and the rule that turned it into infrastructure."""
+        rule = (f"built-in infra pattern {self.text!r}; a test that prints it on purpose: --no-infra-patterns"
+                if self.builtin else f"--infra-pattern {self.pattern!r}")
+        return f"infrastructure: the test's output says {self.line!r} ({rule})"
+
+
+def check_infra_pattern(pattern: str) -> None:
+    """ValueError naming the flag when `pattern` is not a usable regular expression."""
+    if not pattern:
+        raise ValueError("--infra-pattern needs a regular expression, e.g. --infra-pattern 'CUDA driver version is insufficient'")
+    try:
+        _compiled(pattern)
+    except re.error as exc:
+        raise ValueError(f"--infra-pattern {pattern!r} is not a regular expression: {exc}") from None
+
+
+_COMPILED: dict[str, re.Pattern[str]] = {}
+
+
+def _compiled(pattern: str) -> re.Pattern[str]:
+    if pattern not in _COMPILED:
+        _COMPILED[pattern] = re.compile(pattern)
+    return _COMPILED[pattern]
 
 
 @dataclass(frozen=True)
@@ -87,6 +161,8 @@ class Policy:
     # --regress perf: how steps are sampled and judged (a bisect.perf.PerfSettings); it
     # travels with the policy to wherever a step runs
     perf: Any = None
+    # which lines of a failing test's output make it an infrastructure failure
+    infra: InfraRule = field(default_factory=InfraRule)
 
     def __post_init__(self) -> None:
         if self.regress not in REGRESS_MODES:
@@ -139,11 +215,8 @@ _COMPILE_ERROR_PATTERNS = re.compile(
 )
 # Triton's own launch-time check: the kernel compiled, the device cannot run a block of it
 _OUT_OF_RESOURCES_PATTERNS = re.compile(r"OutOfResources: out of resource|triton\.runtime\.errors\.OutOfResources")
-_INFRA_PATTERNS = re.compile(
-    r"No space left on device|Cannot allocate memory|"
-    r"Temporary failure in name resolution|Could not resolve host|Network is unreachable|"
-    r"Connection (?:refused|reset|timed out)|Read-only file system"
-)
+# a build's log: the same machine failures (the flags change only what a test's output means)
+_INFRA_PATTERNS = re.compile("|".join(BUILTIN_INFRA_PATTERNS))
 
 # The structured result an oracle (or any test) may write to $TRITONBISECT_RESULT.
 RESULT_ENV_VAR = "TRITONBISECT_RESULT"
@@ -211,11 +284,14 @@ def classify_test(
     *,
     timed_out: bool = False,
     result: Mapping | None = None,
+    infra: InfraRule | None = None,
 ) -> Classification:
     """Classify a finished test process.
 
     `returncode` follows subprocess conventions: negative means killed by that signal.
     A shell reports a child's death by signal as 128+N, which is treated the same way.
+    `infra`: which output lines make a failing test an infrastructure failure (default: the
+    built-in patterns).
     """
     if timed_out:
         return Classification(Kind.TIMEOUT, "test exceeded its timeout and was killed")
@@ -245,9 +321,9 @@ def classify_test(
         return Classification(
             Kind.COMPILE_ERROR, f"kernel compile error: {_line_of(output_tail, compile_error.start())}"
         )
-    infra = _INFRA_PATTERNS.search(output_tail)
-    if infra:
-        return Classification(Kind.INFRA, f"infrastructure: {_line_of(output_tail, infra.start())}")
+    matched = (infra or InfraRule()).match(output_tail)
+    if matched:
+        return Classification(Kind.INFRA, matched.said())
     return Classification(Kind.FAIL, f"test exited {returncode}")
 
 

@@ -109,11 +109,29 @@ def _test_entry(run: TestRun, kind: Kind, reason: str) -> dict[str, Any]:
     }
 
 
-def _classify_run(run: TestRun) -> tuple[Kind, str]:
+def _classify_run(run: TestRun, policy: Policy) -> tuple[Kind, str]:
     cls = classify_test(
-        run.returncode, read_tail(run.log), timed_out=run.timed_out, result=run.result
+        run.returncode, test_output(read_tail(run.log)), timed_out=run.timed_out, result=run.result,
+        infra=policy.infra,
     )
     return cls.kind, cls.reason
+
+
+def test_output(tail: str) -> str:
+    """What the test printed: its log's tail without the lines the tool wrote first (the
+    command, its folder, the sandbox: core/process.py run_logged), so that a command that
+    names "Connection refused" or "Segmentation fault" is not read as saying it."""
+    if not tail.startswith("$ "):
+        return tail
+    at = tail.find("\n# cwd: ")
+    if at < 0:
+        return tail
+    end = tail.find("\n", at + 1)
+    rest = "" if end < 0 else tail[end + 1:]
+    if rest.startswith("# sandbox: "):
+        nl = rest.find("\n")
+        rest = "" if nl < 0 else rest[nl + 1:]
+    return rest
 
 
 def execute_step(
@@ -175,7 +193,7 @@ def execute_step(
             run = recipe.test(commit, ctx, record=True)
         except Exception as exc:
             return done(Kind.INFRA, Verdict.ABORT, _crash_reason("record", exc, ctx.log_dir), build=build)
-        kind, reason = _classify_run(run)
+        kind, reason = _classify_run(run, policy)
         record_entry = _test_entry(run, kind, reason)
         if kind is not Kind.PASS:
             why = f"recording the reference at this commit failed: {reason}"
@@ -196,7 +214,7 @@ def execute_step(
                     Kind.INFRA, Verdict.ABORT, _crash_reason("test", exc, ctx.log_dir),
                     build=build, tests=tests, record=record_entry,
                 )
-            kind, reason = _classify_run(run)
+            kind, reason = _classify_run(run, policy)
             entry = _test_entry(run, kind, reason)
             cases = case_kinds(run.result)
             if cases and perf is None:  # cases are judged pass/fail, not by their timings

@@ -40,6 +40,7 @@ class BisectSettings:
 
     def policy(self) -> Policy:
         return Policy(regress=self.verdicts.regress, on_build_failure=self.verdicts.on_build_failure,
+                      infra=self.verdicts.infra(),
                       perf=self.perf_settings())
 
     def perf_settings(self) -> PerfSettings | None:

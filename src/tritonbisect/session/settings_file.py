@@ -39,6 +39,8 @@ FLAT_LAYOUT: dict[str, tuple[str, str]] = {
     "timeout": ("executor", "timeout"),
     "env": ("executor", "env"),
     "on_build_failure": ("verdicts", "on_build_failure"),
+    "infra_patterns": ("verdicts", "infra_patterns"),
+    "builtin_infra_patterns": ("verdicts", "builtin_infra_patterns"),
     "regress": ("verdicts", "regress"),
     "first_parent": ("search", "first_parent"),
     "workdir": ("", "workdir"),
