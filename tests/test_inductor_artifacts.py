@@ -120,6 +120,10 @@ def test_kernel_dump_folder_and_one_kernel_folder(artifacts: Path) -> None:  # n
     assert one.default_stage("triton_tem_fused_mm_0") == "ttgir"
     # one IR file of a kernel's folder stands for the folder
     assert load_trace(folder / "triton_tem_fused_mm_0.ptx").kernels() == ["triton_tem_fused_mm_0"]
+    # in a whole dump, a kernel is also named by its folder, or by its name where one folder has it
+    assert dump.kernel_named("GB6SEIJ4V3PPCEKOH37CLJRNUOEZNEXYEQY7LL5RINOMACQIVT6Q") == "scaled_add__gb6seij4"
+    assert dump.kernel_named("triton_red_fused_amax_1") == "triton_red_fused_amax_1"
+    assert dump.kernel_named("scaled_add") == "scaled_add"  # two folders: the name stays, and is refused
 
 
 def test_reproducers_carry_their_stage_and_pipeline_options(artifacts: Path) -> None:  # noqa: F811

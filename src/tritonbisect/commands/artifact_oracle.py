@@ -17,7 +17,7 @@ from tritonbisect.traces.reader import Trace, load_trace
 def _kernel(tr: Trace, kernel: str | None) -> str:
     names = tr.kernels()
     if kernel is not None:
-        return kernel
+        return tr.kernel_named(kernel)
     if len(names) != 1:
         raise InputError(f"give --kernel: {tr.root} has kernels {', '.join(names) or 'none'} (tritonbisect info "
                          f"{shlex.quote(str(tr.root))} describes them)")

@@ -80,7 +80,7 @@ class TestSettings:
         tr = load_trace(trace)
         if not tr.ir_only:
             return None
-        kernel = self.kernel or ""
+        kernel = tr.kernel_named(self.kernel) if self.kernel else ""
         if not kernel:
             names = tr.kernels()
             if len(names) != 1:

@@ -149,6 +149,19 @@ class Trace:
     kernel_notes: dict[str, list[str]] = field(default_factory=dict)  # … and about each kernel
     ir_only: bool = False  # IR alone, no Python source: its oracles compile the IR (see default_stage)
 
+    def kernel_named(self, name: str) -> str:
+        """The kernel a user's name stands for: itself, the kernel of a compilation of that hash
+        or folder (a kernel dump's folder name), or the one kernel qualified from it
+        (`triton_mm__4xzbjyvo`, `triton_poi_fused_add_0__g1_0`); else the name as given."""
+        names = self.kernels()
+        if name in names:
+            return name
+        for comp in self.compilations.values():
+            if name in (comp.hash, comp.file.name):
+                return comp.name
+        qualified = [n for n in names if n.startswith(f"{name}__")]
+        return qualified[0] if len(qualified) == 1 else name
+
     def default_stage(self, kernel: str) -> str:
         """The IR stage an oracle of this IR-only source compiles: the TTGIR where there is one."""
         stages = {s for c in self.compilations.values() if c.name == kernel for s in c.ir}

@@ -22,7 +22,7 @@ from tritonbisect import __version__
 from tritonbisect.builds.recipes import TestSpec
 from tritonbisect.core.errors import InputError
 from tritonbisect.core.untrusted import file_component
-from tritonbisect.mlir.signature import kernel_function
+from tritonbisect.mlir.signature import kernel_function, read_signature
 from tritonbisect.oracles.compile import spec as compile_spec
 from tritonbisect.oracles.compile.folder import (
     CONTEXT_NAME,
@@ -38,6 +38,12 @@ from tritonbisect.traces.reader import Trace, load_trace
 STAGES = ("ttir", "ttgir")
 SOURCES = ("source", *STAGES)  # what `--from` accepts
 _NUM_WARPS = re.compile(r'"?(?:ttg|triton_gpu)\.num-warps"?\s*=\s*(\d+)')
+
+
+def _function(ir_text: str, kernel: str) -> str:
+    """The IR's function of this kernel: of its name, else the IR's first (a dump or reproducer
+    names its kernels apart: `triton_mm__4xzbjyvo` is `@triton_mm` in the IR)."""
+    return kernel if read_signature(ir_text, kernel) is not None else (kernel_function(ir_text) or kernel)
 
 
 def _write_folder(out: Path, ir_name: str, ir_text: str, context: dict[str, Any]) -> Path:
@@ -56,7 +62,7 @@ def _context(kernel: str, ir_name: str, ir_text: str, stage: str, gpu: dict[str,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "kernel": kernel,
         "stage": stage,
-        "signature": f"{compile_spec.ir_signature_line(ir_text, kernel)} (from the {stage}, {ir_name})",
+        "signature": f"{compile_spec.ir_signature_line(ir_text, _function(ir_text, kernel))} (from the {stage}, {ir_name})",
         "job": {"what": {"kind": "ir", "file": ir_name}, "target": gpu, "options": options},
         "timeout": float(timeout) if timeout else DEFAULT_TIMEOUT,
         "warnings": [],
