@@ -78,6 +78,11 @@ def test_a_uv_venv_reads_uvs_configuration(tmp_path, monkeypatch, clean_pip_env)
     assert ic.read_config(sys.executable).index_urls == ["https://pip.example/simple"]  # not uv's venv: pip's
     monkeypatch.setenv("UV_INDEX_URL", "https://env.example/simple")
     assert ic.read_config(python).index_url == "https://env.example/simple"
+    # a uv.toml uv cannot parse is said, not skipped silently
+    monkeypatch.delenv("UV_INDEX_URL")
+    toml.write_text("find-links = [\n")
+    cfg = ic.read_config(python)
+    assert cfg.problems and f"uv cannot read {toml}" in cfg.problems[0] and cfg.index_urls == ["https://pip.example/simple"]
 
 
 def test_redaction_and_credentials_lookup(tmp_path, monkeypatch):

@@ -31,6 +31,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from tritonbisect.core.secrets import redact_urls
+
 PYPI = "https://pypi.org/simple"
 
 
@@ -47,6 +49,8 @@ class IndexConfig:
     proxy: str | None = None
     source: str = "default"  # where it was read: "pip config of PY", "uv", "options", ...
     origins: dict[str, str] = field(default_factory=dict, compare=False)  # setting -> where from
+    # a configuration file pip or uv could not read (its settings are not used): said, never skipped silently
+    problems: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def index_urls(self) -> list[str]:
@@ -198,8 +202,10 @@ def parse_pip_config_list(text: str) -> dict[str, str]:
     return merged
 
 
-def pip_config_text(python: str) -> tuple[str, str]:
-    """(`pip config list` output, whose pip answered): the target's pip, else the tool's."""
+def pip_config_text(python: str) -> tuple[str, str, str]:
+    """(`pip config list` output, whose pip answered, why pip could not read its configuration):
+    the target's pip, else the tool's."""
+    problem = ""
     for cmd, who in (([python, "-m", "pip"], python), ([sys.executable, "-m", "pip"], sys.executable)):
         try:
             proc = subprocess.run([*cmd, "config", "list"], capture_output=True, text=True, timeout=120,
@@ -207,8 +213,20 @@ def pip_config_text(python: str) -> tuple[str, str]:
         except (OSError, subprocess.SubprocessError):
             continue
         if proc.returncode == 0:
-            return proc.stdout, who
-    return "", ""
+            return proc.stdout, who, ""
+        problem = problem or config_problem(proc.stderr)
+    return "", "", problem
+
+
+def config_problem(stderr: str) -> str:
+    """Why pip could not load a configuration file, in one line ("" when that is not why it failed):
+    pip says `Configuration file could not be loaded.`, the parser's reason, and the file and line."""
+    lines = [ln.strip().removeprefix("ERROR: ") for ln in stderr.strip().splitlines() if ln.strip()]
+    for i, line in enumerate(lines):
+        if line.lower().startswith("configuration file could not be loaded"):
+            # the reason and the place; not the line's text, which may hold an index's password
+            return redact_urls("; ".join(ln.rstrip(".") for ln in lines[i + 1 : i + 3]))[:300] or line
+    return ""
 
 
 def from_pip_values(values: dict[str, str], source: str) -> IndexConfig:
@@ -244,7 +262,7 @@ def _uv_files() -> list[Path]:
     return [Path(xdg) / "uv" / "uv.toml", *(Path(d) / "uv" / "uv.toml" for d in dirs), Path("/etc/uv/uv.toml")]
 
 
-def uv_config() -> IndexConfig | None:
+def uv_config(problems: list[str] | None = None) -> IndexConfig | None:
     """uv's index settings (variables over the first uv.toml found), None when it names none."""
     data: dict = {}
     where = "uv"
@@ -252,10 +270,14 @@ def uv_config() -> IndexConfig | None:
         import tomllib
     except ImportError:  # Python 3.10: uv.toml is not read, its variables are
         tomllib = None
+    problems = problems if problems is not None else []
     for path in _uv_files() if tomllib else []:
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except OSError:
+            continue
+        except ValueError as exc:  # uv refuses such a file too: say so, never skip it silently
+            problems.append(f"uv cannot read {path} ({str(exc)[:200]}): its index settings are not used; fix the file")
             continue
         where = f"uv: {path}"
         break
@@ -283,13 +305,18 @@ def read_config(python: str, *, index_urls: Sequence[str] = (), find_links: Sequ
     --index-url replaces the configured indexes, --find-links the configured find-links);
     the rest (cert, trusted hosts, proxy) still comes from the configuration."""
     base: IndexConfig | None = None
+    problems: list[str] = []  # a file pip or uv cannot read: said at the start of the run
     if use_config and uv_managed(python):
-        base = uv_config()
+        base = uv_config(problems)
     if base is None and use_config:
-        text, who = pip_config_text(python)
+        text, who, problem = pip_config_text(python)
         base = from_pip_values(parse_pip_config_list(text), f"pip config of {who}") if who else None
+        if problem:
+            problems.append(f"pip cannot read its configuration ({problem}): its settings are not used; fix the "
+                            "file, or give --index-url")
     if base is None:
         base = IndexConfig()
+    base = replace(base, problems=tuple(problems))
     origins = {u: base.source for u in (*base.index_urls, *base.find_links)}
     if index_urls:
         base = replace(base, index_url=index_urls[0], extra_index_urls=tuple(index_urls[1:]))

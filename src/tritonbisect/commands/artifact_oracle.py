@@ -8,8 +8,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-import click
-
+from tritonbisect.commands.echo import echo
 from tritonbisect.core.errors import InputError
 from tritonbisect.traces.reader import Trace, load_trace
 
@@ -26,7 +25,7 @@ def _kernel(tr: Trace, kernel: str | None) -> str:
 
 def _notes(tr: Trace, kernel: str) -> None:
     for note in tr.kernel_notes.get(kernel, []):
-        click.echo(f"  note: {note}")
+        echo(f"  note: {note}")
 
 
 def echo_minifier_test(script: Path, out_dir: Path, timeout: float | None) -> None:
@@ -34,10 +33,10 @@ def echo_minifier_test(script: Path, out_dir: Path, timeout: float | None) -> No
 
     wrapper = write_minifier_test(script, out_dir, timeout=timeout)
     spec = minifier_commands(out_dir)
-    click.echo(f"wrote {wrapper} — runs the minifier's script {script.name} (copied beside it) as a test: "
-               "0 pass, 1 compile_error/mismatch/crash/fail, 125 torch or triton does not import (skip), 124 timeout")
-    click.echo(f"  bisect with:  --test {shlex.quote(spec.command)}  (add --regress compile_error or mismatch to count "
-               "only that failure as bad)")
+    echo(f"wrote {wrapper} — runs the minifier's script {script.name} (copied beside it) as a test: "
+         "0 pass, 1 compile_error/mismatch/crash/fail, 125 torch or triton does not import (skip), 124 timeout")
+    echo(f"  bisect with:  --test {shlex.quote(spec.command)}  (add --regress compile_error or mismatch to count "
+         "only that failure as bad)")
 
 
 def artifact_repro(path: Path, kernel: str | None, launch_id: int | None, line: int | None, out_dir: Path, *,
@@ -79,7 +78,7 @@ def artifact_repro(path: Path, kernel: str | None, launch_id: int | None, line: 
         raise InputError("--compile-target goes with --mode compile")
     tr.require_kernel(name)  # an unknown kernel: one line listing the kernels there are
     if not tr.launches_of(name):
-        click.echo(f"kernel {name} has no launch the reader could rebuild, so no runtime oracle; the compile oracle:")
+        echo(f"kernel {name} has no launch the reader could rebuild, so no runtime oracle; the compile oracle:")
         echo_compile_oracle(tr, name, out_dir, launch_id=None, line=line, target=None, timeout=timeout)
         _notes(tr, name)
         return None
@@ -87,13 +86,13 @@ def artifact_repro(path: Path, kernel: str | None, launch_id: int | None, line: 
     from tritonbisect.oracles.runtime import generate_oracle
 
     oracle = generate_oracle(tr, name, out_dir, launch_id=launch_id, line=line, timeout=timeout)
-    click.echo(oracle.summary())
-    click.echo("  its inputs are seeded from the shapes Inductor's harness allocates: a good Triton's outputs are "
-               "the golden")
+    echo(oracle.summary())
+    echo("  its inputs are seeded from the shapes Inductor's harness allocates: a good Triton's outputs are "
+         "the golden")
     spec = oracle_commands(out_dir)
-    click.echo(f"  record at a good Triton:  {spec.record_command}")
-    click.echo(f"  compare anywhere else:    {spec.command}")
-    click.echo("and beside it, the compile oracle of the same kernel and config:")
+    echo(f"  record at a good Triton:  {spec.record_command}")
+    echo(f"  compare anywhere else:    {spec.command}")
+    echo("and beside it, the compile oracle of the same kernel and config:")
     echo_compile_oracle(tr, name, out_dir, launch_id=oracle.launch.index, line=None, target=None, timeout=timeout)
     _notes(tr, name)
     return None

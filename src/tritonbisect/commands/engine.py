@@ -19,6 +19,7 @@ from tritonbisect.commands.options import (
     bisect_settings,
     resolve_workdir,
 )
+from tritonbisect.core.errors import unexpected_shapes
 
 if TYPE_CHECKING:  # pragma: no cover
     from tritonbisect.session.session import Session
@@ -193,6 +194,13 @@ def reduce_after(session: Session, result: Any, *, quiet: bool) -> dict[str, Any
     return record
 
 
+# a session's files may have been edited (by hand, or by a test that can write the workdir):
+# what reads them ends in one line, not a traceback
+_SESSION_FILES = unexpected_shapes("the session's session.json or journal.jsonl",
+                                   "were they edited? start the bisect again if so")
+
+
+@_SESSION_FILES
 def summary(session: Session, result: Any) -> str:
     lines = []
     if result.status == "found":
@@ -306,6 +314,7 @@ def resume_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
 @click.argument("session_id", metavar="[SESSION]", required=False)
 @_workdir_option
 @click.option("--json", "json_out", is_flag=True, help="Print the session's state as one JSON object.")
+@_SESSION_FILES
 def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> None:
     """Show where a session stands (the latest when SESSION is omitted)."""
     from tritonbisect.reports.display import format_eta
@@ -424,6 +433,7 @@ def _outcome_of(session: Any) -> dict[str, Any]:
 @click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True,
               help="md: Markdown, ready to paste into a GitHub issue; json: the same facts as one JSON object.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write to a file instead of stdout.")
+@_SESSION_FILES
 def report_cmd(session_id: str | None, workdir: Path | None, fmt: str, output: Path | None) -> None:
     """A report of a session: Markdown for a GitHub issue, or JSON."""
     from tritonbisect.reports.session_report import render_json, render_markdown

@@ -16,7 +16,7 @@ import click
 
 from tritonbisect.commands.echo import echo
 from tritonbisect.commands.options import common_bisect_options, resolve_workdir
-from tritonbisect.core.errors import InputError
+from tritonbisect.core.errors import InputError, unexpected_shapes
 
 _workdir_option = click.option(
     "--workdir",
@@ -89,7 +89,9 @@ def undo_cmd(session_id: str | None, seq: int | None, why: str | None, workdir: 
 def log_cmd(session_id: str | None, phase_name: str | None, workdir: Path | None) -> None:
     """The verdicts of a session in `git bisect log` form (`git bisect replay` takes it)."""
     session = _open(session_id, workdir)
-    echo(render_session_log(session, phase_name), nl=False)
+    with unexpected_shapes(f"session {session.id}'s journal.jsonl", "was it edited?"):
+        text = render_session_log(session, phase_name)
+    echo(text, nl=False)
 
 
 def render_session_log(session: Any, phase_name: str | None = None) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from tritonbisect.commands.echo import echo
 from tritonbisect.commands.options import resolve_workdir
 
 
@@ -16,38 +17,38 @@ def echo_narrowing(result: dict[str, Any]) -> None:
     passes = f"{result['passes']['parent']} / {result['passes']['culprit']} passes, {result['seconds']}s"
     versions = result.get("versions")
     if versions:  # `wheels`: the published versions, never the ladder's commits
-        click.echo(f"narrowed {versions['package']} {versions['culprit']} against the version before it, "
+        echo(f"narrowed {versions['package']} {versions['culprit']} against the version before it, "
                    f"{versions['parent']} ({passes}, from the published wheels)")
     else:
-        click.echo(f"narrowed {result['culprit'][:12]} against its parent {result['parent'][:12]} "
+        echo(f"narrowed {result['culprit'][:12]} against its parent {result['parent'][:12]} "
                    f"({passes}, builds: {result['builds']})")
-    click.echo(f"  first pass whose output differs: {first['pass'] if first else 'none'}"
+    echo(f"  first pass whose output differs: {first['pass'] if first else 'none'}"
                + (f" ({first['note']})" if first else ""))
     if result.get("last_agreeing"):
-        click.echo(f"  last pass where they agree:      {result['last_agreeing']}")
+        echo(f"  last pass where they agree:      {result['last_agreeing']}")
     if result.get("running_pass"):
-        click.echo(f"  running when the culprit failed:  {result['running_pass']}")
+        echo(f"  running when the culprit failed:  {result['running_pass']}")
     for key, label in (("added", "only in the culprit's pipeline"), ("removed", "only in the parent's pipeline"),
                        ("moved", "moved to another place")):
         if result.get(key):
-            click.echo(f"  {label}: {', '.join(result[key])}")
+            echo(f"  {label}: {', '.join(result[key])}")
     if result.get("renamed"):
-        click.echo(f"  renamed: {', '.join(f'{a} → {b}' for a, b in result['renamed'])}")
+        echo(f"  renamed: {', '.join(f'{a} → {b}' for a, b in result['renamed'])}")
     for stat in result.get("codegen") or []:
         where = stat["pass"] or "no dumped pass"
-        click.echo(f"  {stat['text']}: first differs after {where} ({stat['note']})")
+        echo(f"  {stat['text']}: first differs after {where} ({stat['note']})")
     lit = result.get("lit_test")
     if lit and lit.get("path"):
-        click.echo(f"  lit test of that pass (input just before it, CHECK lines from the good Triton's output): "
-                   f"{lit['path']}\n    {lit['run']}")
+        echo(f"  lit test of that pass (input just before it, CHECK lines from the good Triton's output): "
+             f"{lit['path']}\n    {lit['run']}")
     hint = result.get("prefer_pass")
     if hint:
         weighs = (f" (weighs {hint['commits']} commits touching {len(hint['files'])} files)"
                   if hint.get("commits") is not None else "")
-        click.echo(f"  next, with the pass as a hint{weighs}: {hint['command']}"
-                   + (f"\n  ({hint['note']})" if hint.get("note") else ""))
+        echo(f"  next, with the pass as a hint{weighs}: {hint['command']}"
+             + (f"\n  ({hint['note']})" if hint.get("note") else ""))
     if first and first.get("output_diff"):
-        click.echo(first["output_diff"])
+        echo(first["output_diff"])
 
 
 @click.command("narrow")
@@ -69,7 +70,7 @@ def narrow_cmd(session_id: str | None, workdir: Path | None, timeout: float, kee
     if keep is not None:
         result["kept"] = str(keep)
     if json_out:
-        click.echo(json.dumps(result, indent=1))
+        echo(json.dumps(result, indent=1))
     else:
         echo_narrowing(result)
 

@@ -34,19 +34,18 @@ def info(trace: Path, kernel: str | None, json_out: bool) -> None:
     while debugging: Inductor output code, a TORCH_COMPILE_DEBUG or TORCH_TRACE folder, a
     TRITON_KERNEL_DUMP folder, an MLIR reproducer (told by content)."""
     from tritonbisect.traces.info import info_dict, render_info
-    from tritonbisect.traces.reader import load_trace
+    from tritonbisect.traces.reader import load_trace, reading
     from tritonbisect.traces.sources import is_minifier_script
 
     if is_minifier_script(trace):
-        click.echo(json.dumps({"trace": str(trace), "kind": "minifier script", "kernels": []}, indent=1) if json_out else
-                   f"minifier script {trace}: a torch._dynamo repro, run whole as a bisect test; "
-                   f"`tritonbisect repro {trace} --out DIR` writes the test that tells its outcomes apart")
+        echo(json.dumps({"trace": str(trace), "kind": "minifier script", "kernels": []}, indent=1) if json_out else
+             f"minifier script {trace}: a torch._dynamo repro, run whole as a bisect test; "
+             f"`tritonbisect repro {trace} --out DIR` writes the test that tells its outcomes apart")
         return
-    tr = load_trace(trace)
-    if json_out:
-        echo(json.dumps(info_dict(tr, kernel), indent=1))
-    else:
-        echo(render_info(tr, kernel))
+    with reading(trace):
+        tr = load_trace(trace)
+        text = json.dumps(info_dict(tr, kernel), indent=1) if json_out else render_info(tr, kernel)
+    echo(text)
 
 
 @click.command("repro")
@@ -80,6 +79,15 @@ def repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: i
     """Write a standalone reproducer oracle (repro.py, context.json, blobs/) for one launch;
     with --mode compile, a compile oracle (compile_repro.py) that needs no GPU; with --launches,
     a whole-program replay (replay.py)."""
+    from tritonbisect.traces.reader import reading
+
+    with reading(trace or ir_file):
+        _repro(trace, kernel, launch_id, line, out_dir, timeout, mode, from_, ir_file, target, launches)
+
+
+def _repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: int | None, out_dir: Path,
+           timeout: float | None, mode: str | None, from_: str, ir_file: Path | None, target: str | None,
+           launches: str | None) -> None:
     from tritonbisect.oracles.repro_spec import oracle_commands
     from tritonbisect.oracles.runtime import generate_oracle
     from tritonbisect.traces.reader import load_trace

@@ -15,7 +15,8 @@ from typing import Any
 
 import click
 
-from tritonbisect.core.errors import InputError
+from tritonbisect.commands.echo import echo
+from tritonbisect.core.errors import InputError, unexpected_shapes
 
 EXIT_NOT_REPRODUCIBLE = 3
 
@@ -51,6 +52,7 @@ def _levels(text: str) -> tuple[str, ...]:
 @click.option("--codegen-threshold", "codegen_thresholds", multiple=True, metavar="METRIC=LIMIT", help="Compile oracles: the codegen statistics checked and their limits, as compile_repro.py takes them (default: its own).")
 @click.option("--fresh-interpreters", is_flag=True, help="Start a new interpreter per run instead of forking long-lived workers (to measure).")
 @click.option("--json", "json_out", is_flag=True, help="Print the result as JSON.")
+@unexpected_shapes("the oracle folder (or the session)", "was it edited? regenerate it with `tritonbisect repro`")
 def reduce_cmd(oracle_dir: Path | None, session_id: str | None, good_python: str | None, bad_python: str | None, good: str | None, bad: str | None,
                package: str, index_urls: tuple[str, ...], python: str | None, workdir: Path | None, out: Path,
                level_text: str, jobs: int, timeout: float, codegen_thresholds: tuple[str, ...], fresh_interpreters: bool,
@@ -79,7 +81,7 @@ def reduce_cmd(oracle_dir: Path | None, session_id: str | None, good_python: str
         from tritonbisect.core.step_args import resolve_workdir
         from tritonbisect.reduce.published_envs import install_endpoints
 
-        click.echo(f"installing {package} {good} and {bad} ...", err=True)
+        echo(f"installing {package} {good} and {bad} ...", err=True)
         good_python, bad_python = install_endpoints(good, bad, package=package, python=python or sys.executable,
                                                     workdir=resolve_workdir(workdir), index_urls=index_urls)
     assert good_python is not None and bad_python is not None
@@ -106,7 +108,7 @@ def _reduce_session(session_id: str, oracle_dir: Path | None, workdir: Path | No
         ends = endpoints(session, scratch)
         oracle = oracle_io.load(oracle_dir or ends.oracle)
         _check_out(out, oracle.root)
-        click.echo(f"reducing with the parent {ends.parent[:12]} (good) and the culprit {ends.culprit[:12]} (bad), "
+        echo(f"reducing with the parent {ends.parent[:12]} (good) and the culprit {ends.culprit[:12]} (bad), "
                    "from cached builds", err=True)
         result = _reduce_and_print(oracle, ends.good_python, ends.bad_python, out, levels, jobs, timeout,
                                    thresholds or ends.codegen_thresholds, fresh, json_out, env=ends.env)
@@ -135,17 +137,17 @@ def _reduce_and_print(oracle: Any, good_python: str, bad_python: str, out: Path,
     t0 = time.monotonic()
 
     def progress(line: str) -> None:
-        click.echo(f"[{time.monotonic() - t0:6.0f}s] {line}", err=json_out)
+        echo(f"[{time.monotonic() - t0:6.0f}s] {line}", err=json_out)
 
     try:
         result = run_reduction(oracle, settings, out, levels, progress=progress, fresh=fresh, env=env)
     except NotReproducible as exc:
         if json_out:
-            click.echo(json.dumps({"status": "not-reproducible", "reason": str(exc), "out": None}))
-        click.echo(f"not reproducible: {exc}", err=True)
+            echo(json.dumps({"status": "not-reproducible", "reason": str(exc), "out": None}))
+        echo(f"not reproducible: {exc}", err=True)
         sys.exit(EXIT_NOT_REPRODUCIBLE)
     if json_out:
-        click.echo(dumps(result))
+        echo(dumps(result))
         return result
     echo_reduced(result)
     return result
@@ -159,9 +161,9 @@ def echo_reduced(result: dict[str, Any]) -> None:
     else:
         sizes = (f"{b['kernel_lines']} -> {a['kernel_lines']} kernel lines, {b['elements']} -> {a['elements']} "
                  "tensor elements")
-    click.echo(f"reduced: {sizes}; {result['tests']} candidates in {result['seconds']}s; still shows {result['signature']}")
-    click.echo(f"  {result['oracle']}: run it as the original (--record-golden at good, --golden at bad)")
-    click.echo(f"  {out / 'issue.py'}: one file for the issue")
+    echo(f"reduced: {sizes}; {result['tests']} candidates in {result['seconds']}s; still shows {result['signature']}")
+    echo(f"  {result['oracle']}: run it as the original (--record-golden at good, --golden at bad)")
+    echo(f"  {out / 'issue.py'}: one file for the issue")
 
 
 COMMANDS: list[click.Command] = [reduce_cmd]

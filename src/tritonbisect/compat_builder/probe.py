@@ -155,7 +155,11 @@ class Prober:
             return result(SKIP, f"LLVM {llvm_commit[:12]} itself does not build: {llvm.reason}", "llvm", llvm.log)
 
         self._triton_commit = triton_commit
-        tree = self.recipe.triton_worktree(ctx, triton_commit)
+        try:
+            tree = self.recipe.triton_worktree(ctx, triton_commit)
+        except GitFailure as exc:
+            raise InputError(f"Triton commit {triton_commit[:12]} cannot be checked out ({exc}); fetch it into "
+                             f"{self.recipe.triton_dir} first") from None
         if clean:
             self.cache.forget_failures(triton_commit)
             gitops.git(tree, "clean", "-fdxq")

@@ -8,9 +8,12 @@ releases it when the holder dies, even by kill -9).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
 import time
+import typing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,7 @@ from tritonbisect.core.clock import now_iso
 from tritonbisect.core.errors import InputError, SessionLockedError
 from tritonbisect.core.files import atomic_write_text
 from tritonbisect.core.lock import PidLock
+from tritonbisect.core.untrusted import json_fits
 
 STATE_FILE = "state.json"
 STATE_VERSION = 1
@@ -95,8 +99,13 @@ class MapState:
             raise InputError(f"{session_dir}: not a compat-builder session (no {STATE_FILE})") from None
         except (OSError, ValueError) as exc:
             raise InputError(f"{path}: unreadable session state: {exc}") from None
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: unreadable session state: a JSON {type(data).__name__}, not an object")
         if data.get("version") != STATE_VERSION:
-            raise InputError(f"{path}: state version {data.get('version')!r} is not supported")
+            raise InputError(f"{path}: state version {str(data.get('version'))[:20]!r} is not supported")
+        problem = _problem(data)
+        if problem:
+            raise InputError(f"{path}: corrupt session state: {problem}")
         known = set(cls.__dataclass_fields__)
         state = cls(**{k: v for k, v in data.items() if k in known})
         state._dir = session_dir  # type: ignore[attr-defined]
@@ -112,6 +121,44 @@ class MapState:
             for key in total:
                 total[key] += int(attempt.get("usage", {}).get(key, 0))
         return total
+
+
+_COMMIT = re.compile(r"[0-9a-f]{4,64}")
+# fields whose commit ids reach git command lines (never an option, never a path)
+_COMMITS = ("bump", "old_llvm", "new_llvm", "current_triton", "current_good", "incompatible")
+
+
+# the fields of its attempts, fixes and probes that are read back (provenance, usage)
+_RECORD_FIELDS: dict[str, Any] = {
+    "commit": str, "model": str, "files": list[str], "build_scripts": list[str], "attempts": list[dict[str, Any]],
+    "usage": dict[str, int],
+}
+
+
+def _problem(data: dict[str, Any]) -> str | None:
+    """What in a state.json is not as the builder writes it (a file someone edited), or None."""
+    hints = typing.get_type_hints(MapState)
+    missing = [f.name for f in dataclasses.fields(MapState)
+               if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.name not in data]
+    if missing:
+        return f"it has no {missing[0]!r}"
+    for name, hint in hints.items():
+        if name in data and not json_fits(data[name], hint):
+            return f"its {name} is {type(data[name]).__name__} {str(data[name])[:40]!r}"
+    records = [*data.get("attempts", []), *data.get("fixes", []), *data.get("probes", []), *data.get("events", [])]
+    for rec in records:  # (each a dict: the hints above checked it)
+        for key, kind in _RECORD_FIELDS.items():
+            if key in rec and not json_fits(rec[key], kind):
+                return f"its {key} is {type(rec[key]).__name__} {str(rec[key])[:40]!r}"
+    for attempt in (a for fix in data.get("fixes", []) for a in fix.get("attempts") or []):
+        if "usage" in attempt and not json_fits(attempt["usage"], _RECORD_FIELDS["usage"]):
+            return f"the usage of an attempt is {str(attempt['usage'])[:40]!r}"
+    if any("commit" not in fix for fix in data.get("fixes", [])):
+        return "a fix has no commit"
+    commits = [data.get(k) for k in _COMMITS] + [c for pair in data.get("pairs") or [] for c in pair]
+    commits += list(data.get("verdicts") or {}) + [f.get("commit") for f in data.get("fixes", [])]
+    bad = next((c for c in commits if c and not _COMMIT.fullmatch(c)), None)
+    return f"{bad[:60]!r} is not a commit id" if bad else None
 
 
 def sessions_root(workdir: Path) -> Path:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+
 # Exit codes of `tritonbisect run/triton/llvm/torch/pairs/resume` (documented in README.md).
 EXIT_FOUND = 0
 EXIT_INCONCLUSIVE = 1
@@ -42,3 +47,16 @@ class AbortError(TritonBisectError):
 
 class SessionLockedError(InputError):
     """Another process holds this session's lock."""
+
+
+@contextlib.contextmanager
+def unexpected_shapes(what: str, fix: str) -> Iterator[None]:
+    """Code that meets a value of a shape the tool never writes in `what` (a file edited by hand,
+    or crafted by someone else) ends in one line naming it, where the tool met it and `fix`,
+    with exit 2: not a traceback."""
+    try:
+        yield
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        raise InputError(f"{what} holds a value of an unexpected shape ({type(exc).__name__} in "
+                         f"{Path(frame.filename).name}:{frame.lineno}: {exc}); {fix}") from None

@@ -6,11 +6,17 @@ title, make a link say one thing and open another), and right-to-left overrides 
 differently from what it is. So before such text is printed, escape sequences are dropped and
 every other control character is shown as `\\xNN`; newlines and tabs are kept where the text
 has several lines. A name that becomes a file name keeps only letters, digits, `_` and `-`.
+A value read back from a JSON file someone could edit is checked against the type the tool
+wrote there (`json_fits`) before anything uses it.
 """
 
 from __future__ import annotations
 
 import re
+import types
+import typing
+from pathlib import Path
+from typing import Any
 
 # CSI (colours, cursor moves), OSC (titles, hyperlinks; ended by BEL or ST) and two-byte escapes
 _ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
@@ -43,3 +49,28 @@ def file_component(name: object, fallback: str = "kernel") -> str:
     `/`, no `..`, no hidden file), at most 100 characters; `fallback` when nothing is left."""
     safe = _FILE_UNSAFE.sub("_", str(name)).strip("_")[:100]
     return safe or fallback
+
+
+def json_fits(value: Any, hint: Any) -> bool:
+    """Whether a value read from JSON fits a dataclass field's type hint (str, int, float,
+    bool, Path, None, list[X], dict[K, V] and unions of them; any other hint fits anything)."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(json_fits(value, a) for a in args)
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint in (str, Path):
+        return isinstance(value, str)
+    if origin is list:
+        return isinstance(value, list) and all(json_fits(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(json_fits(k, args[0]) and json_fits(v, args[1])
+                                               for k, v in value.items())
+    return True

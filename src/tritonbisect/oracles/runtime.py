@@ -289,14 +289,19 @@ def launch_arg_specs(launch: Launch, params: list[str], tensor: TensorSpec) -> l
             raise InputError(f"argument '{name}' of {launch.name} launch {launch.index} is not a recorded argument record")
         after = launch.after.get(name) if launch.after else None
         kind = info.get("type")
-        if kind == "tensor":
-            args.append(tensor(name, info, after))
-        elif kind in DESCRIPTOR_TYPES:
-            args.extend(descriptor_specs(name, info, after, launch.name, tensor))
-        elif kind == "tuple":
-            args.extend(tuple_specs(name, info, after, launch.name, tensor, scalar))
-        else:
-            args.append(scalar(name, info))
+        try:
+            if kind == "tensor":
+                args.append(tensor(name, info, after))
+            elif isinstance(kind, str) and kind in DESCRIPTOR_TYPES:
+                args.extend(descriptor_specs(name, info, after, launch.name, tensor))
+            elif kind == "tuple":
+                args.extend(tuple_specs(name, info, after, launch.name, tensor, scalar))
+            else:
+                args.append(scalar(name, info))
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+            # a record edited by hand or by someone else: a shape, a stride, an offset that is no number
+            raise InputError(f"argument '{name}' of {launch.name} ({launch.where()}) is not recorded as tritonparse "
+                             f"records one ({type(exc).__name__}: {exc})") from None
     return args
 
 

@@ -72,7 +72,10 @@ def _load_compile(root: Path) -> OracleDir:
         context = json.loads((root / COMPILE_CONTEXT).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise InputError(f"{root}: cannot read the compile oracle: {exc}") from None
-    what = context.get("job", {}).get("what", {}) if isinstance(context, dict) else {}
+    job = context.get("job") if isinstance(context, dict) else None
+    what = job.get("what") if isinstance(job, dict) else None
+    if not isinstance(what, dict):
+        raise InputError(f"{root / COMPILE_CONTEXT}: no job in it; regenerate the oracle with `tritonbisect repro`")
     if what.get("kind") == "ir":
         return _load_ir(root, context, str(what.get("file") or ""))
     if what.get("kind") != "python" or what.get("file") != COMPILE_SOURCE:
@@ -112,13 +115,16 @@ def load(root: Path) -> OracleDir:
         context = json.loads((root / CONTEXT).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise InputError(f"{root}: cannot read {CONTEXT}: {exc}") from None
+    if not isinstance(context, dict):
+        raise InputError(f"{root}: {CONTEXT} is not an object; regenerate the oracle with `tritonbisect repro`")
     if context.get("ir"):
         raise InputError(f"{root}: a runtime IR oracle (it needs a GPU); reduce its compile-mode IR oracle "
                          "(`repro --from ttir|ttgir`, or `repro --ir FILE`)")
     node = _source_assignment(pyast.parse(text))
     if node is None or not isinstance(node.value, ast.Constant) or not isinstance(node.value.value, str):
         raise InputError(f"{root / RUNTIME_SCRIPT}: no KERNEL_SOURCE string in it; regenerate it with `tritonbisect repro`")
-    kernel = str(context.get("kernel", {}).get("name") or "")
+    named = context.get("kernel")
+    kernel = str(named.get("name") or "") if isinstance(named, dict) else ""
     return OracleDir(root, text, kernel, Candidate(node.value.value.lstrip("\n"), absolute_blobs(context, root)))
 
 
@@ -126,10 +132,23 @@ def _blob_fields(context: dict[str, Any]) -> list[dict[str, Any]]:
     return [spec["init"] for spec in context.get("args", []) if isinstance(spec.get("init"), dict) and spec["init"].get("file")]
 
 
+def _check_args(context: Any, where: Path) -> None:
+    """The argument specs of a runtime oracle's context.json are objects, their blobs file names."""
+    args = context.get("args") if isinstance(context, dict) else None
+    if not isinstance(args, list) or not all(isinstance(spec, dict) for spec in args):
+        raise InputError(f"{where}: its args are not a list of objects; regenerate the oracle with `tritonbisect repro`")
+    for spec in args:
+        for part in (spec.get("init"), spec.get("after")):
+            if part is not None and not (isinstance(part, dict) and isinstance(part.get("file", ""), str)):
+                raise InputError(f"{where}: argument {str(spec.get('name'))[:40]!r} names no blob file; regenerate the "
+                                 "oracle with `tritonbisect repro`")
+
+
 def absolute_blobs(context: dict[str, Any], root: Path) -> dict[str, Any]:
     """A copy whose blob paths are absolute (a candidate runs from another folder), without the
     outputs recorded after the original launch (they do not fit a changed kernel: the good
     Triton's run is the reference)."""
+    _check_args(context, root / CONTEXT)
     out = copy.deepcopy(context)
     for spec in out.get("args", []):
         spec.pop("after", None)
@@ -141,6 +160,9 @@ def absolute_blobs(context: dict[str, Any], root: Path) -> dict[str, Any]:
         if not blob.is_relative_to(home):
             raise InputError(f"{root / CONTEXT}: blob {str(init['file'])[:80]!r} is outside the oracle's folder; "
                              "regenerate the oracle with `tritonbisect repro`")
+        if not blob.is_file():
+            raise InputError(f"{root / CONTEXT}: blob {str(init['file'])[:80]!r} is not in the oracle's folder; "
+                             "copy the whole folder, or regenerate it with `tritonbisect repro`")
         init["file"] = str(blob)
     return out
 

@@ -29,6 +29,40 @@ SESSION_FILE = "session.json"
 JOURNAL_FILE = "journal.jsonl"
 LOCK_FILE = "lock"
 
+# The types of the fields a step record may have (each may be missing or null): a journal can be
+# edited by anything that writes the workdir, and a field of another type is a corrupt line, not
+# a traceback wherever it is read.
+_NUMBER = (int, float)
+_RECORD_FIELDS: dict[str, Any] = {
+    "seq": int, "round": int, "worker": int, "seconds": _NUMBER,
+    "commit": str, "phase": str, "role": str, "kind": str, "verdict": str, "reason": str,
+    "started": str, "finished": str, "dir": str, "node": str, "undoes": int,
+    "build": dict, "record": dict, "cases": dict, "revert_tree": dict, "tests": list, "attempts": list,
+}
+_PART_FIELDS: dict[str, Any] = {
+    "seconds": _NUMBER, "exit": int, "signal": int, "log": str, "kind": str, "reason": str, "node": str,
+    "cached": bool, "performed": bool, "timed_out": bool, "kept": bool,
+}
+
+
+def record_problem(record: Mapping[str, Any]) -> str | None:
+    """What is wrong with the shape of a journal record, or None."""
+    for key, kind in _RECORD_FIELDS.items():
+        value = record.get(key)
+        if value is not None and not isinstance(value, kind):
+            return f"its {key!r} is {type(value).__name__} {str(value)[:40]!r}"
+    parts = [p for p in (record.get("build"), record.get("record")) if p is not None]
+    parts += [*(record.get("tests") or []), *(record.get("attempts") or [])]
+    for part in parts:
+        if not isinstance(part, dict):
+            return f"a build or test in it is {type(part).__name__} {str(part)[:40]!r}, not an object"
+        for key, kind in _PART_FIELDS.items():
+            value = part.get(key)
+            if value is not None and not isinstance(value, kind):
+                return f"its {key!r} of a build or test is {type(value).__name__} {str(value)[:40]!r}"
+    return None
+
+
 # Roles of a step in the journal.
 ROLE_ENDPOINT = "endpoint"
 ROLE_SEARCH = "search"
@@ -64,13 +98,16 @@ class Journal:
                 record = json.loads(raw.decode("utf-8"))
                 if not isinstance(record, dict):
                     raise ValueError("not a JSON object")
-            except (ValueError, UnicodeDecodeError) as exc:
+            except (ValueError, UnicodeDecodeError, RecursionError) as exc:
                 is_last = all(not rest.strip() for rest in lines[index + 1 : last_index + 1])
                 if is_last:
                     break  # truncated last line: the step it described is simply not done
                 raise InputError(
                     f"journal {self.path} is corrupt at line {index + 1}: {exc}"
                 ) from None
+            problem = record_problem(record)
+            if problem is not None:
+                raise InputError(f"journal {self.path} is corrupt at line {index + 1}: {problem}")
             out.append(record)
         return out
 

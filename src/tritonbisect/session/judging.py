@@ -93,6 +93,12 @@ class TestSettings:
         return compile_commands(out_dir, timeout=timeout, check=self.check, thresholds=self.codegen_thresholds)
 
     def _repro_spec(self, repro: str, timeout: float | None, out_dir: Path | None, oracles_dir: Path) -> TestSpec:
+        from tritonbisect.traces.reader import reading
+
+        with reading(repro):
+            return self._oracle_of(repro, timeout, out_dir, oracles_dir)
+
+    def _oracle_of(self, repro: str, timeout: float | None, out_dir: Path | None, oracles_dir: Path) -> TestSpec:
         from tritonbisect.oracles import repro_spec as bisect_test
 
         trace = Path(repro).expanduser()

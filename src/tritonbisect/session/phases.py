@@ -44,6 +44,13 @@ _COMMIT = re.compile(r"[0-9a-f]{4,64}")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}")
 
 
+def typed(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
+    """`value` when it is None or of `kind` (not a bool for an int); ValueError otherwise."""
+    if value is None or (isinstance(value, kind) and not (isinstance(value, bool) and kind is int)):
+        return value
+    raise ValueError(f"its {what} is {type(value).__name__} {str(value)[:40]!r}")
+
+
 def commit_id(value: Any, what: str) -> str:
     """`value` when it is a commit id (hex); ValueError naming `what` otherwise."""
     text = str(value)
@@ -94,15 +101,17 @@ class PhaseSpec:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PhaseSpec:
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a phase is {type(data).__name__}, not an object")
         return cls(
             name=safe_name(data["name"], "phase name"),
-            repo=Path(data["repo"]),
+            repo=Path(typed(data["repo"], str, "repository") or "."),
             good=commit_id(data["good"], "good commit"),
             bad=commit_id(data["bad"], "bad commit"),
-            recipe_name=str(data["recipe_name"]),
-            recipe_config=dict(data.get("recipe_config") or {}),
+            recipe_name=typed(data["recipe_name"], str, "recipe") or "",
+            recipe_config=dict(typed(data.get("recipe_config"), dict, "recipe_config") or {}),
             first_parent=bool(data.get("first_parent", False)),
-            candidates=[commit_id(c, "candidate") for c in data["search_candidates"]]
+            candidates=[commit_id(c, "candidate") for c in typed(data["search_candidates"], list, "candidates")]
             if data.get("search_candidates") else None,
             prefer_cached=bool(data.get("prefer_cached", True)),
             only_cases=[str(c) for c in data["only_cases"]] if isinstance(data.get("only_cases"), list) else None,
@@ -134,12 +143,12 @@ class PhaseState:
     def from_dict(cls, data: Mapping[str, Any]) -> PhaseState:
         return cls(
             spec=PhaseSpec.from_dict(data),
-            status=str(data.get("status") or STATUS_PENDING),
+            status=typed(data.get("status"), str, "status") or STATUS_PENDING,
             culprit=commit_id(data["culprit"], "culprit") if data.get("culprit") else None,
-            candidates=[commit_id(c, "candidate") for c in data.get("candidates") or []],
-            confidence=data.get("confidence"),
-            reason=data.get("reason"),
-            range_size=data.get("range_size"),
+            candidates=[commit_id(c, "candidate") for c in typed(data.get("candidates"), list, "candidates") or []],
+            confidence=typed(data.get("confidence"), str, "confidence"),
+            reason=typed(data.get("reason"), str, "reason"),
+            range_size=typed(data.get("range_size"), int, "range_size"),
         )
 
 

@@ -51,6 +51,7 @@ from tritonbisect.session.phases import (
     PhaseState,
     SessionResult,
     safe_name,
+    typed,
 )
 from tritonbisect.session.settings_file import SCHEMA, SCHEMA_KEY, read_settings, settings_record
 from tritonbisect.session.workflows import continuation
@@ -94,13 +95,15 @@ class Session:
         try:
             self.id = safe_name(data["id"], "id")
             self.created = str(data.get("created", ""))
-            self.argv = list(data.get("argv") or [])
-            self.cwd = data.get("cwd")
-            self.workflow = data.get("workflow")
+            self.argv = list(typed(data.get("argv"), list, "command line") or [])
+            if not all(isinstance(a, str) for a in self.argv):
+                raise ValueError("its command line is not a list of strings")
+            self.cwd = typed(data.get("cwd"), str, "cwd")
+            self.workflow = typed(data.get("workflow"), str, "workflow")
             self.settings = read_settings(data, directory / SESSION_FILE)
-            self._phases = [PhaseState.from_dict(p) for p in data.get("phases") or []]
-            self.current_phase = int(data.get("current_phase", 0))
-            self.extra: dict[str, Any] = dict(data.get("extra") or {})
+            self._phases = [PhaseState.from_dict(p) for p in typed(data.get("phases"), list, "phases") or []]
+            self.current_phase = typed(data.get("current_phase", 0), int, "current_phase") or 0
+            self.extra: dict[str, Any] = dict(typed(data.get("extra"), dict, "extra") or {})
             # digests of the secrets given with --env (not stored): what reads this session hides them
             prints = data.get("fingerprints") or {}
             self.salt = str(prints.get("salt", ""))

@@ -19,12 +19,14 @@ reading it as this version knows it could run the wrong bisect.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 from tritonbisect.core.errors import InputError
 from tritonbisect.core.secrets import hide_env, redact_env, restored
+from tritonbisect.core.untrusted import json_fits
 from tritonbisect.session.settings import BisectSettings
 
 SCHEMA = 2
@@ -106,10 +108,10 @@ def read_settings(data: Mapping[str, Any], where: Path) -> BisectSettings:
     given = data.get("settings") or {}
     if not isinstance(given, Mapping):
         raise InputError(f"session file {where} is corrupt: its settings are not an object")
-    settings = _made(BisectSettings, given if schema == SCHEMA else nested_of_flat(given))
-    if not isinstance(settings.executor.env, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in settings.executor.env.items()):
-        raise InputError(f"session file {where} is corrupt: its env is not an object of strings")
+    try:
+        settings = _made(BisectSettings, given if schema == SCHEMA else nested_of_flat(given))
+    except ValueError as exc:
+        raise InputError(f"session file {where} is corrupt: {exc}") from None
     settings.executor.env = restored(settings.executor.env)
     hide_env(settings.executor.env)
     return settings
@@ -140,10 +142,15 @@ def flat_settings(settings: BisectSettings) -> dict[str, Any]:
     return out
 
 
-def _made(cls: type[T], data: Mapping[str, Any]) -> T:
+def _made(cls: type[T], data: Mapping[str, Any], where: str = "") -> T:
     """An instance of the dataclass `cls` from `data`: unknown keys are ignored, a missing key
     (or a null where the field has a value by default, as older files may hold) takes the
-    field's default, and a nested dataclass or a path is rebuilt from its JSON form."""
+    field's default, and a nested dataclass or a path is rebuilt from its JSON form. A value
+    of another type than the field's is a ValueError naming it (a file edited by hand, or by
+    someone else, must not end in a traceback wherever the setting is used)."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"its settings{' ' + where.rstrip('.') if where else ''} are not an object")
+    hints = typing.get_type_hints(cls)
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if f.name not in data:
@@ -152,8 +159,10 @@ def _made(cls: type[T], data: Mapping[str, Any]) -> T:
         default = _default_of(f)
         if value is None and default is not None:
             continue
-        if dataclasses.is_dataclass(default) and isinstance(value, Mapping):
-            value = _made(type(default), value)
+        if dataclasses.is_dataclass(default):
+            value = _made(type(default), value, f"{where}{f.name}.")
+        elif not json_fits(value, hints[f.name]):
+            raise ValueError(f"its setting {where}{f.name} is {type(value).__name__} {str(value)[:40]!r}")
         elif isinstance(default, Path):
             value = Path(value)
         values[f.name] = value

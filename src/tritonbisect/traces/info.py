@@ -20,7 +20,9 @@ def arg_summary(name: str, info: Any) -> str:
     if kind == "tensor":
         dtype = str(info.get("dtype", "?")).replace("torch.", "")
         dtype = _SHORT_DTYPES.get(dtype, dtype)
-        shape = "x".join(str(s) for s in info.get("shape") or []) or "scalar"
+        dims = info.get("shape") or []
+        shape = "x".join(str(s) for s in dims) if isinstance(dims, list) else "?"
+        shape = shape or "scalar"
         extra = []
         if info.get("storage_offset"):
             extra.append(f"+{info['storage_offset']}")

@@ -9,6 +9,7 @@ Nothing here imports torch or triton: the tool's own environment has neither.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shlex
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritonbisect.core.errors import InputError
+from tritonbisect.core.errors import InputError, unexpected_shapes
 from tritonbisect.core.untrusted import one_line
 from tritonbisect.traces.arg_records import normalise_args
 from tritonbisect.traces.blobs import resolve_blob as resolve_blob  # re-exported
@@ -279,6 +280,12 @@ class Trace:
         return bool(launch.args) and not launch.graph_capture and self.compilation_of(launch) is not None
 
 
+def reading(trace: Path | str | None) -> contextlib.AbstractContextManager[None]:
+    """Code that meets a record of a shape tritonparse never writes (a trace edited by hand, or
+    crafted) ends in one line naming the trace and where the tool met it, not a traceback."""
+    return unexpected_shapes(f"trace {trace}", "is it a trace as tritonparse or `tritonbisect trace` write them?")
+
+
 # --- file names -------------------------------------------------------------------------
 
 
@@ -369,23 +376,39 @@ def _launch_from(record: dict, tf: TraceFile, line: int, order: tuple) -> Launch
     grid = record.get("grid") or [1]
     if isinstance(grid, int):
         grid = [grid]
+    if not isinstance(grid, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in grid):
+        raise InputError(f"{tf.path}:{line}: corrupt trace record (a launch's grid is {str(grid)[:60]}, not integers)")
     args = record.get("extracted_args")
     args = normalise_args(args) if isinstance(args, dict) else {}
+    stack = record.get("stack")
     return Launch(
         name=one_line(record.get("name") or meta.get("name") or "?"),
-        hash=meta.get("hash"),
-        grid=[int(g) for g in grid],
+        hash=_text_or_none(meta.get("hash")),
+        grid=list(grid),
         args=args,
         file=tf.path,
         line=line,
         order=order,
         compilation_metadata=meta,
         stream=record.get("stream"),
-        stack=record.get("stack") or [],
-        seq=record.get("tritonbisect_launch_seq"),
+        stack=[f for f in stack if isinstance(f, dict)] if isinstance(stack, list) else [],
+        seq=_key_or_none(record.get("tritonbisect_launch_seq")),
         # tritonparse's parse step names the autotuner's benchmark runs (sessions split by key from 0.7)
         benchmark=record.get("tritonbisect_benchmark") is True or record.get("autotune_launch_type") == "benchmark",
     )
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _key_or_none(value: Any) -> int | str | None:
+    """A value that can key a dict (the tracer's launch numbers), else None."""
+    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
+
+
+def _object(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
 
 
 def _richer_source(payload: dict, known: Compilation) -> bool:
@@ -393,7 +416,7 @@ def _richer_source(payload: dict, known: Compilation) -> bool:
     holds the kernel's whole source file and the known one does not (the tritonbisect tracer
     records a kernel compiled in another process again at its first launch, sometimes with
     only the function's source)."""
-    new = payload.get("python_source") or {}
+    new = _object(payload.get("python_source"))
     old = known.python_source or {}
     return "function_start_line" in new and "function_start_line" not in old
 
@@ -418,10 +441,12 @@ def load_trace(path: Path | str) -> Trace:
         file_launches: list[Launch] = []
         for line, record in iter_records(tf):
             etype = record.get("event_type")
+            if not isinstance(etype, str):
+                etype = None
             if etype == "compilation":
-                payload = record.get("payload") or {}
-                meta = payload.get("metadata") or {}
-                h = meta.get("hash")
+                payload = _object(record.get("payload"))
+                meta = _object(payload.get("metadata"))
+                h = _text_or_none(meta.get("hash"))
                 if not h:
                     skipped["compilation without hash"] += 1
                     continue
@@ -431,7 +456,7 @@ def load_trace(path: Path | str) -> Trace:
                         hash=h,
                         name=one_line(meta.get("name") or "?"),
                         metadata=meta,
-                        python_source=payload.get("python_source"),
+                        python_source=_object(payload.get("python_source")) or None,
                         file=tf.path,
                         line=line,
                         ttir=ir.get("ttir"),
@@ -442,7 +467,7 @@ def load_trace(path: Path | str) -> Trace:
                 order = (file_index, occurrence if isinstance(occurrence, int) else line, line)
                 file_launches.append(_launch_from(record, tf, line, order))
             elif etype == "tritonbisect_launch_exit":
-                exits[record.get("tritonbisect_launch_seq")] = record
+                exits[_key_or_none(record.get("tritonbisect_launch_seq"))] = record
             elif etype in KNOWN_IGNORED_EVENTS:
                 ignored[etype] += 1
             else:

@@ -147,7 +147,10 @@ def _index_config(target: str, feed: str | None, index_urls: tuple[str, ...], fi
     if feed and index_urls:
         raise InputError("--feed and --index-url both name the index; give one")
     urls = (feed_named(feed).index_url,) if feed else index_urls
-    return activate(read_config(target, index_urls=urls, find_links=find_links))
+    config = activate(read_config(target, index_urls=urls, find_links=find_links))
+    for problem in config.problems:  # a pip.conf pip cannot read: said at once, not skipped silently
+        click.echo(f"tritonbisect wheels: {problem}", err=True)
+    return config
 
 
 def _package_files(feed: str | None, package: str | None, lister: Any, good: str,
