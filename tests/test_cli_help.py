@@ -173,3 +173,12 @@ def test_ai_anthropic_without_the_sdk_is_one_line_naming_the_extra(tmp_path: Pat
     core = pyproject.split("\ndependencies = [", 1)[1].split("]", 1)[0]
     assert "anthropic" not in core.lower()
     assert '\nai = ["anthropic>=' in pyproject
+
+
+@pytest.mark.parametrize("path", [path for path, _ in LEAVES], ids=[" ".join(p) for p, _ in LEAVES])
+def test_every_option_has_a_section_of_its_task(path: tuple[str, ...]) -> None:
+    # "Other options" once held --verify-revert, --prefer-pass and --log-limit: a new option
+    # gets its place in help_sections.OPTION_SECTIONS
+    command = dict(LEAVES)[path]
+    titles = [title for title, _ in option_sections(command, click.Context(command, info_name=path[-1]))]
+    assert OTHER not in titles, path

@@ -105,7 +105,7 @@ def test_record_then_check_codegen_and_a_planted_spill_regression(compiled, tmp_
     env = plant(tmp_path / "cap24", maxnreg_plant(24))  # the real maxnreg option: ptxas spills
     proc, result = run_oracle(out, "--golden", str(golden), "--check", "codegen", env=env)
     assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
-    assert result["status"] == "perf" and result["check"] == "codegen"
+    assert result["status"] == "codegen" and result["check"] == "codegen"
     assert "spills 0 → " in result["reason"] and "registers 32 → 24" in result["reason"]
     over = {d["metric"] for d in result["differences"] if d["over_threshold"]}
     assert {"spills", "regs", "sass.STL"} <= over
@@ -171,7 +171,7 @@ def test_harness_problems_are_usage_errors_never_compile_errors(compiled, tmp_pa
     proc, result = run_oracle(folder, "--threshold", "spills=0")
     assert proc.returncode == 2 and "goes with --check codegen" in result["reason"]
     proc, result = run_oracle(folder, "--target", "cuda")
-    assert proc.returncode == 2 and "--target" in result["reason"]
+    assert proc.returncode == 2 and "--compile-target" in result["reason"]
     # a job that does not fit the kernel (our bug, not the compiler's)
     ctx_path = folder / "compile_context.json"
     ctx = json.loads(ctx_path.read_text())
@@ -200,7 +200,7 @@ def test_a_triton_that_does_not_import_is_an_unusable_environment(compiled, tmp_
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     trace = scenario("vadd")
     proc = cli("repro", str(trace), "--kernel", "add_kernel", "--target", "cuda:90", "--out", str(tmp_path / "o"))
-    assert proc.returncode == 2 and "--target goes with --mode compile" in proc.stderr
+    assert proc.returncode == 2 and "--compile-target goes with --mode compile" in proc.stderr
     proc = cli("repro", str(trace), "--kernel", "add_kernel", "--mode", "compile", "--target", "cuda:sm90",
                "--out", str(tmp_path / "o"))
     assert proc.returncode == 2 and "a CUDA arch is a number" in proc.stderr
@@ -253,7 +253,7 @@ def test_an_interpreter_trace_needs_a_target_then_compiles(tmp_path: Path) -> No
     proc = cli("trace", "--out", str(traced), "--", sys.executable, str(program), env=env)
     assert proc.returncode == 0, proc.stderr
     proc = cli("repro", str(traced), "--kernel", "scale", "--mode", "compile", "--out", str(tmp_path / "o"))
-    assert proc.returncode == 2 and "TRITON_INTERPRET=1" in proc.stderr and "--target" in proc.stderr
+    assert proc.returncode == 2 and "TRITON_INTERPRET=1" in proc.stderr and "--compile-target" in proc.stderr
     proc = _repro(traced, tmp_path / "o", "--kernel", "scale", "--target", "cuda:80")
     assert "x_ptr:*fp32/16, out_ptr:*fp32/16, n:i32, s:fp32, BLOCK=256" in proc.stdout
     run, result = run_oracle(tmp_path / "o", env={k: v for k, v in env.items() if k != "TRITONBISECT_RESULT"})

@@ -73,5 +73,5 @@ def test_a_codegen_regression_is_bisected_with_check_codegen(tmp_path: Path) -> 
                               "--check", "codegen", "--codegen-threshold", "spills=0")
     assert result["status"] == "found" and result["culprit"] == shas[2]
     bad = [r for r in records if r["verdict"] == "bad"]
-    assert bad and {r["kind"] for r in bad} == {"perf"}
+    assert bad and {r["kind"] for r in bad} == {"codegen"}
     assert all("spills 0 → " in r["reason"] for r in bad)

@@ -68,7 +68,7 @@ def test_targets_from_metadata_and_from_the_command_line() -> None:
     assert spec.parse_target_text("cuda:80") == {"backend": "cuda", "arch": 80, "warp_size": 32}
     assert spec.parse_target_text("hip:gfx942") == {"backend": "hip", "arch": "gfx942", "warp_size": 64}
     for bad in ("cuda", "cuda:sm90", "metal:1", "cuda:90:x"):
-        with pytest.raises(InputError, match="--target"):
+        with pytest.raises(InputError, match="--compile-target"):
             spec.parse_target_text(bad)
 
 
@@ -207,5 +207,5 @@ def test_bisect_options_of_the_compile_oracle() -> None:
         bisect_settings(repro="t", kernel="k", oracle="compile", codegen_thresholds=("spills=0",))
     with pytest.raises(InputError, match="METRIC=LIMIT"):
         bisect_settings(repro="t", kernel="k", oracle="compile", check=("codegen",), codegen_thresholds=("spills",))
-    with pytest.raises(InputError, match="--target"):
+    with pytest.raises(InputError, match="--compile-target"):
         bisect_settings(repro="t", kernel="k", oracle="compile", compile_target="cuda")

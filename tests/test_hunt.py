@@ -238,7 +238,7 @@ def test_bad_inputs_are_one_line_and_exit_2(tmp_path: Path, capsys) -> None:
         (hunt_args(other, home), "belongs to another hunt"),
         ([*hunt_args(repo, home), "--regress", "fixed"], "--regress fixed is not for a hunt"),
         ([*hunt_args(repo, home), "--compat-map", str(tmp_path / "x.csv")], "--compat-map does not go with the command bisector"),
-        ([*hunt_args(repo, home), "--threshold", "5%"], "--threshold goes with --regress perf"),
+        ([*hunt_args(repo, home), "--threshold", "5%"], "--perf-threshold goes with --regress perf"),
         ([*hunt_args(repo, home), "--bad", "nope"], "unknown revision 'nope'"),
     ]
     for argv, message in cases:

@@ -121,7 +121,7 @@ def test_repro_ir_file_without_a_trace(tmp_path) -> None:
 
 def test_input_errors_are_one_line(tmp_path) -> None:
     for args, words in (
-        (["--ir", str(tmp_path / "k.ttgir"), "--out", str(tmp_path / "o")], "--target"),
+        (["--ir", str(tmp_path / "k.ttgir"), "--out", str(tmp_path / "o")], "--compile-target"),
         (["--ir", str(tmp_path / "k.ptx"), "--target", "cuda:90", "--out", str(tmp_path / "o")], ".ttir or .ttgir"),
         (["--ir", str(tmp_path / "missing.ttir"), "--target", "cuda:90", "--out", str(tmp_path / "o")], "cannot read"),
         (["--from", "ttir", "--out", str(tmp_path / "o")], "needs a TRACE"),

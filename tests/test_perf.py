@@ -251,7 +251,7 @@ def test_perf_option_errors(tmp_path: Path, capsys) -> None:
     shas = _perf_repo(repo, 3, culprit=1)
     base = ["run", "--repo", str(repo), "--good", shas[0], "--bad", shas[-1], "--test", "true"]
     for extra, message in [
-        (["--threshold", "5%"], "--threshold goes with --regress perf"),
+        (["--threshold", "5%"], "--perf-threshold goes with --regress perf"),
         (["--higher-is-better"], "--higher-is-better goes with --regress perf"),
         (["--regress", "perf", "--repeat", "1"], "at least 2 samples"),
         (["--regress", "perf", "--threshold", "lots"], "expected a percentage"),

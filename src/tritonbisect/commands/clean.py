@@ -31,9 +31,18 @@ def clean_cmd(session_id: str | None, everything: bool, keep_cache: bool, workdi
         report = clean_all(root, keep_cache=keep_cache)
         what = f"workdir {root}"
     else:
-        session = Session.open(root, session_id)
-        report = clean_session(session, root, keep_cache=keep_cache)
-        what = f"session {session.id}"
+        try:
+            session = Session.open(root, session_id)
+        except InputError as exc:
+            from tritonbisect.session.cleanup import clean_unreadable
+
+            # a session.json that cannot be read: its folder still goes (its worktrees, whose
+            # repositories it no longer says, stay for `clean --all`)
+            report = clean_unreadable(root, str(session_id), exc)
+            what = f"unreadable session {session_id}"
+        else:
+            report = clean_session(session, root, keep_cache=keep_cache)
+            what = f"session {session.id}"
     click.echo(
         f"cleaned {what}: {len(report.removed_worktrees)} worktrees removed and unregistered, "
         f"{len(report.removed)} folders removed, {report.cache_entries} cached builds forgotten"

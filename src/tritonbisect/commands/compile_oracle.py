@@ -29,12 +29,12 @@ def echo_compile_oracle(trace: Trace, kernel: str, out_dir: Path, *, launch_id: 
     echo(f"  compile once (no GPU needed):  python {script}")
     echo(f"  record codegen at a good Triton:  {spec.record_command}")
     echo(f"  check codegen anywhere else:   {spec.command}")
-    echo(f"  (the golden is {GOLDEN_NAME}; --threshold METRIC=LIMIT picks what to check, e.g. spills=0)")
+    echo(f"  (the golden is {GOLDEN_NAME}; --codegen-threshold METRIC=LIMIT picks what to check, e.g. spills=0)")
 
 
 def echo_ir_oracle(trace: Path | Trace | None, ir_file: Path | None, stage: str, kernel: str | None, out_dir: Path, *,
                    launch_id: int | None, line: int | None, target: str | None, timeout: float | None) -> None:
-    """`repro TRACE --from ttir|ttgir` or `repro --ir FILE --target T`: write the IR oracle."""
+    """`repro TRACE --from ttir|ttgir` or `repro --ir FILE --compile-target T`: write the IR oracle."""
     from tritonbisect.core.errors import InputError
     from tritonbisect.oracles.compile.folder import compile_commands
     from tritonbisect.oracles.compile.ir_oracle import (
@@ -47,7 +47,7 @@ def echo_ir_oracle(trace: Path | Trace | None, ir_file: Path | None, stage: str,
         if trace is not None or kernel or launch_id is not None or line is not None:
             raise InputError("--ir FILE goes without a TRACE, --kernel, --launch-id or --line")
         if not target:
-            raise InputError("--ir FILE needs --target (e.g. cuda:90 or hip:gfx942)")
+            raise InputError("--ir FILE needs --compile-target (e.g. cuda:90 or hip:gfx942)")
         script = generate_ir_file_oracle(ir_file, target, out_dir, timeout=timeout)
         what = f"IR file {ir_file}"
     else:

@@ -380,6 +380,9 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
     else:
         cost = f"{counters['builds']} builds ({counters['cached_builds']} cached)"
     echo(f"  {counters['steps']} steps, {counters['tests']} test runs, {cost}, {format_eta(total)} of step time")
+    if not counters["steps"] and any(p.status in ("found", "inconclusive") for p in session.phases()):
+        echo("  the journal holds no step: the answer above rests on no recorded test (emptied or lost); "
+             "run the bisect again before acting on it")
     shown = records[-_STATUS_STEPS:]
     if shown:
         more = f" of {len(records)}" if len(records) > len(shown) else ""
@@ -496,6 +499,11 @@ def demo_cmd(jobs: int, keep: bool, json_out: bool) -> None:
             + (f"; files kept in {tmp}" if keep else ""),
             err=True,
         )
+        if ok:
+            echo("next, on your own repository: tritonbisect run --repo PATH --good GOOD --bad BAD "
+                 "--build 'make -j16' --test ./check.sh\n"
+                 "  or from a trace of your program: tritonbisect trace --out trace/ -- python my_app.py "
+                 "(README.md, 'Three ways in')", err=True)
         code = result.exit_code if ok else 4
     finally:
         if not keep:

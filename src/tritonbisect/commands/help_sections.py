@@ -31,7 +31,7 @@ COMMAND_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # to "Other options", and a command with few options gets one plain "Options" section
 OPTION_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("What to work on", (
-        "state_path", "repo", "triton_dir", "torch_dir", "llvm_dir", "good", "bad", "good_llvm", "bad_llvm",
+        "state_path", "repo", "triton_dir", "torch_dir", "llvm_dir", "amd_llvm_dir", "nvidia_llvm_dir", "good", "bad", "good_llvm", "bad_llvm",
         "compat_map", "triton_commit", "no_descend_llvm", "package", "bump",
         "llvm_commit", "fix_commit", "csv_path")),
     ("Build and test", ("build_cmd", "test", "test_cmd", "artifact", "use", "jobs", "timeout", "env", "pass_env", "sandbox")),
@@ -52,7 +52,7 @@ OPTION_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Target environment and builds", (
         "python", "venv", "good_python", "bad_python", "fresh_interpreters", "device", "debug", "max_jobs",
         "llvm_assertions", "llvm_build_type", "compiler", "triton_build_type", "clang_lld", "llvm_targets",
-        "backends")),
+        "backends", "backend_llvm")),
     ("One night of hunting", ("confirm", "summary", "issue_body", "github_output")),
     ("The fixer (compat-builder)", (
         "branch", "ai", "ai_model", "max_attempts", "ai_timeout", "smoke", "build_timeout", "build",

@@ -439,7 +439,7 @@ PERF_OPTIONS = [
 def perf_options(kwargs: Mapping[str, Any], *, regress: str, repeat: int) -> PerfOptions:
     """The validated perf options; InputError for a misuse, in one line."""
     given = [
-        name for name, key in (("--threshold", "threshold"), ("--significance", "significance"),
+        name for name, key in (("--perf-threshold", "threshold"), ("--significance", "significance"),
                                ("--max-samples", "max_samples"), ("--higher-is-better", "higher_is_better"))
         if kwargs.get(key) not in (None, False)
     ]

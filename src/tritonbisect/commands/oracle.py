@@ -55,7 +55,7 @@ def info(trace: Path, kernel: str | None, json_out: bool) -> None:
               help="Which launch of the kernel, as numbered by `info` (default: the first launch that can "
                    "be reproduced and is not an autotuner benchmark).")
 @click.option("--line", type=int, metavar="N", help="The launch on line N of the trace file instead (with --mode compile or --from, for a kernel compiled but never launched: its compilation on line N, as `info` shows).")
-@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Folder to write the oracle into.")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Folder to write the oracle into (default: ./KERNEL-repro, ./KERNEL-compile, ./KERNEL-ttir, ./replay, a new one).")
 @click.option("--timeout", type=float, default=None, metavar="S", help="The oracle's own timeout in seconds (default 600).")
 @click.option("--mode", type=click.Choice(["runtime", "compile"]), default=None,
               help="runtime (default): run the launch and compare its outputs (with --from ttir|ttgir, on a GPU, "
@@ -66,14 +66,14 @@ def info(trace: Path, kernel: str | None, json_out: bool) -> None:
               help="What to compile: the kernel's Python source, or the TTIR/TTGIR its compilation event recorded "
                    "(the IR oracle: IR this Triton cannot read is `unreadable_ir`, a skip).")
 @click.option("--ir", "ir_file", type=click.Path(path_type=Path), metavar="FILE",
-              help="Compile this .ttir/.ttgir file instead of a trace's kernel (needs --target).")
+              help="Compile this .ttir/.ttgir file instead of a trace's kernel (needs --compile-target).")
 @click.option("--compile-target", "--target", "target", metavar="BACKEND:ARCH", **hidden_alias("--target"),
               help="With --mode compile: compile for this target instead of the traced one (cuda:90, cuda:80, "
                    "hip:gfx942); needed for traces captured under TRITON_INTERPRET=1.")
 @click.option("--launches", metavar="all|K1,K2",
               help="Replay the whole program instead: these kernels' launches (or all) in recorded order, buffers "
                    "flowing between them, each kernel crash-isolated in a forked worker (replay.py).")
-def repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: int | None, out_dir: Path,
+def repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: int | None, out_dir: Path | None,
           timeout: float | None, mode: str | None, from_: str, ir_file: Path | None, target: str | None,
           launches: str | None) -> None:
     """Write a standalone reproducer oracle (repro.py, context.json, blobs/) for one launch;
@@ -101,33 +101,39 @@ def _repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: 
     if trace is not None and ir_file is None and launches is None:  # what PyTorch/Triton wrote while debugging
         from tritonbisect.commands.artifact_oracle import artifact_repro
 
-        loaded = artifact_repro(trace, kernel, launch_id, line, out_dir, timeout=timeout, mode=mode, from_=from_,
+        chosen = out_dir or _free_folder(f"{kernel or trace.stem}-repro")
+        loaded = artifact_repro(trace, kernel, launch_id, line, chosen, timeout=timeout, mode=mode, from_=from_,
                                 target=target)
         if loaded is None:
+            if out_dir is None:
+                _said(chosen)
             return
     if ir_file is not None or (from_ != "source" and mode != "runtime"):  # the IR compile oracle
         from tritonbisect.commands.compile_oracle import echo_ir_oracle
 
+        stem = f"{ir_file.stem}-ir" if ir_file is not None else f"{kernel or (trace.stem if trace else 'kernel')}-{from_}"
+        out_dir = out_dir or _new_folder(stem)
         echo_ir_oracle(trace, ir_file, from_, kernel, out_dir, launch_id=launch_id, line=line, target=target,
                        timeout=timeout)
         return
     if trace is None:
-        raise InputError("give a TRACE (or --ir FILE --target cuda:90)")
+        raise InputError("give a TRACE (or --ir FILE --compile-target cuda:90)")
     mode = mode or "runtime"
     if target and mode != "compile":
-        raise InputError("--target goes with --mode compile")
+        raise InputError("--compile-target goes with --mode compile")
     tr = loaded or load_trace(trace)
     if launches is not None:
         from tritonbisect.commands.replay_oracle import echo_replay_oracle
 
-        echo_replay_oracle(tr, launches, out_dir, kernel=kernel, launch_id=launch_id, line=line, mode=mode,
-                           timeout=timeout)
+        echo_replay_oracle(tr, launches, out_dir or _new_folder("replay"), kernel=kernel, launch_id=launch_id,
+                           line=line, mode=mode, timeout=timeout)
         return
     if kernel is None:
         names = tr.kernels()
         if len(names) != 1:
             raise InputError(f"give --kernel: trace {trace} has kernels {', '.join(names) or 'none'}")
         kernel = names[0]
+    out_dir = out_dir or _new_folder(f"{kernel}-{'compile' if mode == 'compile' else 'repro'}")
     if mode == "compile":
         from tritonbisect.commands.compile_oracle import echo_compile_oracle
 
@@ -144,6 +150,29 @@ def _repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: 
     spec = oracle_commands(out_dir)
     echo(f"  record at a good Triton:  {spec.record_command}")
     echo(f"  compare anywhere else:    {spec.command}")
+
+
+def _new_folder(stem: str) -> Path:
+    """The default --out (see _free_folder), said on stderr, since the user did not name it."""
+    path = _free_folder(stem)
+    _said(path)
+    return path
+
+
+def _free_folder(stem: str) -> Path:
+    """./STEM, or ./STEM-2, -3... when that is taken (never into a folder that holds something)."""
+    from tritonbisect.core.untrusted import file_component
+
+    base = file_component(stem, "oracle")
+    for n in range(1, 1000):
+        path = Path(base if n == 1 else f"{base}-{n}")
+        if not path.exists() or (path.is_dir() and not any(path.iterdir())):
+            return path
+    raise InputError(f"./{base} and 998 more are taken: give --out DIR")
+
+
+def _said(path: Path) -> None:
+    click.echo(f"tritonbisect repro: writing into ./{path} (--out DIR to choose)", err=True)
 
 
 @click.command("trace", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

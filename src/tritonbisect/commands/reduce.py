@@ -100,6 +100,7 @@ def _reduce_session(session_id: str, oracle_dir: Path | None, workdir: Path | No
     from tritonbisect.commands.options import resolve_workdir
     from tritonbisect.reduce import oracle_io
     from tritonbisect.reduce.from_session import endpoints
+    from tritonbisect.reports.version_names import VersionNames
     from tritonbisect.session.session import Session
 
     session = Session.open(resolve_workdir(workdir), session_id)
@@ -108,8 +109,13 @@ def _reduce_session(session_id: str, oracle_dir: Path | None, workdir: Path | No
         ends = endpoints(session, scratch)
         oracle = oracle_io.load(oracle_dir or ends.oracle)
         _check_out(out, oracle.root)
-        echo(f"reducing with the parent {ends.parent[:12]} (good) and the culprit {ends.culprit[:12]} (bad), "
-                   "from cached builds", err=True)
+        names = VersionNames.of(session)
+        if names is not None:  # `wheels`: its versions, not the ladder's commits
+            echo(f"reducing with {names.package} {names.name(ends.parent)} (good) and "
+                       f"{names.name(ends.culprit)} (bad), from the published wheels", err=True)
+        else:
+            echo(f"reducing with the parent {ends.parent[:12]} (good) and the culprit {ends.culprit[:12]} "
+                       "(bad), from cached builds", err=True)
         result = _reduce_and_print(oracle, ends.good_python, ends.bad_python, out, levels, jobs, timeout,
                                    thresholds or ends.codegen_thresholds, fresh, json_out, env=ends.env)
     finally:
@@ -136,8 +142,8 @@ def _reduce_and_print(oracle: Any, good_python: str, bad_python: str, out: Path,
                         codegen_thresholds=thresholds)
     t0 = time.monotonic()
 
-    def progress(line: str) -> None:
-        echo(f"[{time.monotonic() - t0:6.0f}s] {line}", err=json_out)
+    def progress(line: str) -> None:  # on stderr: stdout holds the result alone
+        echo(f"[{time.monotonic() - t0:6.0f}s] {line}", err=True)
 
     try:
         result = run_reduction(oracle, settings, out, levels, progress=progress, fresh=fresh, env=env)

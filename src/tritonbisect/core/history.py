@@ -118,11 +118,11 @@ class History:
         if not self.is_ancestor(g, b):
             if self.is_ancestor(b, g):
                 raise InputError(
-                    f"good {good} ({g[:12]}) is newer than bad {bad} ({b[:12]}): swap them, "
+                    f"good {_rev_named(good, g)} is newer than bad {_rev_named(bad, b)}: swap them, "
                     "or use --regress fixed to find the commit that fixed it"
                 )
             raise InputError(
-                f"good {good} ({g[:12]}) is not an ancestor of bad {bad} ({b[:12]}); "
+                f"good {_rev_named(good, g)} is not an ancestor of bad {_rev_named(bad, b)}; "
                 "pick a good commit on bad's history (e.g. their merge-base), or use "
                 "--regress fixed to find a fix"
             )
@@ -244,3 +244,8 @@ def root_identity(repo: Path, env: dict[str, str] | None = None) -> str | None:
         capture_output=True, text=True, timeout=120, env=env, check=False,
     )
     return oldest_root(proc.stdout) if proc.returncode == 0 and proc.stdout.strip() else None
+
+
+def _rev_named(rev: str, sha: str) -> str:
+    """`main (1a2b3c4d5e6f)`, or only the short sha when the revision is one already."""
+    return sha[:12] if sha.startswith(rev.lower()) else f"{rev} ({sha[:12]})"

@@ -24,6 +24,8 @@ class Kind(str, Enum):
     MISMATCH = "mismatch"
     TIMEOUT = "timeout"
     PERF = "perf"
+    # a compile oracle's --check codegen: a codegen statistic moved past its threshold
+    CODEGEN = "codegen"
     BUILD_FAILED = "build_failed"
     INFRA = "infra"
     FLAKY = "flaky"
@@ -50,7 +52,8 @@ EXIT_CODE_OF_VERDICT: Mapping[Verdict, int] = {
 }
 
 TEST_FAILURE_KINDS = frozenset(
-    {Kind.FAIL, Kind.CRASH, Kind.COMPILE_ERROR, Kind.MISMATCH, Kind.TIMEOUT, Kind.PERF, Kind.OUT_OF_RESOURCES}
+    {Kind.FAIL, Kind.CRASH, Kind.COMPILE_ERROR, Kind.MISMATCH, Kind.TIMEOUT, Kind.PERF, Kind.CODEGEN,
+     Kind.OUT_OF_RESOURCES}
 )
 
 # "perf": a step is bad when its metric is worse than the good endpoint's (bisect.perf)
@@ -229,6 +232,7 @@ _RESULT_STATUS_TO_KIND = {
     "crash": Kind.CRASH,
     "timeout": Kind.TIMEOUT,
     "perf": Kind.PERF,
+    "codegen": Kind.CODEGEN,
     "fail": Kind.FAIL,
     # an IR oracle: this Triton cannot parse the recorded IR (another dialect version)
     "unreadable_ir": Kind.UNREADABLE_IR,

@@ -49,7 +49,7 @@ class PerfSettings:
         if self.max_samples < self.samples:
             raise ValueError("--max-samples must be at least --repeat")
         if not 0 <= self.threshold < 1:
-            raise ValueError("--threshold must be between 0% and 100%")
+            raise ValueError("--perf-threshold must be between 0% and 100%")
         if not 0 < self.significance < 0.5:
             raise ValueError("--significance must be between 0 and 0.5")
 
@@ -96,11 +96,11 @@ def parse_threshold(text: str | float) -> float:
     try:
         value = float(raw[:-1].strip() if percent else raw)
     except ValueError:
-        raise ValueError(f"--threshold {text!r}: expected a percentage like 5% (or 0.05)") from None
+        raise ValueError(f"--perf-threshold {text!r}: expected a percentage like 5% (or 0.05)") from None
     if percent:
         value /= 100
     if not math.isfinite(value) or not 0 <= value < 1:
-        raise ValueError(f"--threshold {text!r}: must be at least 0% and below 100%")
+        raise ValueError(f"--perf-threshold {text!r}: must be at least 0% and below 100%")
     return value
 
 

@@ -21,7 +21,8 @@ def main():
     out = {}
     for name, value in state["arguments"].items():
         if hasattr(value, "shape"):
-            out[name] = {"tensor": value.tolist(), "dtype": str(value.dtype).replace("torch.", "")}
+            out[name] = {"tensor": value.tolist(), "dtype": str(value.dtype).replace("torch.", ""),
+                         "shape": list(value.shape)}
         else:
             out[name] = {"value": value if isinstance(value, (int, float, bool, type(None))) else str(value)}
     with open(sys.argv[2], "w", encoding="utf-8") as fh:

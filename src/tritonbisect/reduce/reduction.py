@@ -27,7 +27,7 @@ def run_reduction(oracle: oracle_io.OracleDir, settings: Settings, out: Path, le
         try:
             outcome = reduce(oracle, work, settings, levels, pool, progress)
             output.write(oracle, outcome.reduced, out, pool, settings.good_python, outcome.versions,
-                         outcome.signature, work, settings.timeout)
+                         outcome.signature, work, settings.timeout, bad_python=settings.bad_python)
         except OSError as exc:
             raise TritonBisectError(f"reduce: {exc}", exit_code=4) from None
     finally:

@@ -79,7 +79,7 @@ def bad_signature(rc: int, signal: int | None, result: Path, log: Path) -> tuple
     if status == "out_of_resources":  # which limits, not by how much: a smaller kernel still past them counts
         limits = sorted({str(o.get("limit")) for o in data.get("over_limits") or [] if isinstance(o, dict)})
         return "out_of_resources: " + ", ".join(limits), reason
-    if status == "perf":  # a compile oracle's codegen check: which statistics moved, and which way
+    if status in ("codegen", "perf"):  # a compile oracle's codegen check ("perf" in older oracles): which statistics moved, and which way
         moved = sorted(f"{d['metric']} {'up' if d.get('new', 0) > d.get('old', 0) else 'down'}"
                        for d in data.get("differences") or [] if d.get("over_threshold"))
         return "codegen: " + ", ".join(moved), reason

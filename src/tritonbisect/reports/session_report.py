@@ -24,6 +24,10 @@ from tritonbisect.reports.where import where_lines
 from tritonbisect.session.session import Session, counters_of
 from tritonbisect.session.settings_file import flat_settings
 
+# an answer with no step under it: a journal emptied or lost since (never "Bisected")
+EMPTY_JOURNAL = ("**The journal holds no step:** the answer session.json states rests on no recorded test "
+                 "(the journal was emptied or lost); run the bisect again (the command below) before acting on it.")
+
 
 def reproduce_command(session: Session) -> str:
     argv = list(session.argv)
@@ -236,12 +240,16 @@ def render_markdown(session: Session) -> str:
     if names is not None:  # `wheels`: versions, installs and the index, nothing of its ladder
         from tritonbisect.reports.wheels_markdown import render
 
-        return render(session, data, names, tests_cell=_tests_cell, posterior_lines=_posterior_lines)
+        return render(session, data, names, tests_cell=_tests_cell, posterior_lines=_posterior_lines,
+                      empty_journal=EMPTY_JOURNAL)
     out: list[str] = []
     # the session's answer (with --verify-revert, later phases name the culprits after it)
     culprit_phase = next((p for p in data["phases"] if data["culprit"] and p["culprit"] == data["culprit"]), None)
     culprit_phase = culprit_phase or next((p for p in reversed(data["phases"]) if p["culprit"]), None)
-    if culprit_phase and data["status"] == "found":
+    if data["counters"]["steps"] == 0 and data["status"] in ("found", "inconclusive"):
+        out.append(f"## Bisect result: {data['status']} in session.json, but the journal holds no step")
+        out += ["", EMPTY_JOURNAL]
+    elif culprit_phase and data["status"] == "found":
         info = culprit_phase["culprit_info"] or {}
         title = f"`{culprit_phase['culprit'][:12]}` {info.get('subject', '')}".strip()
         culprits = (culprit_phase.get("cases") or {}).get("culprits") or []

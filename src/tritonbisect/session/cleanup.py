@@ -183,6 +183,28 @@ def clean_session(session: Any, workdir: Path, *, keep_cache: bool) -> CleanRepo
     return report
 
 
+def clean_unreadable(workdir: Path, session_id: str, why: InputError) -> CleanReport:
+    """Remove the folder of a session whose session.json cannot be read: only a folder named
+    SESSION under <workdir>/sessions, not running; `why` is raised again otherwise."""
+    from tritonbisect.session.journal import LOCK_FILE, SessionLock
+
+    sessions = Path(workdir) / "sessions"
+    if "/" in session_id or session_id in ("", ".", "..") or not sessions.is_dir():
+        raise why
+    matches = [p for p in sessions.iterdir() if p.name.startswith(session_id)]
+    folder = matches[0] if len(matches) == 1 else sessions / session_id
+    if folder.is_symlink() or not folder.is_dir():
+        raise why
+    if SessionLock(folder / LOCK_FILE, folder.name).is_locked_elsewhere():
+        raise InputError(f"session {session_id} is running; stop it first, then clean it")
+    report = CleanReport()
+    shutil.rmtree(folder, ignore_errors=True)
+    report.removed.append(folder)
+    report.kept.append("its worktrees, if any: the session no longer says whose they are (`tritonbisect clean "
+                       "--all` removes every one)")
+    return report
+
+
 def _forget_builds(workdir: Path, commits: set[str]) -> int:
     cache_root = Path(workdir) / "cache"
     if not cache_root.is_dir():

@@ -12,6 +12,7 @@ import contextlib
 import os
 import secrets
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -185,9 +186,25 @@ class Session:
             found = sorted(p for p in sessions.glob("*") if p.is_dir()) if sessions.is_dir() else []
             if not found:
                 raise InputError(f"no session in {workdir}; start one with `tritonbisect run`")
-            directory = found[-1]
+            return cls._latest_readable(found)
         data = read_json_file(directory / SESSION_FILE)
         return cls(directory, data)
+
+    @classmethod
+    def _latest_readable(cls, found: list[Path]) -> Session:
+        """The latest session that can be read: one broken session (a corrupt or missing
+        session.json) does not block `status`, `report` or `resume` without an id; each one
+        passed over is said on stderr, with the command that removes it."""
+        first: InputError | None = None
+        for directory in reversed(found):
+            try:
+                return cls(directory, read_json_file(directory / SESSION_FILE))
+            except InputError as exc:
+                first = first or exc
+                print(f"tritonbisect: note: passed over session {directory.name}, which cannot be read "
+                      f"({exc}); `tritonbisect clean {directory.name}` removes it", file=sys.stderr)
+        assert first is not None
+        raise first
 
     # state ---------------------------------------------------------------------------------
 

@@ -107,8 +107,8 @@ def generate_compile_oracle(
             why = ("it was captured under TRITON_INTERPRET=1" if backend == "interpreter" or
                    meta.get("backend_name") == "interpreter" else "its compilation metadata names no GPU target")
             raise InputError(
-                f"kernel '{kernel}' has no GPU target to compile for: {why}; give one with --target "
-                "(e.g. --target cuda:90, cuda:80 or hip:gfx942)"
+                f"kernel '{kernel}' has no GPU target to compile for: {why}; give one with "
+                "--compile-target (e.g. --compile-target cuda:90, cuda:80 or hip:gfx942)"
             )
         gpu = found
     try:

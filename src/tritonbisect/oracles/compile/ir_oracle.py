@@ -90,8 +90,8 @@ def generate_ir_oracle(
     meta = dict(comp.metadata)
     gpu = compile_spec.parse_target_text(target) if target else compile_spec.traced_target(meta)
     if gpu is None:
-        raise InputError(f"kernel '{kernel}' has no GPU target to compile its {stage} for; give one with --target "
-                         "(e.g. --target cuda:90 or hip:gfx942)")
+        raise InputError(f"kernel '{kernel}' has no GPU target to compile its {stage} for; give one with "
+                         "--compile-target (e.g. --compile-target cuda:90 or hip:gfx942)")
     ir_name = f"{file_component(kernel)}.{stage}"  # the trace names the kernel: never a path
     context = _context(
         kernel, ir_name, text, stage, gpu, compile_spec.compile_options(meta), timeout,

@@ -63,14 +63,14 @@ def parse_target_text(text: str) -> dict[str, Any]:
     """`cuda:90`, `cuda:80:32`, `hip:gfx942`, `hip:gfx942:64`."""
     parts = text.strip().split(":")
     if len(parts) not in (2, 3) or parts[0] not in DEFAULT_WARP or not parts[1]:
-        raise InputError(f"--target {text!r}: expected cuda:ARCH[:WARP] or hip:GFX[:WARP], e.g. cuda:90 or hip:gfx942")
+        raise InputError(f"--compile-target {text!r}: expected cuda:ARCH[:WARP] or hip:GFX[:WARP], e.g. cuda:90 or hip:gfx942")
     arch: int | str = int(parts[1]) if parts[1].isdigit() else parts[1]
     if parts[0] == "cuda" and not isinstance(arch, int):
-        raise InputError(f"--target {text!r}: a CUDA arch is a number such as 80 or 90")
+        raise InputError(f"--compile-target {text!r}: a CUDA arch is a number such as 80 or 90")
     try:
         warp = int(parts[2]) if len(parts) == 3 else DEFAULT_WARP[parts[0]]
     except ValueError:
-        raise InputError(f"--target {text!r}: the warp size must be a number") from None
+        raise InputError(f"--compile-target {text!r}: the warp size must be a number") from None
     return {"backend": parts[0], "arch": arch, "warp_size": warp}
 
 

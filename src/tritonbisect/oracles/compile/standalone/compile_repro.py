@@ -40,7 +40,8 @@ CONTEXT = "compile_context.json"
 DEFAULT_GOLDEN = "golden_codegen.json"
 EXIT_OF_STATUS = {
     "pass": 0,
-    "perf": 1,
+    "codegen": 1,
+    "perf": 1,  # the name of "codegen" before
     "usage_error": 2,
     "compile_error": 3,
     "crash": 4,
@@ -78,7 +79,7 @@ def parse_target(text):
     """cuda:90, cuda:80:32, hip:gfx942, hip:gfx942:64."""
     parts = text.split(":")
     if len(parts) not in (2, 3) or parts[0] not in ("cuda", "hip"):
-        raise Outcome("usage_error", "--target %s: expected cuda:ARCH[:WARP] or hip:GFX[:WARP], e.g. cuda:90" % text)
+        raise Outcome("usage_error", "--compile-target %s: expected cuda:ARCH[:WARP] or hip:GFX[:WARP], e.g. cuda:90" % text)
     arch = int(parts[1]) if parts[1].isdigit() else parts[1]
     warp = int(parts[2]) if len(parts) == 3 else (32 if parts[0] == "cuda" else 64)
     return {"backend": parts[0], "arch": arch, "warp_size": warp}
@@ -173,7 +174,7 @@ def run(args, data):
         except ValueError as exc:
             raise Outcome("usage_error", str(exc)) from None
     elif args.threshold:
-        raise Outcome("usage_error", "--threshold goes with --check codegen")
+        raise Outcome("usage_error", "--codegen-threshold goes with --check codegen")
     golden_path = args.golden
     if golden_path is None and args.record_golden is None:
         default = os.path.join(HERE, DEFAULT_GOLDEN)
@@ -229,7 +230,7 @@ def run(args, data):
     if checking and over:
         shown = "; ".join(d.describe() for d in over[:6])
         more = " (+%d more)" % (len(over) - 6) if len(over) > 6 else ""
-        raise Outcome("perf", "codegen differs from the %s: %s%s" % (against, shown, more), check="codegen")
+        raise Outcome("codegen", "codegen differs from the %s: %s%s" % (against, shown, more), check="codegen")
     if diffs:
         label = "within thresholds" if checking else "not checked"
         shown = "; ".join(d.describe() for d in diffs[:3])
