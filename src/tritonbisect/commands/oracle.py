@@ -85,7 +85,7 @@ def repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: i
         _repro(trace, kernel, launch_id, line, out_dir, timeout, mode, from_, ir_file, target, launches)
 
 
-def _repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: int | None, out_dir: Path,
+def _repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: int | None, out_dir: Path | None,
            timeout: float | None, mode: str | None, from_: str, ir_file: Path | None, target: str | None,
            launches: str | None) -> None:
     from tritonbisect.oracles.repro_spec import oracle_commands
