@@ -1,212 +1,201 @@
 #!/usr/bin/env python3
-"""The pass hint: builds with the hint right, with the hint wrong, and without a hint.
+"""The pass hint, as a user's session reports it: total builds with the hint right, with the
+hint wrong, and without a hint.
 
-    python bench/prior_bench.py                 # 200 seeded histories per case; writes bench/RESULTS.md
-    python bench/prior_bench.py --seeds 40 --no-write
+    python bench/prior_bench.py                 # 8 histories per row; writes bench/RESULTS.md
+    python bench/prior_bench.py --seeds 4 --no-write
 
-A history is N commits between two tags (N = 600 by default), about 5% of them touching the
-hinted pass's files (scattered at random), one culprit. "right": the culprit is one of those
-commits; "wrong": it is one of the others (a misleading hint). Cases: a deterministic test;
-the same with an unbuildable cluster (25 commits in a row that do not build, never the
-culprit); a flaky test (p = 0.1 false failures) under `--flaky auto`.
+Each history is a real git repository laid out like Triton (testing/toyworld/pass_history.py):
+N commits between two tags (N = 600), about 5% of them touching the hinted pass's sources
+(Coalesce.cpp or its Passes.td, scattered at random), one culprit. "right": the culprit is one
+of those commits; "wrong": it is one of the others (a misleading hint). Cases: a deterministic
+test; the same with an unbuildable cluster (25 commits in a row that do not build, never the
+culprit); a flaky test (a good commit fails with p = 0.1, the same draws in every session)
+under `--flaky auto`.
 
-Strategies, all driven through the pure search (search/classic.py, bayes.py, bayes_step.py)
-as the session drives them (one worker, the endpoints known; a re-test of a commit already
-built costs no build):
+Every figure is what the session's `--json` says, the session started as a user types it:
 
-    classic      no hint, --flaky detect on a deterministic test: bisection, then the
-                 confirmation of the culprit and its parent
-    bayes        no hint, the Bayesian search (its deterministic limit, or --flaky auto)
-    hint         --prefer-pass: the Bayesian search from the prior of search/prior.py
-    bayesect10   git_bayesect's file-based prior as its README shows it
-                 (`priors_from_filenames`: weight 10 for a commit touching the files, else 1),
-                 in the same search
+    tritonbisect run --repo R --good v3.5.0 --bad v3.6.0 --build CMD --test T --json \
+        [--prefer-pass TritonGPUCoalesce] [--flaky auto]
 
-Builds = distinct commits built by the search (endpoints not counted: every strategy
-builds them). Right = the answer is the planted culprit.
+`builds` counts every build of the session -- both endpoints, the search, the confirmation --
+and a re-test on a build a checkout kept is not a build (`cached_builds`). No --artifact: the
+build command's output is not cached, as in the plain command above.
+
+The floor: any search that ends, as this one does, on the evidence alone (the culprit tested
+bad, its parent tested good) after both endpoints must build, for a culprit among m scattered
+hinted commits, the culprit and its parent and enough of the others to tell which: 2 + F(m)
+builds, F from the dynamic programme below (F(30) = 5.97) -- that is, with the answer never
+resting on the hint, no hinted search gets under about 8 builds where bisection takes 11.3.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
+import math
+import os
 import platform
-import random
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from functools import lru_cache
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results_md import write_section  # noqa: E402
-from tritonbisect.search import bayes, bayes_step, prior
-from tritonbisect.search import classic as search
-from tritonbisect.session.flakiness import CLASSIC_TRUST, ENDPOINT_RUNS  # noqa: E402
+from testing.toyworld.pass_history import HINTED_PASS, REGRESSION_MARK, make_pass_history  # noqa: E402
 
 SECTION = "## Pass hint: --prefer-pass builds, hint right / wrong / none"
-STRATEGIES = ("classic", "bayes", "hint", "bayesect10")
+
+CHECK = f'''
+import hashlib, pathlib, subprocess, sys
+mark = {REGRESSION_MARK!r}
+bad = any(p.is_file() and mark in p.read_text(errors="replace")
+          for p in pathlib.Path(".").rglob("*") if not any(part.startswith(".git") for part in p.parts))
+if len(sys.argv) > 2:  # flaky: a good commit fails with probability p, the same draws every session
+    state, p = pathlib.Path(sys.argv[1]), float(sys.argv[2])
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    counter = state / head
+    n = int(counter.read_text()) if counter.exists() else 0
+    counter.write_text(str(n + 1))
+    draw = int(hashlib.sha256(f"{{head}}:{{n}}".encode()).hexdigest(), 16) / 2 ** 256
+    if not bad and draw < p:
+        sys.exit(1)
+sys.exit(1 if bad else 0)
+'''
+
+CASES = (("deterministic", 0.0, 0), ("unbuildable cluster of 25", 0.0, 25), ("flaky p=0.1, --flaky auto", 0.1, 0))
 
 
-def make_history(rng: random.Random, n: int, share: float, where: str, cluster: int) -> dict:
-    order = [f"c{i:04d}" for i in range(n)]  # order[-1] is the bad endpoint
-    m = max(1, round(share * n))
-    hinted = set(rng.sample(range(n - 1), m))
-    skipped: set[int] = set()
-    if cluster:
-        start = rng.randrange(5, n - cluster - 5)
-        skipped = set(range(start, start + cluster))
-    pool = [i for i in range(n) if (i in hinted) == (where == "right") and i not in skipped
-            and i - 1 not in skipped]
-    culprit = rng.choice(pool)
-    return {"order": order, "hinted": {order[i] for i in hinted}, "culprit": culprit,
-            "skipped": {order[i] for i in skipped}}
+def session(tmp: Path, truth: dict, name: str, p: float, hint: bool) -> dict:
+    """One session through the CLI; its --json, with `right` added."""
+    test = f"python3 {tmp / 'check.py'}"
+    extra: list[str] = []
+    if p:
+        state = tmp / f"draws-{name}"
+        state.mkdir()
+        test += f" {state} {p}"
+        extra += ["--flaky", "auto"]
+    if hint:
+        extra += ["--prefer-pass", HINTED_PASS]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRITONBISECT_")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "tritonbisect.cli", "run", "--repo", str(tmp / "repo"), "--good", truth["good"],
+         "--bad", truth["bad"], "--build", truth["build"], "--test", test, "--workdir", str(tmp / name),
+         "--json", *extra],
+        capture_output=True, text=True, env=env, cwd=tmp, timeout=1800, check=False,
+    )
+    lines = proc.stdout.strip().splitlines()
+    if not lines:
+        raise SystemExit(f"session {name} printed no JSON (exit {proc.returncode}): {proc.stderr[-2000:]}")
+    out = json.loads(lines[-1])
+    out["right"] = out.get("culprit") == truth["culprit"]
+    return out
 
 
-def verdict(h: dict, commit: str, rng: random.Random, p: float) -> str:
-    i = h["order"].index(commit)
-    if commit in h["skipped"]:
-        return "skip"
-    bad = i >= h["culprit"]
-    if not bad and rng.random() < p:
-        return "bad"
-    return "bad" if bad else "good"
+@lru_cache(None)
+def _floor(a: int, b: int, lower: bool, upper: bool) -> float:
+    """Expected builds to prove the culprit among hinted commits a..b (uniform), where `lower`:
+    the parent of hinted commit a is known good, `upper`: hinted commit b is known bad. A test
+    at hinted commit k, or at its parent, splits the set; the answer needs both proofs."""
+    if a == b:
+        return float(not lower) + float(not upper)
+    n = b - a + 1
+    best = math.inf
+    for k in range(a + 1, b + 1):
+        left, right = (k - a) / n, (b - k + 1) / n
+        at_prev = 1 + left * _floor(a, k - 1, lower, True) + right * _floor(k, b, False, upper)
+        at_parent = 1 + left * _floor(a, k - 1, lower, False) + right * _floor(k, b, True, upper)
+        best = min(best, at_prev, at_parent)
+    return best
 
 
-def run_classic(h: dict, rng: random.Random, p: float) -> tuple[int, bool]:
-    cands = search.Candidates.linear(h["order"])
-    verdicts: dict[str, str] = {h["order"][-1]: "bad"}
-    built: set[str] = set()
-    for _ in range(200):
-        action = search.next_step(cands, verdicts, workers=1)
-        if isinstance(action, search.TestNext):
-            c = action.commits[0]
-            built.add(c)
-            verdicts[c] = verdict(h, c, rng, p)
-            continue
-        if isinstance(action, search.Found):
-            i = h["order"].index(action.culprit)
-            for c in (action.culprit, h["order"][i - 1] if i else None):
-                if c is not None:
-                    built.add(c)  # the confirmation: free when already built
-            return len(built - {h["order"][-1]}), i == h["culprit"]
-        return len(built - {h["order"][-1]}), False
-    return len(built), False
+def floor_builds(m: int) -> float:
+    """Both endpoints and the fewest search builds of any search whose answer rests on the
+    evidence alone, for a culprit among m scattered hinted commits (the hint known right)."""
+    return 2 + _floor(0, m - 1, False, False)
 
 
-def run_bayes(h: dict, rng: random.Random, p: float, weights: list[float] | None, flaky: bool) -> tuple[int, bool]:
-    order = h["order"]
-    cands = search.Candidates.linear(order)
-    counts: dict[str, list[int]] = {}
-    if flaky:  # --flaky auto: the endpoints run 3 times each
-        counts["good-endpoint"] = [sum(1 for _ in range(ENDPOINT_RUNS) if rng.random() >= p), 0]
-        counts["good-endpoint"][1] = ENDPOINT_RUNS - counts["good-endpoint"][0]
-        counts[order[-1]] = [0, ENDPOINT_RUNS]
-        model = bayes.FlakeModel()
-        confidence = 0.99
-    else:
-        counts[order[-1]] = [0, 1]
-        model = bayes.FlakeModel(trust=CLASSIC_TRUST)
-        confidence = 0.95
-    skipped: set[str] = set()
-    built: set[str] = set()
-    budget = 6 * 10 + 10
-    for tests in range(budget + 1):
-        action = bayes_step.next_step(
-            cands, {c: (g, b) for c, (g, b) in counts.items()}, model=model, skipped=skipped,
-            workers=1, cached=frozenset(built), confidence=confidence, tests_left=budget - tests,
-            prior=weights,
-        )
-        if isinstance(action, search.TestNext):
-            c = action.commits[0]
-            built.add(c)
-            v = verdict(h, c, rng, p)
-            if v == "skip":
-                skipped.add(c)
-            else:
-                counts.setdefault(c, [0, 0])[0 if v == "good" else 1] += 1
-            continue
-        right = isinstance(action, search.Found) and order.index(action.culprit) == h["culprit"]
-        return len(built - {order[-1]}), right
-    return len(built), False
-
-
-def one(h: dict, strategy: str, seed: int, p: float, flaky: bool) -> tuple[int, bool]:
-    rng = random.Random(seed * 7 + 1)
-    n = len(h["order"])
-    if strategy == "classic":
-        return run_classic(h, rng, p)
-    if strategy == "bayes":
-        return run_bayes(h, rng, p, None, flaky)
-    ratio = 10.0 if strategy == "bayesect10" else None
-    weights = prior.prior_weights(h["order"], h["hinted"], ratio=ratio)
-    assert len(weights) == n
-    return run_bayes(h, rng, p, weights, flaky)
+def bisection_builds(n: int) -> float:
+    """Both endpoints and plain bisection's mean over n candidates (the confirmation re-tests
+    kept builds)."""
+    deep = 2 * (n - 2 ** int(math.log2(n)))
+    return 2 + (deep * math.ceil(math.log2(n)) + (n - deep) * int(math.log2(n))) / n
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", type=int, default=200)
+    ap.add_argument("--seeds", type=int, default=8, help="histories per row")
     ap.add_argument("--commits", type=int, default=600)
     ap.add_argument("--share", type=float, default=0.05)
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
-    cases = [("deterministic", 0.0, 0, False), ("unbuildable cluster of 25", 0.0, 25, False),
-             ("flaky p=0.1, --flaky auto", 0.1, 0, True)]
     t0 = time.time()
     rows = []
-    for name, p, cluster, flaky in cases:
-        strategies = [s for s in STRATEGIES if not (flaky and s == "classic")]
+    for name, p, cluster in CASES:
         for where in ("right", "wrong"):
-            builds: dict[str, list[int]] = {s: [] for s in strategies}
-            rights: dict[str, int] = {s: 0 for s in strategies}
+            runs: dict[str, list[dict]] = {"none": [], "hint": []}
             for seed in range(args.seeds):
-                h = make_history(random.Random(seed * 1009 + (where == "wrong") * 97 + cluster), args.commits,
-                                 args.share, where, cluster)
-                for s in strategies:
-                    b, ok = one(h, s, seed, p, flaky)
-                    builds[s].append(b)
-                    rights[s] += ok
-            rows.append((name, where, builds, rights))
-            line = " ".join(f"{s}={statistics.mean(builds[s]):.2f}({rights[s]})" for s in strategies)
-            print(f"{name:30} {where:5} {line}", flush=True)
-    seconds = time.time() - t0
-    body = render(rows, args, seconds)
+                tmp = Path(tempfile.mkdtemp(prefix="prior-bench-"))
+                try:
+                    truth = make_pass_history(tmp / "repo", commits=args.commits, share=args.share,
+                                              culprit_in_pass=where == "right", seed=seed * 1009 + cluster,
+                                              broken=cluster)
+                    (tmp / "check.py").write_text(CHECK)
+                    for label in runs:
+                        runs[label].append(session(tmp, truth, label, p, label == "hint"))
+                finally:
+                    shutil.rmtree(tmp, ignore_errors=True)
+            rows.append((name, where, runs))
+            none, hint = (statistics.mean(r["builds"] for r in runs[k]) for k in ("none", "hint"))
+            print(f"{name:28} {where:5} builds none={none:.2f} hint={hint:.2f} ({hint / none:.2f}x)", flush=True)
+    body = render(rows, args, time.time() - t0)
     print(body)
     if not args.no_write:
         write_section(SECTION, body)
 
 
+def _cell(runs: list[dict]) -> str:
+    builds = [r["builds"] for r in runs]
+    tests = statistics.mean(r["tests"] for r in runs)
+    right = sum(r["right"] for r in runs)
+    return f"{statistics.mean(builds):.2f} (max {max(builds)}), {tests:.1f} tests, {right}/{len(runs)} right"
+
+
 def render(rows: list, args: argparse.Namespace, seconds: float) -> str:
+    from tritonbisect.search import prior
+
     today = datetime.date.today().isoformat()
+    m = round(args.share * args.commits)
     out = [SECTION, "",
-           f"`bench/prior_bench.py`, {today}, {platform.processor() or platform.machine()}, "
-           f"{args.seeds} seeded histories per row, {args.commits} commits between the tags, "
-           f"{args.share:.0%} of them touching the hinted pass (m = {round(args.share * args.commits)}); "
-           f"hint ratio r = 1 + 3n/m = {prior.hint_ratio(args.commits, round(args.share * args.commits)):.0f} "
-           f"(a wrong hint costs <= {prior.WRONG_HINT_BITS:g} bits). Builds: distinct commits the search "
-           "built (mean, max), endpoints not counted; right: answers that are the planted culprit. "
-           f"{seconds:.0f} s.", "",
-           "The default is `classic` on a deterministic test, `bayes` under `--flaky auto`.",
-           "",
-           "| case | hint | classic (no hint) | bayes (no hint) | --prefer-pass | git_bayesect weight 10 | hint / bayes | hint - default, same history: mean, 95th pct, max |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for name, where, builds, rights in rows:
-        cells = []
-        for s in STRATEGIES:
-            if s not in builds:
-                cells.append("—")
-                continue
-            b = builds[s]
-            cells.append(f"{statistics.mean(b):.2f} (max {max(b)}), {rights[s]}/{len(b)} right")
-        ratio = statistics.mean(builds["hint"]) / max(statistics.mean(builds["bayes"]), 1e-9)
-        base = statistics.mean(builds["classic"]) if "classic" in builds else statistics.mean(builds["bayes"])
-        delta = statistics.mean(builds["hint"]) - base
-        cells.append(f"{ratio:.2f}x")
-        default = builds["classic"] if "classic" in builds else builds["bayes"]
-        diffs = sorted(h - d for h, d in zip(builds["hint"], default, strict=True))
-        p95 = diffs[min(len(diffs) - 1, int(0.95 * len(diffs)))]
-        cells.append(f"{delta:+.2f}, {p95:+d}, {diffs[-1]:+d}")
-        out.append(f"| {name} | {where} | " + " | ".join(cells) + " |")
+           f"`bench/prior_bench.py`, {today}, {platform.processor() or platform.machine()}, {args.seeds} "
+           f"histories per row (real git repositories, testing/toyworld/pass_history.py), {args.commits} commits "
+           f"between the tags, {args.share:.0%} of them touching the hinted pass (m = {m}); hint ratio "
+           f"r = 1 + 3n/m = {prior.hint_ratio(args.commits, m):.0f}. Every figure is the session's own `--json` "
+           "(`run --build CMD --test T --json`, no `--artifact`): builds = every build of the session, both "
+           "endpoints, the search and the confirmation; a re-test on a build a checkout kept is not one. "
+           f"Mean (max) over the histories; right: answers that are the planted culprit. {seconds:.0f} s.", "",
+           "| case | hint | no hint | --prefer-pass | hint / no hint | hint - no hint, same history: mean, max |",
+           "| --- | --- | --- | --- | --- | --- |"]
+    for name, where, runs in rows:
+        none = [r["builds"] for r in runs["none"]]
+        hint = [r["builds"] for r in runs["hint"]]
+        diffs = [h - n for h, n in zip(hint, none, strict=True)]
+        out.append(f"| {name} | {where} | {_cell(runs['none'])} | {_cell(runs['hint'])} | "
+                   f"{statistics.mean(hint) / statistics.mean(none):.2f}x | "
+                   f"{statistics.mean(diffs):+.2f}, {max(diffs):+d} |")
+    out += ["", f"The floor (see the script's docstring): with both endpoints tested first and the answer "
+            f"resting on the evidence alone (the culprit tested bad and its parent good), a search that "
+            f"knows the culprit is one of {m} scattered hinted commits builds at least "
+            f"{floor_builds(m):.2f} times on average, where bisection builds {bisection_builds(args.commits):.2f}: "
+            f"{floor_builds(m) / bisection_builds(args.commits):.3f}x."]
     return "\n".join(out)
 
 

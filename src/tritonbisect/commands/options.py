@@ -212,7 +212,7 @@ def verdict_options(*, test: bool = True) -> list[Callable[[F], F]]:
 def hint_options() -> list[Callable[[F], F]]:
     """--prefer-pass, --prefer-files: a prior on the commits that touch those sources."""
     return [
-        click.option("--prefer-pass", "prefer_pass", multiple=True, metavar="NAME", help="The compiler pass that changed (as `narrow` names it, e.g. TritonGPUCoalesce or tritongpu-coalesce): commits touching its Passes.td declaration and implementation are tried first; a wrong hint costs at most ~2 builds (repeatable)."),
+        click.option("--prefer-pass", "prefer_pass", multiple=True, metavar="NAME", help="The compiler pass that changed (as `narrow` names it, e.g. TritonGPUCoalesce or tritongpu-coalesce): commits touching its Passes.td declaration and implementation are tried first; a wrong hint costs about 2 builds more on average (repeatable)."),
         click.option("--prefer-files", "prefer_files", multiple=True, metavar="GLOB", help="Files suspected of the regression, from the repository's root (e.g. 'lib/Dialect/TritonGPU/Transforms/Coalesce*'): commits touching them are tried first (repeatable)."),
     ]
 

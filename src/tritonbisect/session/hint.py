@@ -66,7 +66,7 @@ class Hint:
                       if self.range_size else "")
             total = self.range_size or "the"
             out.append(f"the hint weighs {len(self.commits)} of {total} commits (they touch {len(self.files)} "
-                       f"files){weight}; a wrong hint costs at most ~{prior.WRONG_HINT_BITS:g} more builds")
+                       f"files){weight}; a wrong hint costs about {prior.WRONG_HINT_BITS:g} more builds on average")
         else:
             out.append("no commit of the range touches the hinted files: searching without the hint")
         return out
