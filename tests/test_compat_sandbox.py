@@ -32,6 +32,30 @@ ANCHOR = "from setuptools.command.build_ext import build_ext\n"
 def injection(port: int, outside: Path) -> str:
     return ANCHOR + f'''
 
+def _top():
+    here = os.getcwd()
+    while not os.path.exists(os.path.join(here, ".git")) and here != "/":
+        here = os.path.dirname(here)
+    return here
+
+
+def _git_folders():
+    dotgit = os.path.join(_top(), ".git")
+    if os.path.isdir(dotgit):
+        return [dotgit]
+    gitdir = open(dotgit).read().split(":", 1)[1].strip()
+    common = os.path.normpath(os.path.join(gitdir, open(os.path.join(gitdir, "commondir")).read().strip()))
+    return [gitdir, common]
+
+
+def _hook():
+    for folder in _git_folders():
+        os.makedirs(os.path.join(folder, "hooks"), exist_ok=True)
+        path = os.path.join(folder, "hooks", "post-checkout")
+        open(path, "w").write("#!/bin/sh\\ntouch {outside}/hook-ran\\n")
+        os.chmod(path, 0o755)
+
+
 def _injected():
     import shutil
     import socket
@@ -40,6 +64,8 @@ def _injected():
         ("home", lambda: open(os.path.join(home, "PWNED.txt"), "w").write("pwned")),
         ("netrc", lambda: shutil.copy(os.path.join(home, ".netrc"), "{outside}/netrc-copy")),
         ("connect", lambda: socket.create_connection(("127.0.0.1", {port}), timeout=2).close()),
+        ("git hook", _hook),
+        ("gitfile", lambda: open(os.path.join(_top(), ".git"), "w").write("gitdir: " + home + "/.ssh\\n")),
     )
     results = []
     for what, act in steps:
@@ -127,9 +153,13 @@ def run_attacked_map(root: Path, *extra: str, sandbox: str | None = None) -> dic
                 connections=listener.count, state=state)
 
 
-@pytest.fixture(scope="module")
-def attacked_map(tmp_path_factory):
-    return run_attacked_map(tmp_path_factory.mktemp("compat-sandbox"))
+@pytest.fixture(scope="module", params=["bwrap", "unshare"])
+def attacked_map(request, tmp_path_factory):
+    from tritonbisect.builds.sandbox import detect
+
+    if detect(request.param) is None:
+        pytest.skip(f"{request.param} does not work on this machine")
+    return run_attacked_map(tmp_path_factory.mktemp(f"compat-sandbox-{request.param}"), sandbox=request.param)
 
 
 def _injected_log(workdir) -> str:
@@ -148,7 +178,11 @@ def test_control_unsandboxed_the_injection_succeeds(tmp_path, capsys):
     assert (m["home"] / "PWNED.txt").exists()
     assert NETRC_SECRET in (m["outside"] / "netrc-copy").read_text()
     assert m["connections"] >= 1
-    assert _injected_log(m["workdir"]).count(f"injected token: {GITHUB_TOKEN}") >= 1
+    texts = _injected_log(m["workdir"])
+    assert texts.count(f"injected token: {GITHUB_TOKEN}") >= 1
+    # the hook and the rewritten .git landed, and the tool's git still ran neither
+    assert "injected git hook: succeeded" in texts and "injected gitfile: succeeded" in texts
+    assert not (m["outside"] / "hook-ran").exists()
 
 
 def test_the_map_is_still_right(attacked_map):
@@ -170,6 +204,11 @@ def test_the_injected_build_script_ran_and_achieved_nothing(attacked_map):
     assert texts.count("injected connect:") == texts.count("injected netrc:")
     assert "injected netrc: succeeded" not in texts and "injected connect: succeeded" not in texts
     assert texts.count("injected token: <none>") == texts.count("injected netrc:")
+    # nothing reached the git the tool runs next (the worktree's .git, its git folders)
+    assert texts.count("injected git hook: OSError") == texts.count("injected netrc:")
+    assert texts.count("injected gitfile: OSError") == texts.count("injected netrc:")
+    hooks = m["world"].triton / ".git" / "hooks"
+    assert not (hooks / "post-checkout").exists()
     # the write into $HOME "succeeded" in the build's private $HOME, which is gone
     # nothing reached the real $HOME, nothing was copied out, no connection was made
     # (the tool's own unsandboxed pip runs and the ccache folder, bound in on purpose, may

@@ -18,6 +18,7 @@ import pytest
 from port_listener import Listener
 from tritonbisect.builds import sandbox as sb
 from tritonbisect.builds.build_process import SandboxedRunner, run_logged
+from tritonbisect.core.gitrun import pin_worktree
 
 SECRET = "ghp_FAKE-sandbox-test-token-0123456789"
 
@@ -172,6 +173,8 @@ def test_git_works_in_a_worktree_whose_repository_is_hidden(box, tmp_path, home)
                     "--allow-empty", "-m", "c1"], check=True)
     wt = tmp_path / "wt"
     subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", "--detach", str(wt)], check=True)
+    # the tool knows the worktree's git folder from the repository (never from its `.git`)
+    assert pin_worktree(repo / ".git", wt) is not None
     runner = SandboxedRunner(run_logged, box, writable=[wt])
     log = tmp_path / "log"
     res = runner(["git", "log", "--format=%s"], cwd=wt, env=dict(os.environ), log=log)
@@ -363,3 +366,44 @@ except OSError as e:
     finally:
         server.close()
         path.unlink()
+
+
+def test_sockets_outside_the_private_folders_are_covered(box, tmp_path):
+    """A daemon's socket in a folder the sandbox can see (Ray's raylet and plasma store when
+    Ray's temp folder is on another disk; here a folder shown read-only inside) cannot be
+    connected to; the folder's other files stay readable, and a socket in the sandbox's own
+    writable folder (the claude CLI's gate) stays reachable."""
+    shown = tmp_path / "ray-temp" / "session_1" / "sockets"
+    shown.mkdir(parents=True)
+    (shown.parent / "ports.json").write_text('{"raylet": 1}\n')
+    work = tmp_path / "work"
+    work.mkdir()
+    servers = []
+    for path in (shown / "raylet", shown / "plasma_store", work / "gate.sock"):
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(path))
+        server.listen(4)
+        servers.append(server)
+    try:
+        runner = SandboxedRunner(run_logged, box, writable=[work], readable=[shown.parent.parent])
+        log = tmp_path / "log"
+        script = f"""
+import socket
+for path in ("{shown}/raylet", "{shown}/plasma_store", "{work}/gate.sock"):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(path)
+        print("CONNECTED", path)
+    except OSError as exc:
+        print("REFUSED", path, type(exc).__name__)
+print("READ", open("{shown.parent}/ports.json").read().strip())
+"""
+        res = runner([sys.executable, "-c", script], cwd=work, env=dict(os.environ), log=log)
+        out = log.read_text()
+        assert res.returncode == 0, out
+        assert f"REFUSED {shown}/raylet" in out and f"REFUSED {shown}/plasma_store" in out
+        assert f"CONNECTED {work}/gate.sock" in out
+        assert 'READ {"raylet": 1}' in out
+    finally:
+        for server in servers:
+            server.close()

@@ -20,6 +20,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tritonbisect.core.gitrun import run_git
+
 N_COMMITS = 48
 CULPRIT_INDEX = 33  # 0-based; commit 0 is the good endpoint
 BROKEN = range(24, 29)  # these commits do not build
@@ -96,9 +98,9 @@ def _git(repo: Path, *args: str, input: bytes | None = None) -> str:
         GIT_COMMITTER_EMAIL="demo@example.com",
         GIT_CONFIG_NOSYSTEM="1",
     )
-    proc = subprocess.run(
-        ["git", *args], cwd=repo, env=env, input=input, capture_output=True, check=True
-    )
+    proc = run_git(args, cwd=repo, env=env, input=input, text=False)
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, proc.args, proc.stdout, proc.stderr)
     return proc.stdout.decode()
 
 

@@ -9,6 +9,7 @@ of an engine session in the same process does not cancel builds started directly
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import shutil
@@ -16,12 +17,15 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from tritonbisect.builds.confine import limits_from_env
 from tritonbisect.builds.downloads import store_dir
 from tritonbisect.builds.gitutil import base_build_env
 from tritonbisect.builds.recipes import StepContext
-from tritonbisect.builds.sandbox import Layout, Sandbox, require, wrap
-from tritonbisect.builds.store import open_cache
+from tritonbisect.builds.sandbox import Layout, Sandbox, git_checkouts, require, wrap
 from tritonbisect.builds.toolchain import ccache_dir
+from tritonbisect.core.files import open_nofollow, read_nofollow
+from tritonbisect.core.gitrun import restore_dotgit
+from tritonbisect.core.outcome import RESULT_ENV_VAR
 from tritonbisect.core.process import CancelToken, ProcessResult
 from tritonbisect.core.process import read_tail as _read_tail
 from tritonbisect.core.process import run_logged as _run_logged
@@ -42,12 +46,13 @@ def run_logged(
     append: bool = False,
     header: bool = True,
     token: CancelToken | None = None,
+    keeper: Sequence[str] = (),
 ) -> ProcResult:
     """Run `cmd` (a bash command line when a str) with stdout+stderr into `log`; see
     `tritonbisect.core.process.run_logged`."""
     return _run_logged(
         cmd, cwd=cwd, env=env, log=log, timeout=timeout, token=token or CancelToken(),
-        header=header, append=append, grace=KILL_GRACE_S,
+        header=header, append=append, grace=KILL_GRACE_S, keeper=keeper,
     )
 
 
@@ -61,17 +66,26 @@ def prepend_path(env: Mapping[str, str], directory: Path) -> str:
     return f"{directory}{os.pathsep}{old}" if old else str(directory)
 
 
+# A test's structured result, written inside to its private /tmp and copied out afterwards
+# by the tool (the step's log folder is not writable inside)
+_RESULT_INSIDE = "tritonbisect-result.json"
+_RESULT_MAX = 16 * 1024 * 1024
+
+
 class SandboxedRunner:
     """A process runner (`run_logged`'s signature) that runs every command in `sandbox`.
 
-    `writable`: the only folders its commands may write (the worktree, build folders, the
-    cache's staging area, caches such as ccache's); `readable`, `network`, `keep_env`: see
-    `sandbox.Layout`. Each command gets a fresh private $HOME and /tmp, removed when it ends."""
+    `writable`: the only folders its commands may write (the worktree, build folders, caches
+    such as ccache's); `readable`, `network`, `keep_env`: see `sandbox.Layout`. Each command
+    gets a fresh private $HOME and /tmp, removed when it ends. The log is the tool's (opened
+    outside, never writable inside); the $TRITONBISECT_RESULT a test writes goes to its
+    private /tmp and is copied to where the tool asked once it has ended. A command's own
+    TRITON_CACHE_DIR (a fresh folder under one of `scratch_roots`) is writable for it."""
 
     def __init__(self, runner, sandbox: Sandbox, *, writable: Sequence[Path] = (),
                  readable: Sequence[Path] = (), network: bool = False, keep_env: Sequence[str] = (),
                  extra_env: Mapping[str, str] | None = None,
-                 files: Sequence[tuple[Path, Path]] = ()) -> None:
+                 files: Sequence[tuple[Path, Path]] = (), scratch_roots: Sequence[Path] = ()) -> None:
         self.runner = runner
         self.sandbox = sandbox
         self.writable = tuple(Path(p) for p in writable)
@@ -80,32 +94,71 @@ class SandboxedRunner:
         self.keep_env = tuple(keep_env)
         self.extra_env = dict(extra_env or {})
         self.files = tuple((Path(a), Path(b)) for a, b in files)
+        self.scratch_roots = tuple(Path(p).absolute() for p in scratch_roots)
+        self.limits = limits_from_env()
+
+    def also_writable(self, *paths: Path) -> SandboxedRunner:
+        """The same runner, its commands also writing `paths` (a build's own staging folder)."""
+        clone = copy.copy(self)
+        clone.writable = (*self.writable, *(Path(p) for p in paths))
+        return clone
+
+    def _own_folders(self, env: Mapping[str, str]) -> list[Path]:
+        """The folders of this one command (its TRITON_CACHE_DIR) it may write."""
+        value = env.get("TRITON_CACHE_DIR")
+        if not value:
+            return []
+        path = Path(value).absolute()
+        return [path] if any(root in path.parents for root in self.scratch_roots) else []
 
     def __call__(self, cmd: Sequence[str] | str, *, cwd: Path, env: Mapping[str, str], log: Path,
                  timeout: float | None = None, **kwargs) -> ProcResult:
         argv = ["/bin/bash", "-c", cmd] if isinstance(cmd, str) else [str(c) for c in cmd]
         scratch = Path(tempfile.mkdtemp(prefix="tritonbisect-sandbox-"))
+        result = env.get(RESULT_ENV_VAR)
         try:
             (scratch / "home").mkdir()
             (scratch / "tmp").mkdir()
-            for path in self.writable:
+            writable = (*self.writable, *self._own_folders(env))
+            for path in writable:
                 path.mkdir(parents=True, exist_ok=True)
+            for pinned in git_checkouts(writable):
+                if pinned.made:  # whatever an earlier command left as its `.git`
+                    restore_dotgit(pinned)
             layout = Layout(home=scratch / "home", tmp=scratch / "tmp",
-                            writable=self.writable, readable=self.readable,
+                            writable=writable, readable=self.readable,
                             network=self.network, keep_env=(*self.keep_env, *self.extra_env),
                             files=self.files)
-            full, senv = wrap(self.sandbox, argv, {**env, **self.extra_env}, cwd=Path(cwd), layout=layout)
+            inner = {**env, **self.extra_env}
+            if result:
+                inner[RESULT_ENV_VAR] = f"/tmp/{_RESULT_INSIDE}"
+            full, senv = wrap(self.sandbox, argv, inner, cwd=Path(cwd), layout=layout)
             append = bool(kwargs.pop("append", False))
             if kwargs.pop("header", True):
                 Path(log).parent.mkdir(parents=True, exist_ok=True)
                 shown = cmd if isinstance(cmd, str) else " ".join(argv)
-                with open(log, "ab" if append else "wb") as out:
+                with open_nofollow(Path(log), append=append) as out:
                     out.write(f"$ {shown}\n# cwd: {cwd}\n# sandbox: {self.sandbox.kind}\n".encode())
                 append = True
+            # the keeper applies the limits and removes the private folders even when the
+            # tool is killed (kill -9) before this `finally` runs
+            keeper = [*self.limits.keeper_options(), "--remove", str(scratch)]
             return self.runner(full, cwd=cwd, env=senv, log=log, timeout=timeout, header=False,
-                               append=append, **kwargs)
+                               append=append, keeper=keeper, **kwargs)
         finally:
+            if result:
+                data = read_nofollow(scratch / "tmp" / _RESULT_INSIDE, _RESULT_MAX)
+                if data is not None:
+                    with open_nofollow(Path(result)) as out:
+                        out.write(data)
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def with_writable(runner: Callable, *paths: Path) -> Callable:
+    """`runner`, its sandboxed commands also writing `paths` (a build's own staging folder:
+    the staging area as a whole is not writable inside, so that one build cannot put its
+    wheel where another build's is awaited)."""
+    return runner.also_writable(*paths) if isinstance(runner, SandboxedRunner) else runner
 
 
 def default_runner() -> Callable:
@@ -134,14 +187,10 @@ def plain_runner(ctx: StepContext) -> Callable:
 
 
 def sandboxed_runner(run: Callable, ctx: StepContext, writable: Sequence[Path],
-                     env: Mapping[str, str] | None = None, cache_dir: str | None = None) -> Callable:
+                     env: Mapping[str, str] | None = None) -> Callable:
     """`run` in the sandbox, writing only `writable` and the step's folders and caches."""
     workdir = Path(ctx.workdir) if ctx.workdir else ctx.worktree.parent
-    cache = open_cache(cache_dir or ctx.cache_dir, workdir=workdir)
-    caches = [ctx.log_dir, workdir / "triton-home", workdir / "triton-cache"]
-    staging = getattr(cache, "tmp_dir", None)
-    if staging is not None:
-        caches.append(Path(staging))
+    caches = [workdir / "triton-home"]
     extra_env: dict[str, str] = {}
     ccache = ccache_dir({**base_build_env(), **(env or {}), **ctx.env})
     if ccache is not None:
@@ -150,4 +199,5 @@ def sandboxed_runner(run: Callable, ctx: StepContext, writable: Sequence[Path],
     # the shared downloads (prebuilt LLVM…) are linked into TRITON_HOME: readable, never
     # writable, so a build cannot change what later builds will use
     return SandboxedRunner(run, require(), writable=[*writable, *caches], readable=[store_dir(workdir)],
-                           keep_env=tuple(ctx.env), extra_env=extra_env)
+                           keep_env=tuple(ctx.env), extra_env=extra_env,
+                           scratch_roots=[workdir / "triton-cache", ctx.log_dir])

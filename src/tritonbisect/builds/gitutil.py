@@ -1,17 +1,18 @@
 """Git plumbing the build recipes share: helper worktrees (an LLVM or Triton checkout a
 worker owns besides the bisected one) and resolving pinned commits.
 
-Every git call runs with `base_build_env()`: the engine's clean environment, so a user's
-GIT_DIR/GIT_WORK_TREE (e.g. when run from a hook) cannot redirect it.
+Every git call goes through `core.gitrun` with `base_build_env()`: hooks off, a user's
+GIT_DIR/GIT_WORK_TREE (e.g. when run from a hook) cannot redirect it, and a helper worktree's
+git folder is the one its repository records, whatever a build wrote into its `.git`.
 """
 
 from __future__ import annotations
 
 import shutil
-import subprocess
 import threading
 from pathlib import Path
 
+from tritonbisect.core.gitrun import pin_worktree, run_git
 from tritonbisect.core.process import clean_env
 from tritonbisect.core.secrets import without_secrets
 
@@ -32,8 +33,8 @@ def base_build_env() -> dict[str, str]:
 
 def resolve_commit(repo: Path, rev: str, *, what: str) -> str:
     """The full sha of rev in repo; GitFailure (one line, with the fix) when it is absent."""
-    proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", f"{rev}^{{commit}}"],
-                          capture_output=True, text=True, timeout=120, env=base_build_env())
+    proc = run_git(["rev-parse", "--verify", "-q", f"{rev}^{{commit}}"], cwd=Path(repo), timeout=120,
+                   env=base_build_env())
     sha = proc.stdout.strip()
     if proc.returncode != 0 or not sha:
         raise GitFailure(f"{what} not found in {repo}; fetch it first (git -C {repo} fetch origin)")
@@ -49,20 +50,24 @@ def checkout_worktree(repo: Path, path: Path, commit: str) -> Path:
     outputs (e.g. python/build) kept for incremental builds."""
 
     def git(*args: str, cwd: Path) -> str:
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=600,
-                              env=base_build_env())
+        proc = run_git(args, cwd=cwd, timeout=600, env=base_build_env())
         if proc.returncode != 0:
             raise GitFailure(f"git {' '.join(args)} failed in {cwd}: "
                              f"{(proc.stderr.strip().splitlines() or [''])[-1]}")
         return proc.stdout
 
+    common = Path(git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=repo).strip())
     with _WT_LOCK:
-        if not (path / ".git").exists():
-            if path.exists():
-                shutil.rmtree(path)
+        # the repository's own records say whether this is its worktree (a `.git` in the
+        # folder may have been written by a build)
+        if pin_worktree(common, path) is None:
+            if path.exists() or path.is_symlink():
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
             path.parent.mkdir(parents=True, exist_ok=True)
             git("worktree", "prune", cwd=repo)
             git("worktree", "add", "--detach", "--force", str(path), commit, cwd=repo)
+            if pin_worktree(common, path) is None:
+                raise GitFailure(f"git worktree add made no worktree of {repo} at {path}")
             return path
     git("checkout", "--detach", "--force", commit, cwd=path)
     git("clean", "-fdq", cwd=path)

@@ -61,11 +61,10 @@ class Reverted:
 
 
 def _git(worktree: Path, *args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    from tritonbisect.core.gitrun import run_git
     from tritonbisect.core.process import clean_env
 
-    full = clean_env()
-    full.update(env or {})
-    return subprocess.run(["git", *args], cwd=str(worktree), env=full, capture_output=True, text=True, check=False)
+    return run_git(args, cwd=Path(worktree), env=clean_env(), extra_env=env)
 
 
 def _checked(proc: subprocess.CompletedProcess[str], what: str) -> str:

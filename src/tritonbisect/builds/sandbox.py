@@ -26,11 +26,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tritonbisect.builds.confine import host_sockets, limits_from_env
 from tritonbisect.core.errors import InputError
+from tritonbisect.core.gitrun import Pinned, all_pinned
 
 BWRAP = "bwrap"
 UNSHARE = "unshare"
 CHOICE_ENV = "TRITONBISECT_SANDBOX"
+# util-linux setpriv: no capability left in any set, none to be gained by exec, no_new_privs
+_DROP_ALL = "setpriv --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all"
+# a user namespace of the sandbox's own, in which no further one can be made
+_BWRAP_USERNS = ("--unshare-user", "--disable-userns")
+_UNSHARE_USERNS = ("--user", "--map-root-user")
+_NO_MORE_USERNS = "echo 0 > /proc/sys/user/max_user_namespaces"
 
 # Variables a build or test legitimately reads. Anything else (tokens, cloud credentials,
 # ssh agents, proxies with passwords, our API key) stays outside.
@@ -62,11 +70,15 @@ class Sandbox:
     kind: str  # BWRAP | UNSHARE
     executable: str
     version: str = ""
+    # the sandbox runs in a user namespace of its own in which no further one can be made
+    # (nested user namespaces give back capabilities there, and the kernel code behind them)
+    own_userns: bool = False
 
     def describe(self) -> str:
         name = "bubblewrap" if self.kind == BWRAP else "unshare (Linux namespaces)"
         return (f"{name}{' ' + self.version if self.version else ''}: no network, read-only filesystem "
-                "except the build's own folders, private $HOME and /tmp, allow-listed environment")
+                "except the build's own folders, private $HOME and /tmp, allow-listed environment, "
+                f"no capabilities; at most {limits_from_env().describe()}")
 
 
 @dataclass(frozen=True)
@@ -138,6 +150,8 @@ def why_unavailable() -> str:
         tried.append("unshare: not installed")
     elif os.geteuid() != 0:
         tried.append("unshare: needs root")
+    elif shutil.which("setpriv") is None:
+        tried.append("unshare: needs setpriv (util-linux) to drop capabilities")
     else:
         tried.append("unshare: cannot create namespaces here")
     return "; ".join(tried)
@@ -155,22 +169,27 @@ def _try_bwrap() -> Sandbox | None:
     if exe is None:
         return None
     probe = [exe, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc",
-             "--tmpfs", "/tmp", "--unshare-all", "--die-with-parent", "--", "true"]
-    if not _works(probe):
+             "--tmpfs", "/tmp", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL"]
+    own_userns = _works([*probe, *_BWRAP_USERNS, "--", "true"])
+    if not own_userns and not _works([*probe, "--", "true"]):
         return None
     try:
         out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         out = ""
-    return Sandbox(BWRAP, exe, out.split()[-1] if out.split() else "")
+    return Sandbox(BWRAP, exe, out.split()[-1] if out.split() else "", own_userns)
 
 
 def _try_unshare() -> Sandbox | None:
     exe = shutil.which(UNSHARE)
-    if exe is None or os.geteuid() != 0:
+    if exe is None or os.geteuid() != 0 or shutil.which("setpriv") is None:
         return None
     probe = [exe, "--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "--",
-             "/bin/bash", "-c", "mount --make-rprivate / && mount -t tmpfs tmpfs /tmp"]
+             "/bin/bash", "-c", f"mount --make-rprivate / && mount -t tmpfs tmpfs /tmp && {_DROP_ALL} -- true"]
+    with_userns = [*probe[:1], *_UNSHARE_USERNS, *probe[1:-1],
+                   f"{_NO_MORE_USERNS} && {probe[-1]} && ! {_DROP_ALL} -- unshare -U true 2>/dev/null"]
+    if _works(with_userns):
+        return Sandbox(UNSHARE, exe, own_userns=True)
     return Sandbox(UNSHARE, exe) if _works(probe) else None
 
 
@@ -198,25 +217,32 @@ def wrap(sandbox: Sandbox, argv: Sequence[str], env: Mapping[str, str], *, cwd: 
     hide_home = len(home.parts) > 1
     hidden = [*([home] if hide_home else []), *(Path(p) for p in _PRIVATE_TMP)]
     writable = _unique(Path(p).absolute() for p in layout.writable)
-    wanted = [*layout.readable, Path(cwd), *_paths_in(argv, senv), *_git_dirs(writable)]
+    pins = git_checkouts(writable)
+    wanted = [*layout.readable, Path(cwd), *_paths_in(argv, senv),
+              *(d for p in pins for d in (p.git_dir, p.common_dir))]
     readable = [p for p in _unique(Path(p).absolute() for p in wanted)
                 if p.exists() and p not in hidden and _under_any(p, hidden) and not _under_any(p, writable)]
     private = [*([(Path(layout.home), home)] if hide_home else []), (Path(layout.tmp), Path("/tmp"))]
-    mounts = _mount_order(private, readable, writable)
+    mounts = _mount_order(private, readable, writable, _git_guard(writable, pins))
     mounts += [(Path(src), Path(dst), False) for src, dst in layout.files]
+    # a daemon's socket elsewhere (Ray's, when its temp folder is on another disk): covered
+    mounts += [(Path(os.devnull), sock, False) for sock in host_sockets(hidden, readable, writable)]
     if sandbox.kind == BWRAP:
-        cmd = _bwrap(sandbox.executable, mounts, layout.network, Path(cwd))
+        cmd = _bwrap(sandbox, mounts, layout.network, Path(cwd))
     else:
-        cmd = _unshare(sandbox.executable, mounts, layout.network, Path(cwd))
+        cmd = _unshare(sandbox, mounts, layout.network, Path(cwd))
     return [*cmd, *argv], senv
 
 
 Mount = tuple[Path, Path, bool]  # source on the host, path inside, read-write
 
 
-def _bwrap(exe: str, mounts: list[Mount], network: bool, cwd: Path) -> list[str]:
-    cmd = [exe, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm",
-           "--proc", "/proc", "--unshare-all", "--die-with-parent"]
+def _bwrap(sandbox: Sandbox, mounts: list[Mount], network: bool, cwd: Path) -> list[str]:
+    # every capability dropped (also as root, where bubblewrap keeps them otherwise);
+    # bubblewrap always sets no_new_privs
+    cmd = [sandbox.executable, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm",
+           "--proc", "/proc", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
+           *(_BWRAP_USERNS if sandbox.own_userns else ())]
     if network:
         cmd.append("--share-net")
     cmd += ["--tmpfs", "/var/tmp", "--tmpfs", "/run"]
@@ -225,13 +251,13 @@ def _bwrap(exe: str, mounts: list[Mount], network: bool, cwd: Path) -> list[str]
     return [*cmd, "--chdir", str(cwd), "--"]
 
 
-def _unshare(exe: str, mounts: list[Mount], network: bool, cwd: Path) -> list[str]:
+def _unshare(sandbox: Sandbox, mounts: list[Mount], network: bool, cwd: Path) -> list[str]:
     """unshare's namespaces, then a bash script that makes every mount read-only and binds
     the private and writable folders. Sources are opened before anything is hidden and bound
     through /proc/self/fd (a path under /tmp would otherwise name the new, empty /tmp)."""
     fds = {str(src): 10 + i for i, src in enumerate(dict.fromkeys(src for src, _, _ in mounts))}
     q = shlex.quote
-    lines = ["set -e"]
+    lines = ["set -e", *([_NO_MORE_USERNS] if sandbox.own_userns else [])]
     lines += [f"exec {fd}<{q(src)}" for src, fd in fds.items()]
     lines += [
         "mount --make-rprivate /",
@@ -254,24 +280,55 @@ def _unshare(exe: str, mounts: list[Mount], network: bool, cwd: Path) -> list[st
     for src, dst, rw in mounts:
         bind(src, dst, rw)
     lines += [f"exec {fd}<&-" for fd in fds.values()]
-    # this shell stays PID 1 of the namespace: unshare ignores SIGTERM and a PID 1 without a
-    # handler too, so on the runner's SIGTERM it kills every process of the namespace itself
-    lines += [f"cd {q(str(cwd))}", "trap 'kill -KILL -1 2>/dev/null; exit 143' TERM INT HUP",
-              '"$@" &', "wait $!"]
-    cmd = [exe, "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "--ipc", "--uts"]
+    # The mounts made, every capability goes (the bounding set too, so that no program gets
+    # one back, root's included) and no_new_privs is set: then a shell that stays PID 1 of
+    # the namespace (unshare ignores SIGTERM, and a PID 1 without a handler does too), so on
+    # the runner's SIGTERM it kills every process of the namespace itself.
+    pid1 = "\n".join([f"cd {q(str(cwd))}", "trap 'kill -KILL -1 2>/dev/null; exit 143' TERM INT HUP",
+                      '"$@" &', "wait $!"])
+    lines.append(f"exec {_DROP_ALL} -- /bin/bash -c {q(pid1)} tritonbisect-sandbox \"$@\"")
+    cmd = [sandbox.executable, *(_UNSHARE_USERNS if sandbox.own_userns else ()),
+           "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "--ipc", "--uts"]
     if not network:
         cmd.append("--net")
     return [*cmd, "--", "/bin/bash", "-c", "\n".join(lines), "tritonbisect-sandbox"]
 
 
-def _mount_order(private: list[tuple[Path, Path]], readable: list[Path], writable: list[Path]) -> list[Mount]:
+def _mount_order(private: list[tuple[Path, Path]], readable: list[Path], writable: list[Path],
+                 guarded: Sequence[Path] = ()) -> list[Mount]:
     """Outer folders before the folders inside them, so that an inner bind is not covered (a
     readable folder holding $HOME is bound before $HOME is hidden again); at equal depth the
-    private folders first."""
+    private folders first. `guarded`: read-only inside writable folders (a checkout's `.git`)."""
     mounts = [(src, dst, True, 0) for src, dst in private]
     mounts += [(p, p, False, 1) for p in readable] + [(p, p, True, 1) for p in writable]
+    mounts += [(p, p, False, 2) for p in guarded]
     mounts.sort(key=lambda m: (len(m[1].parts), m[3], str(m[1])))
     return [(src, dst, rw) for src, dst, rw, _ in mounts]
+
+
+def git_checkouts(writable: Sequence[Path]) -> list[Pinned]:
+    """The checkouts whose git folders the tool knows (core.gitrun) that lie in the writable
+    folders, or hold one."""
+    forms = _unique([*writable, *(Path(os.path.realpath(w)) for w in writable)])
+    return [p for p in all_pinned()
+            if _under_any(p.tree, forms) or any(_under_any(w, [p.tree]) for w in forms)]
+
+
+def _git_guard(writable: Sequence[Path], pins: Sequence[Pinned]) -> list[Path]:
+    """What is bound read-only over the writable folders so that nothing inside can change the
+    git the tool runs next: every `.git` at the top of a writable folder or of a known
+    checkout in one, and the known git folders that lie in one (a checkout's own `.git`
+    folder). A `.git` that is a link is refused: binding would follow it."""
+    forms = _unique([*writable, *(Path(os.path.realpath(w)) for w in writable)])
+    found: list[Path] = []
+    for dotgit in [*(w / ".git" for w in writable), *(p.tree / ".git" for p in pins if _under_any(p.tree, forms))]:
+        if dotgit.is_symlink():
+            raise SandboxUnavailable(f"{dotgit} is a link: refusing to run a build there (git would follow it)")
+        if dotgit.exists():
+            found.append(dotgit)
+    for p in pins:
+        found += [d for d in (p.git_dir, p.common_dir) if _under_any(d, forms)]
+    return _unique(found)
 
 
 def _paths_in(argv: Sequence[str], env: Mapping[str, str]) -> list[Path]:
@@ -323,26 +380,6 @@ def _venv_sources(folder: Path) -> list[Path]:
                 break
             hop = hop.parent / os.readlink(hop)
             found.append(hop.parent.parent if hop.parent.name == "bin" else hop.parent)
-    return found
-
-
-def _git_dirs(trees: Iterable[Path]) -> list[Path]:
-    """The repository folders a worktree's `.git` file points to (git needs them to read)."""
-    found: list[Path] = []
-    for tree in trees:
-        dotgit = tree / ".git"
-        if not dotgit.is_file():
-            continue
-        try:
-            text = dotgit.read_text(encoding="utf-8").strip()
-        except OSError:
-            continue
-        if text.startswith("gitdir:"):
-            gitdir = (tree / text.split(":", 1)[1].strip()).resolve()
-            found.append(gitdir)
-            common = gitdir / "commondir"
-            if common.is_file():
-                found.append((gitdir / common.read_text(encoding="utf-8").strip()).resolve())
     return found
 
 

@@ -9,18 +9,22 @@ it lacks a recorded commit. The checkouts share the mirror's objects (`git clone
 
 The user's repository is not touched: no `git submodule init` (which would write its
 config); each submodule folder is a plain clone of its mirror, which PyTorch's own check
-(folders not empty) accepts.
+(folders not empty) accepts. Its git folder lies outside the worktree, under
+`<mirrors>/checkouts/`, and every git command there uses it (core.gitrun.pin): a build may
+rewrite the submodule's `.git`, never the git the tool runs.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
+import shutil
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tritonbisect.core.gitrun import pin, run_git
 
 MIRRORS = "mirrors"
 _MIRROR_LOCK = threading.Lock()  # one clone/fetch of a mirror at a time in this process
@@ -45,8 +49,7 @@ class SubmoduleUpdate:
 
 
 def _git(cwd: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
-    full = {**(env or os.environ), "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=full, timeout=3600)
+    proc = run_git(args, cwd=Path(cwd), env=env, extra_env={"LC_ALL": "C"}, timeout=3600)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or [str(proc.returncode)])[-1]
         raise SubmoduleError(f"git {' '.join(args[:2])} in {cwd}: {last}")
@@ -54,9 +57,8 @@ def _git(cwd: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
 
 
 def _has(repo: Path, sha: str, env: Mapping[str, str] | None) -> bool:
-    full = {**(env or os.environ), "LC_ALL": "C"}
-    return subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{sha}^{{commit}}"],
-                          capture_output=True, env=full).returncode == 0
+    return run_git(["cat-file", "-e", f"{sha}^{{commit}}"], cwd=Path(repo), env=env,
+                   extra_env={"LC_ALL": "C"}).returncode == 0
 
 
 def declared(tree: Path, env: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
@@ -123,13 +125,23 @@ def update_submodules(tree: Path, mirrors: Path, *, env: Mapping[str, str] | Non
         real_url = _resolve_url(sub_url, url)
         mirror = mirror_for(mirrors, real_url, sha, update, env)
         target = Path(tree) / path
-        if not (target / ".git").exists():
-            if target.exists() and any(target.iterdir()):
+        if target.is_symlink():  # a gitlink's folder, replaced by a link (by a build)
+            target.unlink()
+        if not Path(os.path.realpath(target)).is_relative_to(os.path.realpath(tree)):
+            raise SubmoduleError(f"{target} leads out of {tree} through a link: remove that link")
+        git_dir = _checkout_git_dir(mirrors, target)
+        if not (git_dir / "HEAD").is_file():
+            if (target / ".git").exists() or (target / ".git").is_symlink():
+                shutil.rmtree(target)  # a clone made before its git folder moved out of the tree
+            elif target.exists() and any(target.iterdir()):
                 raise SubmoduleError(f"{target} is not empty and not a checkout: remove it")
             target.mkdir(parents=True, exist_ok=True)
-            _git(target.parent, "clone", "--quiet", "--shared", "--no-checkout", str(mirror), str(target),
-                 env=env)
-        elif not _has(target, sha, env):
+            shutil.rmtree(git_dir, ignore_errors=True)
+            git_dir.parent.mkdir(parents=True, exist_ok=True)
+            _git(git_dir.parent, "clone", "--quiet", "--shared", "--no-checkout",
+                 f"--separate-git-dir={git_dir}", str(mirror), str(target), env=env)
+        pin(target, git_dir)
+        if not _has(target, sha, env):
             _git(target, "fetch", "--quiet", "origin", env=env)
         current = _git(target, "rev-parse", "HEAD", env=env).strip() if _head_exists(target, env) else ""
         if current != sha:
@@ -141,9 +153,14 @@ def update_submodules(tree: Path, mirrors: Path, *, env: Mapping[str, str] | Non
 
 
 def _head_exists(repo: Path, env: Mapping[str, str] | None) -> bool:
-    full = {**(env or os.environ), "LC_ALL": "C"}
-    return subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", "HEAD"],
-                          capture_output=True, env=full).returncode == 0
+    return run_git(["rev-parse", "--verify", "-q", "HEAD"], cwd=Path(repo), env=env,
+                   extra_env={"LC_ALL": "C"}).returncode == 0
+
+
+def _checkout_git_dir(mirrors: Path, target: Path) -> Path:
+    """Where the git folder of the submodule checkout at `target` is kept (outside the tree)."""
+    digest = hashlib.sha256(os.path.realpath(target).encode()).hexdigest()[:24]
+    return Path(mirrors) / "checkouts" / f"{digest}.git"
 
 
 __all__ = ["MIRRORS", "SubmoduleError", "SubmoduleUpdate", "declared", "mirror_for", "update_submodules"]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 REGRESS_CHOICES = ("fail", "crash", "mismatch", "compile_error", "out_of_resources", "fixed")
+DEFAULT_BUILD_TIMEOUT = 3 * 3600.0  # as `run --build-timeout`
 BUILD_FAILURE_CHOICES = ("skip", "abort", "bad")
 PROTOCOL_CODES = (0, 1, 125, 128)
 
@@ -60,6 +61,7 @@ def run_step(
     sandbox: bool = False,
     infra_patterns: tuple[str, ...] | list[str] = (),
     no_infra_patterns: bool = False,
+    build_timeout: float = DEFAULT_BUILD_TIMEOUT,
 ) -> int:
     """Build and test the checkout in the current directory once; the git bisect exit code.
     `sandbox`: the build and the test run in builds/sandbox.py's sandbox. `infra_patterns`,
@@ -69,6 +71,7 @@ def run_step(
 
     from tritonbisect.builds.recipes import StepContext, TestSpec
     from tritonbisect.core.errors import InputError
+    from tritonbisect.core.gitrun import pin_checkout
     from tritonbisect.core.outcome import EXIT_CODE_OF_VERDICT, InfraRule, Policy, Verdict
     from tritonbisect.core.process import git
     from tritonbisect.core.secrets import hide_env, pass_through
@@ -89,7 +92,13 @@ def run_step(
         raise InputError(str(exc)) from None
     pass_through(parse_pass_env(pass_env))
     hide_env(parse_env(env))
+    if build_timeout <= 0:
+        raise InputError("--build-timeout must be a positive number of seconds")
     cwd = Path.cwd()
+    # the checkout's git folder as git finds it now, before the build runs: git never reads
+    # its `.git` again, and a sandboxed build gets it read-only
+    if pin_checkout(cwd) is None:
+        raise InputError(f"{cwd} is not a git checkout")
     try:
         commit = git(["rev-parse", "HEAD"], cwd=cwd).strip()
     except Exception:  # noqa: BLE001
@@ -101,7 +110,7 @@ def run_step(
     while log_dir.exists():
         n += 1
         log_dir = root / f"{time.strftime('%Y%m%d-%H%M%S')}-{commit[:12]}-{n}"
-    recipe = CommandRecipe(build_cmd, TestSpec(command))
+    recipe = CommandRecipe(build_cmd, TestSpec(command), build_timeout=build_timeout)
     policy = Policy(regress=regress, on_build_failure=on_build_failure, infra=infra)
     if sandbox:
         from tritonbisect.builds.sandbox import announce
@@ -126,6 +135,7 @@ _VALUE_OPTIONS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "--build": ("build_cmd", str),
     "--test": ("test_cmd", str),
     "--timeout": ("timeout", float),
+    "--build-timeout": ("build_timeout", float),
     "--env": ("env", str),
     "--pass-env": ("pass_env", str),
     "--repeat": ("repeat", int),

@@ -8,7 +8,13 @@ from typing import Any
 
 import click
 
-from tritonbisect.commands.step import BUILD_FAILURE_CHOICES, REGRESS_CHOICES, guarded, run_step
+from tritonbisect.commands.step import (
+    BUILD_FAILURE_CHOICES,
+    DEFAULT_BUILD_TIMEOUT,
+    REGRESS_CHOICES,
+    guarded,
+    run_step,
+)
 
 
 class ProtocolCommand(click.Command):
@@ -32,6 +38,9 @@ class ProtocolCommand(click.Command):
 @click.option("--build", "build_cmd", metavar="CMD", help="Build command (bash), run in the current directory first.")
 @click.option("--test", "test_cmd", required=True, metavar="CMD", help="Test command (bash).")
 @click.option("--timeout", type=float, metavar="S", help="Test timeout in seconds (kills the process group).")
+@click.option("--build-timeout", type=float, default=DEFAULT_BUILD_TIMEOUT, show_default=True, metavar="S",
+              help="Seconds the build may take; one still running then is killed, with everything it started, "
+                   "and the checkout counts as one that does not build (--on-build-failure).")
 @click.option("--env", "env", multiple=True, metavar="K=V", help="Environment variable for the build and the test (repeatable).")
 @click.option("--pass-env", "pass_env", multiple=True, metavar="NAME", help="Let builds and tests see this secret of your environment (GITHUB_TOKEN, HF_TOKEN...: variables whose name says TOKEN, SECRET, PASSWORD, API_KEY... are kept from them otherwise; repeatable).")
 @click.option("--repeat", type=int, default=1, show_default=True, help="Run the test N times; the majority verdict counts.")

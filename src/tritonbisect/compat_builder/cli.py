@@ -195,6 +195,8 @@ def _agent(state: MapState, api_key: str | None, timeout: float | None, backoff:
 
 def _mapper(state: MapState, workdir: Path, *, api_key: str | None, ai_timeout=None, ai_backoff=None,
             build_timeout=None, venv=None, sandbox: Sandbox | None = None) -> Mapper:
+    if Path(state.worktree).exists():
+        gitops.attach(Path(state.triton_repo), Path(state.worktree))
     prober = _new_prober(
         triton_repo=Path(state.triton_repo), llvm_repo=Path(state.llvm_repo), workdir=workdir,
         llvm_source=state.dir / "llvm-src", smoke=state.smoke, timeout=build_timeout,
@@ -332,6 +334,7 @@ def fix_command(llvm_commit, triton_commit, branch, triton_dir, llvm_dir, ai, ai
         if exists:
             gitops.git(triton_repo, "worktree", "prune")
             gitops.git(triton_repo, "worktree", "add", str(state.worktree), branch)
+            gitops.attach(triton_repo, Path(state.worktree))
             gitops.reset_hard(Path(state.worktree), base)
         else:
             gitops.add_worktree(triton_repo, Path(state.worktree), base, branch=branch)

@@ -1,15 +1,17 @@
 """Git operations that change things (worktrees, the builder's commits) and diffs.
 
-Reading history (revisions, ancestry, files at a commit, ranges) is bisect.history.History."""
+Reading history (revisions, ancestry, files at a commit, ranges) is bisect.history.History.
+Every command goes through core.gitrun (hooks off); the session's worktree, which a model
+and the claude CLI write, is attached to its repository (`attach`), so git never reads the
+`.git` they could have rewritten."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
 from tritonbisect.core.errors import InputError
+from tritonbisect.core.gitrun import pin_worktree, run_git
 
 COMMIT_NAME = "compat-builder"
 COMMIT_EMAIL = "compat-builder@tritonbisect.invalid"
@@ -20,10 +22,7 @@ class GitError(InputError):
 
 
 def git(cwd: Path, *args: str, env: Mapping[str, str] | None = None, check: bool = True) -> str:
-    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})}
-    proc = subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, errors="replace", env=full_env
-    )
+    proc = run_git(args, cwd=Path(cwd), extra_env={"LC_ALL": "C", **(env or {})}, errors="replace")
     if check and proc.returncode != 0:
         detail = (proc.stderr or proc.stdout).strip().splitlines()
         raise GitError(f"git {' '.join(args[:3])} failed in {cwd}: {detail[-1] if detail else proc.returncode}")
@@ -31,7 +30,7 @@ def git(cwd: Path, *args: str, env: Mapping[str, str] | None = None, check: bool
 
 
 def ok(cwd: Path, *args: str) -> bool:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True).returncode == 0
+    return run_git(args, cwd=Path(cwd)).returncode == 0
 
 
 def diff(repo: Path, a: str, b: str, paths: list[str] | None = None) -> str:
@@ -52,6 +51,15 @@ def add_worktree(repo: Path, path: Path, commit: str, *, branch: str | None = No
         git(repo, "worktree", "add", "-b", branch, str(path), commit)
     else:
         git(repo, "worktree", "add", "--detach", str(path), commit)
+    attach(repo, path)
+
+
+def attach(repo: Path, worktree: Path) -> None:
+    """Run every later git command in `worktree` with the git folder `repo` records for it,
+    never the one its `.git` names (a model's edits or a build may have rewritten it)."""
+    common = Path(git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir").strip())
+    if pin_worktree(common, Path(worktree)) is None:
+        raise GitError(f"{worktree} is not a worktree of {repo}: remove it and run `git -C {repo} worktree prune`")
 
 
 def reset_hard(worktree: Path, commit: str) -> None:

@@ -119,8 +119,6 @@ class Prober:
         wipe its build outputs first, so the verdict comes from a fresh build."""
         start = time.monotonic()
         log_dir.mkdir(parents=True, exist_ok=True)
-        if not (self.llvm_source / ".git").exists():
-            gitops.add_worktree(self.llvm_repo, self.llvm_source, llvm_commit)
         try:
             checkout_worktree(self.llvm_repo, self.llvm_source, llvm_commit)
         except GitFailure as exc:  # e.g. a commit of a map that this clone has not fetched

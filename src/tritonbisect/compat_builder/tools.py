@@ -9,11 +9,12 @@ tool error result the model sees, never an exception of ours.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from tritonbisect.core.gitrun import run_git
 
 MAX_READ_CHARS = 60_000
 MAX_SEARCH_LINES = 200
@@ -213,9 +214,7 @@ class Workspace:
         command += ["-e", pattern, "--"]
         if args.get("path"):
             command.append(self._rel(self.resolve(args["path"])))
-        proc = subprocess.run(
-            command, cwd=self.root, capture_output=True, text=True, errors="replace", timeout=60
-        )
+        proc = run_git(command[1:], cwd=self.root, errors="replace", timeout=60)
         if proc.returncode == 1:
             return "(no matches)"
         if proc.returncode != 0:

@@ -13,12 +13,12 @@ and importing GitPython (with its own `git version` calls) cost about 50 ms of e
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, overload
 
 from tritonbisect.core.errors import InputError
+from tritonbisect.core.gitrun import run_git
 from tritonbisect.core.process import clean_env
 from tritonbisect.search.classic import Candidates
 
@@ -51,10 +51,8 @@ class History:
             raise InputError(f"{path} is not a git repository")
         # the top level of a worktree, a bare repository's own folder, or (given a .git
         # folder) the checkout around it; from a subfolder git finds its repository above
-        proc = subprocess.run(
-            ["git", "rev-parse", "--is-bare-repository", "--absolute-git-dir", "--show-toplevel"],
-            cwd=path, env=clean_env(), capture_output=True, text=True, check=False,
-        )
+        proc = run_git(["rev-parse", "--is-bare-repository", "--absolute-git-dir", "--show-toplevel"],
+                       cwd=path, env=clean_env())
         lines = proc.stdout.splitlines()
         if len(lines) >= 3:
             root = Path(lines[2])
@@ -72,10 +70,7 @@ class History:
     def _git(self, *args: str, text: Literal[False]) -> bytes: ...
 
     def _git(self, *args: str, text: bool = True) -> str | bytes:
-        proc = subprocess.run(
-            ["git", *args], cwd=self.root, env=clean_env(), capture_output=True, text=text,
-            check=False,
-        )
+        proc = run_git(args, cwd=self.root, env=clean_env(), text=text)
         if proc.returncode != 0:
             err = proc.stderr if text else proc.stderr.decode("utf-8", "replace")
             raise GitCommandError(args, proc.returncode, err)
@@ -178,16 +173,16 @@ class History:
         """{full sha: subject} for many commits with one git call (a report or a phase shows the
         subject of every step; one `git log` per step would cost a process each). `known_only`:
         leave out what is not a commit of this repository (one more call) instead of failing."""
-        from tritonbisect.core.process import git as run_git
+        from tritonbisect.core.process import git
 
         if known_only and shas:
-            checked = run_git(["cat-file", "--batch-check=%(objectname) %(objecttype)"], cwd=self.root,
+            checked = git(["cat-file", "--batch-check=%(objectname) %(objecttype)"], cwd=self.root,
                               input="\n".join(shas) + "\n")
             shas = [line.split()[0] for line in checked.splitlines() if line.endswith(" commit")]
         if not shas:
             return {}
         # the shas go on stdin: an LLVM range can have more than a command line holds
-        out = run_git(
+        out = git(
             ["log", "--no-show-signature", "--format=%H%x00%s", "--no-walk=unsorted", "--stdin"],
             cwd=self.root,
             input="\n".join(shas) + "\n",
@@ -237,12 +232,8 @@ def oldest_root(log_output: str) -> str:
 
 def root_identity(repo: Path, env: dict[str, str] | None = None) -> str | None:
     """`History(repo).repo_id()` without GitPython, for the build layer's hot path."""
-    import subprocess
-
-    proc = subprocess.run(
-        ["git", "-C", str(repo), "log", "--max-parents=0", "--format=%ct %H", "HEAD"],
-        capture_output=True, text=True, timeout=120, env=env, check=False,
-    )
+    proc = run_git(["log", "--max-parents=0", "--format=%ct %H", "HEAD"], cwd=Path(repo), env=env,
+                   timeout=120)
     return oldest_root(proc.stdout) if proc.returncode == 0 and proc.stdout.strip() else None
 
 

@@ -11,30 +11,19 @@ import os
 import signal
 import stat
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tritonbisect.core.files import open_nofollow
+from tritonbisect.core.gitrun import run_git, without_location
 from tritonbisect.core.loglimit import LogPump, log_limit
 
 TAIL_BYTES = 64 * 1024
 KILL_GRACE_S = 3.0
-
-# Variables that would point git at the user's repository instead of the worktree
-# (set e.g. while `git bisect run` or a git hook runs us).
-_GIT_LOCATION_VARS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_PREFIX",
-)
-
-
 
 # a Ray worker inherits its cluster's token; a build or test has no use for it, and what
 # they print ends up in logs
@@ -44,13 +33,26 @@ _SECRET_VARS = ("RAY_AUTH_TOKEN",)
 def clean_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """A copy of the environment without variables that redirect git to another repository
     (nor the Ray cluster's token)."""
-    env = dict(os.environ if base is None else base)
-    for name in (*_GIT_LOCATION_VARS, *_SECRET_VARS):
+    env = without_location(os.environ if base is None else base)
+    for name in _SECRET_VARS:
         env.pop(name, None)
     return env
 
 
 # --- processes ---------------------------------------------------------------------------
+
+
+# What the keeper takes as "kill everything now" (a cancelled step, Ctrl-C); SIGTERM gives
+# the command its grace first.
+CANCEL_SIGNAL = signal.SIGUSR1
+KEEPER = Path(__file__).with_name("keeper.py")
+
+
+def keeper_argv(argv: Sequence[str], *, grace: float = KILL_GRACE_S, options: Sequence[str] = ()) -> list[str]:
+    """The command line that runs `argv` under the keeper."""
+    inner = max(0.2, grace * 0.7)  # the keeper kills everything before the group's SIGKILL
+    return [sys.executable, "-I", "-S", str(KEEPER), "--parent", str(os.getpid()), "--grace", f"{inner:g}",
+            *options, "--", *argv]
 
 
 class CancelToken:
@@ -88,7 +90,7 @@ class CancelToken:
             groups = list(self._groups)
             callbacks, self._callbacks = self._callbacks, []
         for pgid in groups:
-            _killpg(pgid, signal.SIGKILL)
+            _killpg(pgid, CANCEL_SIGNAL)
         for callback in callbacks:
             _call_quietly(callback)
 
@@ -148,20 +150,24 @@ def run_logged(
     header: bool = True,
     append: bool = False,
     grace: float = KILL_GRACE_S,
+    keeper: Sequence[str] = (),
 ) -> ProcessResult:
     """Run `cmd` (a bash command line when a str) with stdout+stderr into `log`.
 
-    The process leads its own process group. On timeout the group gets SIGTERM, then SIGKILL
-    after `grace` seconds; when the leader exits, stragglers left in its group are killed too.
-    A command that cannot be started is reported as a shell would (127, or 126 when not
-    executable) with the reason in the log; both read as a missing tool to the classifiers.
-    `append` adds to `log` instead of truncating it.
+    The command runs under the keeper (core/keeper.py), which leads its own process group:
+    when the command ends, is cancelled or times out, or the tool dies, everything it started
+    dies with it, also what left the group (`setsid` daemons, double forks). On timeout the
+    group gets SIGTERM and `grace` seconds before everything is killed. `keeper`: more of
+    the keeper's options (limits, a folder to remove afterwards). A command that cannot be
+    started is reported as a shell would (127, or 126 when not executable) with the reason
+    in the log; both read as a missing tool to the classifiers. The log is opened without
+    following a link (core.files.open_nofollow); `append` adds to it instead of truncating.
     """
     token = token or _GLOBAL_TOKEN
     log.parent.mkdir(parents=True, exist_ok=True)
     shell = isinstance(cmd, str)
     start = time.monotonic()
-    with open(log, "ab" if append else "wb") as out:
+    with open_nofollow(log, append=append) as out:
         if header:
             shown = cmd if shell else " ".join(str(c) for c in cmd)
             out.write(f"$ {shown}\n# cwd: {cwd}\n".encode())
@@ -171,9 +177,10 @@ def run_logged(
         limit = log_limit(env)
         # bounded: through a pipe that LogPump empties into the log (0: straight into the file)
         read_fd, write_fd = os.pipe() if limit else (None, None)
+        argv = ["/bin/bash", "-c", cmd] if isinstance(cmd, str) else [str(c) for c in cmd]
         try:
             proc = subprocess.Popen(
-                ["/bin/bash", "-c", cmd] if isinstance(cmd, str) else [str(c) for c in cmd],
+                keeper_argv(argv, grace=grace, options=keeper),
                 cwd=str(cwd),
                 env=dict(env),
                 stdin=subprocess.DEVNULL,
@@ -196,7 +203,7 @@ def run_logged(
             pump = LogPump(read_fd, out, limit)
         pgid = proc.pid
         if not token._register(pgid):
-            _killpg(pgid, signal.SIGKILL)
+            _killpg(pgid, CANCEL_SIGNAL)
         timed_out = False
         try:
             try:
@@ -210,7 +217,7 @@ def run_logged(
                     _killpg(pgid, signal.SIGKILL)
                     rc = proc.wait()
             except BaseException:
-                _killpg(pgid, signal.SIGKILL)
+                _killpg(pgid, CANCEL_SIGNAL)
                 proc.wait()
                 raise
         finally:
@@ -246,9 +253,22 @@ def kill_child_groups() -> list[int]:
         except (OSError, ValueError, IndexError):
             continue
         if pgid != own:
-            _killpg(pgid, signal.SIGKILL)
+            _killpg(pgid, CANCEL_SIGNAL)  # its keeper kills what the command started, then itself
             killed.append(pgid)
+    deadline = time.monotonic() + 5.0
+    while killed and time.monotonic() < deadline and any(_alive(pgid) for pgid in killed):
+        time.sleep(0.02)
+    for pgid in killed:
+        _killpg(pgid, signal.SIGKILL)
     return killed
+
+
+def _alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 def read_tail(path: Path | None, limit: int = TAIL_BYTES) -> str:
@@ -284,15 +304,9 @@ class GitError(RuntimeError):
 
 
 def git(args: Sequence[str], *, cwd: Path, check: bool = True, input: str | None = None) -> str:
-    proc = subprocess.run(
-        ["git", *args],
-        cwd=str(cwd),
-        env=clean_env(),
-        input=input,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    """git's output (see core.gitrun: hooks off, a checkout's pinned git folder); GitError
+    when it fails and `check`."""
+    proc = run_git(args, cwd=cwd, env=clean_env(), input=input)
     if check and proc.returncode != 0:
         msg = (proc.stderr or proc.stdout).strip().splitlines()
         raise GitError(f"git {' '.join(args[:3])} failed: {msg[-1] if msg else proc.returncode}")

@@ -424,9 +424,13 @@ def run_in_worktree(
         sandbox=settings.sandbox,
         token=token,
     )
-    if build_only:
-        return execute_build(recipe, commit, ctx, settings.policy, token=token)
-    return execute_step(
-        recipe, commit, ctx, settings.policy,
-        repeat=settings.repeat, record=record, token=token, baseline=baseline, prepared=kept,
-    )
+    try:
+        if build_only:
+            return execute_build(recipe, commit, ctx, settings.policy, token=token)
+        return execute_step(
+            recipe, commit, ctx, settings.policy,
+            repeat=settings.repeat, record=record, token=token, baseline=baseline, prepared=kept,
+        )
+    finally:
+        with contextlib.suppress(OSError):
+            tree.restore()

@@ -5,6 +5,9 @@ Each worker owns a worktree `<workdir>/worktrees/<repo_id>/w<i>` (made with
 sessions: a step checks the commit out with `git checkout --detach --force` and cleans
 untracked files with `git clean -ffd` (not `-x`, so ignored build dirs survive). The user's
 own checkout is never touched: no checkout, no ref, no `refs/bisect/*`.
+
+A worktree's git folder is the one its repository records for it (`core.gitrun.pin_worktree`):
+a build may rewrite the worktree's `.git`, and git never reads it.
 """
 
 from __future__ import annotations
@@ -14,17 +17,24 @@ import fcntl
 import os
 from pathlib import Path
 
-from tritonbisect.core.process import git, git_common_dir, kill_strays
+from tritonbisect.core.gitrun import Pinned, claimed_repository, pin_worktree, restore_dotgit
+from tritonbisect.core.process import GitError, git, git_common_dir, kill_strays
 
 
 class Worktree:
     """A worker's own checkout, locked for the lifetime of the worker."""
 
-    def __init__(self, repo: Path, root: Path, index: int, lock_fd: int) -> None:
+    def __init__(self, repo: Path, root: Path, index: int, lock_fd: int, pinned: Pinned) -> None:
         self.repo = repo
         self.path = root / f"w{index}"
         self.index = index
         self._lock_fd = lock_fd
+        self.pinned = pinned  # its git folder, as the repository records it
+
+    def restore(self) -> None:
+        """Put back its `.git` as the tool made it (a step's build or test may have rewritten
+        it; whoever runs git in the folder next, the user included, gets the right one)."""
+        restore_dotgit(self.pinned)
 
     def checkout(self, commit: str) -> None:
         git(["checkout", "--detach", "--force", "-q", commit], cwd=self.path)
@@ -46,6 +56,8 @@ def acquire_worktree(repo: Path, workdir: Path, repo_id: str, *, start: int = 0)
     root = workdir / "worktrees" / repo_id
     root.mkdir(parents=True, exist_ok=True)
     repo_common = git_common_dir(repo)
+    if repo_common is None:
+        raise GitError(f"{repo} is not a git repository")
     index = start
     while True:
         lock_path = root / f"w{index}.lock"
@@ -57,22 +69,39 @@ def acquire_worktree(repo: Path, workdir: Path, repo_id: str, *, start: int = 0)
             index += 1
             continue
         path = root / f"w{index}"
-        if path.exists():
-            common = git_common_dir(path) if (path / ".git").exists() else None
-            if common is not None and repo_common is not None and common != repo_common:
-                # a worktree of another clone: not ours to reuse
+        pinned = pin_worktree(repo_common, path)
+        if pinned is None and (path.exists() or path.is_symlink()):
+            if _of_another_clone(path, repo_common):
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 os.close(fd)
                 index += 1
                 continue
-            if common is None:
-                import shutil
-
-                shutil.rmtree(path, ignore_errors=True)
-        if not path.exists():
+            _remove(path)
+        if pinned is None:
             git(["worktree", "prune"], cwd=repo, check=False)
             git(["worktree", "add", "--detach", "-f", str(path), "HEAD"], cwd=repo)
+            pinned = pin_worktree(repo_common, path)
+            if pinned is None:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+                raise GitError(f"git worktree add made no worktree of {repo} at {path}")
         else:
             kill_strays(path)
-        return Worktree(repo, root, index, fd)
+        return Worktree(repo, root, index, fd, pinned)
+
+
+def _of_another_clone(path: Path, repo_common: Path) -> bool:
+    """Whether `path` is a worktree of another repository (another clone with the same
+    identity shares the workdir), as that repository records it: left alone."""
+    common = claimed_repository(path)
+    return common is not None and common != Path(os.path.realpath(repo_common))
+
+
+def _remove(path: Path) -> None:
+    import shutil
+
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 

@@ -71,10 +71,9 @@ def wheels_summary(session: Any) -> dict[str, Any] | None:
 
 
 def _bracket_size(repo: Path, good: str, bad: str) -> int | None:
-    import subprocess
+    from tritonbisect.core.gitrun import run_git
 
-    proc = subprocess.run(["git", "-C", str(repo), "rev-list", "--count", f"{good}..{bad}"],
-                          capture_output=True, text=True)
+    proc = run_git(["rev-list", "--count", f"{good}..{bad}"], cwd=Path(repo))
     return int(proc.stdout.strip()) if proc.returncode == 0 and proc.stdout.strip() else None
 
 

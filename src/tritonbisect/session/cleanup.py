@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonbisect.core.errors import InputError
+from tritonbisect.core.gitrun import claimed_repository
 from tritonbisect.core.process import git, git_common_dir
 
 # Folders of the workdir that --all removes; the cache ones survive --keep-cache.
@@ -67,8 +68,12 @@ def kept_worktrees(workdir: Path) -> list[KeptWorktree]:
     if not root.is_dir():
         return out
     for group in sorted(p for p in root.iterdir() if p.is_dir()):
-        for path in sorted(p for p in group.iterdir() if p.is_dir()):
-            common = git_common_dir(path) if (path / ".git").exists() else None
+        for path in sorted(p for p in group.iterdir() if p.is_dir() and not p.is_symlink()):
+            # the repository that records it (git never runs with what its `.git` says: a
+            # build may have written it); one inside the workdir is no user's
+            common = claimed_repository(path)
+            if common is not None and Path(os.path.realpath(workdir)) in common.parents:
+                common = None
             out.append(KeptWorktree(path, common))
     return out
 

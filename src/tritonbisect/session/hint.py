@@ -1,6 +1,6 @@
 """--prefer-pass / --prefer-files: the files a hint names, and the commits of a range touching them.
 
-Reads git with plumbing only (ls-tree, grep -l -z, cat-file, rev-list through GitPython); what
+Reads git with plumbing only (ls-tree, grep -l -z, cat-file, rev-list through core.gitrun); what
 counts as a pass's sources is decided in the pure search/prior.py.
 
     hint = find_hint(repo, good, bad, passes=["TritonGPUCoalesce"], globs=[])
@@ -85,40 +85,39 @@ class Hint:
 
 class _Git:
     def __init__(self, repo: Path) -> None:
-        import git
-
-        self.git = git.Repo(str(repo), search_parent_directories=False).git
+        self.repo = Path(repo)
         self._tree: dict[str, list[str]] = {}
+
+    def run(self, *args: str, ok: tuple[int, ...] = (0,)) -> str:
+        from tritonbisect.core.gitrun import run_git
+
+        proc = run_git(args, cwd=self.repo, errors="replace")
+        if proc.returncode not in ok:
+            raise InputError(f"git {' '.join(args[:2])} failed in {self.repo}: {proc.stderr.strip()[-200:]}")
+        return proc.stdout if proc.returncode == 0 else ""
 
     def tree(self, commit: str) -> list[str]:
         if commit not in self._tree:
-            out = self.git.ls_tree("-r", "-z", "--name-only", "--full-tree", commit, strip_newline_in_stdout=False)
+            out = self.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", commit)
             self._tree[commit] = [p for p in out.split("\0") if p]
         return self._tree[commit]
 
     def grep_files(self, commit: str, strings: Sequence[str], pathspecs: Sequence[str]) -> list[str]:
-        import git
-
         args = ["-l", "-z", "-F", "-I"]
         for s in strings:
             args += ["-e", s]
-        try:
-            out = self.git.grep(*args, commit, "--", *pathspecs, strip_newline_in_stdout=False)
-        except git.GitCommandError as exc:
-            if exc.status == 1:  # no match
-                return []
-            raise
+        out = self.run("grep", *args, commit, "--", *pathspecs, ok=(0, 1))  # 1: no match
         prefix = f"{commit}:"
         return sorted(p[len(prefix):] if p.startswith(prefix) else p for p in out.split("\0") if p)
 
     def read(self, commit: str, path: str) -> str:
-        return str(self.git.cat_file("blob", f"{commit}:{path}", strip_newline_in_stdout=False))
+        return self.run("cat-file", "blob", f"{commit}:{path}")
 
     def touching(self, good: str, bad: str, paths: Sequence[str], first_parent: bool) -> list[str]:
         if not paths:
             return []
         args = ["--first-parent"] if first_parent else []
-        out = self.git.rev_list(*args, bad, f"^{good}", "--", *paths)
+        out = self.run("rev-list", *args, bad, f"^{good}", "--", *paths)
         return [line for line in out.split() if line]
 
 

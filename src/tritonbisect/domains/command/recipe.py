@@ -93,6 +93,12 @@ class CommandRecipe:
                             timeout=self.build_timeout)
         if proc.cancelled:
             return PrepareResult(Kind.INFRA, "cancelled", seconds=proc.seconds, log=log)
+        if proc.timed_out:
+            # a build that never ends is the commit's (an endless loop, a hostile build):
+            # another try would take as long
+            return PrepareResult(Kind.BUILD_FAILED, f"build did not finish within its {self.build_timeout:g} s "
+                                 "(--build-timeout); killed with everything it started",
+                                 seconds=proc.seconds, log=log)
         cls = classify_build(proc.returncode, read_tail(log), timed_out=proc.timed_out)
         return PrepareResult(cls.kind, cls.reason, cached=False, seconds=proc.seconds, log=log)
 

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from tritonbisect.builds.build_process import ProcResult, run_logged
+from tritonbisect.builds.build_process import ProcResult, run_logged, with_writable
 from tritonbisect.builds.cache import ArtifactCache
 from tritonbisect.builds.failures import classify_build_log
 from tritonbisect.builds.store import ArtifactStore
@@ -205,8 +205,8 @@ def build_llvm(
         env.setdefault("CCACHE_NOHASHDIR", "true")
     _reset_if_config_changed(build_dir, source, config, use_ccache)
 
-    run = runner or run_logged
     stage = cache.staging_dir(prefix=f"llvm-{commit[:12]}-")
+    run = with_writable(runner or run_logged, stage)
     prefix = stage / "prefix"
     try:
         steps = [

@@ -109,12 +109,12 @@ def llvm_bump(history: History, commit: str) -> LLVMBump | None:
 
 def pin_commits_between(history: History, good: str, bad: str, files: tuple[str, ...] = PIN_FILES) -> list[str]:
     """Commits in good..bad that touch a pin file, oldest first (one git call)."""
-    import git
+    from tritonbisect.core.gitrun import run_git
 
-    out = git.Repo(history.root).git.log(
-        "--format=%H", "--reverse", f"{good}..{bad}", "--", *files
-    )
-    return [line for line in out.splitlines() if line]
+    proc = run_git(["log", "--format=%H", "--reverse", f"{good}..{bad}", "--", *files], cwd=history.root)
+    if proc.returncode != 0:
+        raise InputError(f"git log {good}..{bad} failed in {history.root}: {proc.stderr.strip()[-200:]}")
+    return [line for line in proc.stdout.splitlines() if line]
 
 
 def pin_set_of(history: History, commit: str) -> PinSet:

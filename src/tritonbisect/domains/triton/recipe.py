@@ -55,7 +55,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tritonbisect.builds.build_process import default_runner, plain_runner, sandboxed_runner
+from tritonbisect.builds.build_process import (
+    default_runner,
+    plain_runner,
+    sandboxed_runner,
+    with_writable,
+)
 from tritonbisect.builds.cache import ArtifactCache
 from tritonbisect.builds.downloads import (
     adopt_downloads,
@@ -283,7 +288,7 @@ def pip_wheel_to_cache(proj: Path, commit: str, *, cache: ArtifactStore, key: st
     try:
         cmd = [*pip, "wheel", "--no-build-isolation", "--no-deps",
                "--disable-pip-version-check", "-w", str(stage), str(proj)]
-        res = (runner or default_runner())(cmd, cwd=proj, env=env, log=log, timeout=timeout)
+        res = with_writable(runner or default_runner(), stage)(cmd, cwd=proj, env=env, log=log, timeout=timeout)
         seconds = time.monotonic() - start
         if getattr(res, "cancelled", False):
             return WheelBuild(Kind.INFRA, "cancelled", None, False, seconds, log)
@@ -397,7 +402,7 @@ class TritonRecipe:
         run = plain_runner(ctx)
         if not (ctx.sandbox or self._config.get("sandbox")):
             return run
-        return sandboxed_runner(run, ctx, writable, cache_dir=self._config.get("cache_dir"))
+        return sandboxed_runner(run, ctx, writable)
 
     def repo_id(self, repo: Path) -> str:
         """The repository's identity for cache keys, as `History.repo_id` gives it."""

@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from tritonbisect.builds.wheel_index import (
     version_key,
 )
 from tritonbisect.core.errors import AbortError, InputError
+from tritonbisect.core.gitrun import run_git
 from tritonbisect.session.phases import PhaseSpec
 
 LADDER_FILE = "WHEEL.json"
@@ -122,8 +122,7 @@ def ancestry_order(versions: Sequence[str], checkout: Path) -> tuple[list[str] |
         return None, ""
     shas: dict[str, str] = {}
     for v, lab in named.items():
-        proc = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--verify", "-q", f"{lab}^{{commit}}"],
-                              capture_output=True, text=True)
+        proc = run_git(["rev-parse", "--verify", "-q", f"{lab}^{{commit}}"], cwd=Path(checkout))
         if proc.returncode == 0:
             shas[v] = proc.stdout.strip()
     if len(shas) < len(named):
@@ -131,10 +130,9 @@ def ancestry_order(versions: Sequence[str], checkout: Path) -> tuple[list[str] |
         return None, (f"{missing} of {len(named)} nightlies name a commit that {checkout} does not have "
                       "(git fetch there?); ordered by version instead")
     commits = sorted(set(shas.values()))
-    base = subprocess.run(["git", "-C", str(checkout), "merge-base", "--octopus", *commits],
-                          capture_output=True, text=True).stdout.strip()
-    walk = subprocess.run(["git", "-C", str(checkout), "rev-list", "--topo-order", "--reverse", *commits,
-                           *(["--not", base] if base else [])], capture_output=True, text=True).stdout.split()
+    base = run_git(["merge-base", "--octopus", *commits], cwd=Path(checkout)).stdout.strip()
+    walk = run_git(["rev-list", "--topo-order", "--reverse", *commits, *(["--not", base] if base else [])],
+                   cwd=Path(checkout)).stdout.split()
     pos = {c: i + 1 for i, c in enumerate(walk)}
     if base:
         pos[base] = 0
@@ -146,8 +144,7 @@ def ancestry_order(versions: Sequence[str], checkout: Path) -> tuple[list[str] |
 
 
 def _git(repo: Path, *args: str, input_: str | None = None, env: Mapping[str, str] | None = None) -> str:
-    proc = subprocess.run(["git", "-C", str(repo), *args], input=input_, capture_output=True,
-                          text=True, env={**os.environ, **_GIT_ENV, **(env or {})})
+    proc = run_git(args, cwd=Path(repo), input=input_, extra_env={**_GIT_ENV, **(env or {})})
     if proc.returncode != 0:
         raise InputError(f"git {' '.join(args[:2])} in {repo} failed: {proc.stderr.strip()[-200:]}")
     return proc.stdout.strip()

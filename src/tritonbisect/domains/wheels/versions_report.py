@@ -4,12 +4,12 @@ tested, installed and downloaded, and the commit range for `tritonbisect triton`
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from tritonbisect.builds.install_check import git_label
+from tritonbisect.core.gitrun import run_git
 from tritonbisect.reports.version_names import step_files
 
 
@@ -62,8 +62,7 @@ def version_ref(triton_dir: Path, version: str) -> str | None:
         branch = f"release/{parts[0]}.{parts[1]}.x"
         refs += [branch, f"origin/{branch}"]
     for ref in refs:
-        proc = subprocess.run(["git", "-C", str(triton_dir), "rev-parse", "--verify", "--quiet",
-                               f"{ref}^{{commit}}"], capture_output=True, text=True)
+        proc = run_git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=Path(triton_dir))
         if proc.returncode == 0 and proc.stdout.strip():
             return proc.stdout.strip()
     return None
