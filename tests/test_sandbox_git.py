@@ -118,7 +118,7 @@ def test_run_sandbox_build_cannot_change_the_git_the_tool_runs(tmp_path, backend
     assert last_json(proc.stdout)["culprit"] == shas[6]
     _nothing_happened(marks, repo, _logs(workdir))
     # each worktree's .git still names its own folder in the user's repository
-    trees = [t for t in (workdir / "worktrees").glob("*/w[0-9]*") if t.is_dir()]
+    trees = [t for t in (workdir / "worktrees").glob("*/[ws][0-9]*") if t.is_dir()]
     assert trees
     for tree in trees:
         text = (tree / ".git").read_text()
@@ -159,7 +159,7 @@ def test_unsandboxed_the_tool_still_never_runs_what_a_build_planted(tmp_path, at
     assert last_json(proc.stdout)["culprit"] == shas[6]
     assert ": written" in _logs(workdir)  # the attack did land
     assert list(marks.iterdir()) == []
-    for tree in (t for t in (workdir / "worktrees").glob("*/w[0-9]*") if t.is_dir()):
+    for tree in (t for t in (workdir / "worktrees").glob("*/[ws][0-9]*") if t.is_dir()):
         assert (tree / ".git").read_text().startswith(f"gitdir: {os.path.realpath(repo)}/.git/worktrees/")
 
 

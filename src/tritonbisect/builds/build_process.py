@@ -170,9 +170,9 @@ def step_runner(ctx: StepContext, *writable: Path, env: Mapping[str, str] | None
     """The process runner of a step, bound to its cancel token.
 
     With ctx.sandbox, every command runs in the sandbox (builds/sandbox.py), writing only
-    `writable` (the tree being built or tested, its build folder), the step's log folder,
-    the cache's staging area and the caches builds keep between steps: TRITON_HOME (the
-    LLVM download), <workdir>/triton-cache and ccache's folder (found for `env`)."""
+    `writable` (the tree being built or tested, its build folder), the sandboxed builds' own
+    ccache folder (`sandbox_ccache`; when ccache is found for `env`) and, per command, its
+    own TRITON_CACHE_DIR and the staging folder a recipe names (`with_writable`)."""
     run = plain_runner(ctx)
     if not ctx.sandbox:
         return run
@@ -186,16 +186,38 @@ def plain_runner(ctx: StepContext) -> Callable:
     return functools.partial(_run_logged, token=ctx.token)
 
 
+SANDBOX_CCACHE = "ccache-sandboxed"
+
+
+def sandbox_ccache(workdir: Path) -> tuple[Path, Path]:
+    """The ccache folder of sandboxed builds (never the one builds with your rights use: an
+    object a hostile build put there, with CCACHE_PREFIX say, would be linked into them) and
+    the configuration file it reads instead of one in that folder (a `prefix_command` a
+    build wrote there would run in later builds); the tool writes the file, outside."""
+    folder = Path(workdir) / SANDBOX_CCACHE
+    config = Path(workdir) / f"{SANDBOX_CCACHE}.conf"
+    folder.mkdir(parents=True, exist_ok=True)
+    want = "# written by tritonbisect: the sandboxed builds' ccache reads no configuration of its cache folder\n"
+    try:
+        current = config.read_text(encoding="utf-8") if not config.is_symlink() else None
+    except OSError:
+        current = None
+    if current != want:
+        with open_nofollow(config) as out:
+            out.write(want.encode())
+    return folder, config
+
+
 def sandboxed_runner(run: Callable, ctx: StepContext, writable: Sequence[Path],
                      env: Mapping[str, str] | None = None) -> Callable:
-    """`run` in the sandbox, writing only `writable` and the step's folders and caches."""
+    """`run` in the sandbox, writing only `writable` and the caches of sandboxed builds."""
     workdir = Path(ctx.workdir) if ctx.workdir else ctx.worktree.parent
-    caches = [workdir / "triton-home"]
+    caches: list[Path] = []
     extra_env: dict[str, str] = {}
-    ccache = ccache_dir({**base_build_env(), **(env or {}), **ctx.env})
-    if ccache is not None:
-        caches.append(ccache)
-        extra_env["CCACHE_DIR"] = str(ccache)
+    if ccache_dir({**base_build_env(), **(env or {}), **ctx.env}) is not None:  # ccache is there
+        folder, config = sandbox_ccache(workdir)
+        caches.append(folder)
+        extra_env.update(CCACHE_DIR=str(folder), CCACHE_CONFIGPATH=str(config))
     # the shared downloads (prebuilt LLVM…) are linked into TRITON_HOME: readable, never
     # writable, so a build cannot change what later builds will use
     return SandboxedRunner(run, require(), writable=[*writable, *caches], readable=[store_dir(workdir)],

@@ -63,6 +63,13 @@ class FailureRecord:
     recipe: str = ""
 
 
+def sandbox_mark(sandboxed: bool) -> dict[str, bool]:
+    """What a sandboxed build adds to its artifact's key: its entries are never handed to a
+    build or a test that runs with the user's rights (whatever a hostile commit left in a
+    checkout or a cache could be in them), only to other sandboxed ones."""
+    return {"sandboxed": True} if sandboxed else {}
+
+
 def _now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 

@@ -19,6 +19,11 @@ store, `<workdir>/downloads/<package>/<name>`:
 
 Stored entries are never deleted by a build; `tritonbisect clean --all` removes them (kept
 with --keep-cache).
+
+A sandboxed build has no network: whatever it leaves in its TRITON_HOME was not downloaded,
+it was planted (an LLVM of its own, for the next commit's build to link). Its home is kept to
+the links into the store before and after each build (`keep_only_shared`), and nothing of it
+is adopted. The store itself is read-only inside the sandbox.
 """
 
 from __future__ import annotations
@@ -80,6 +85,38 @@ def link_shared(home: Path, store: Path, *, seeds: tuple[Path, ...] = ()) -> int
     return made
 
 
+def keep_only_shared(home: Path, store: Path) -> list[str]:
+    """Remove from home/.triton everything but the links to the store's own entries (what a
+    sandboxed build left there); returns what was removed, as paths under home."""
+    triton = Path(home) / ".triton"
+    removed: list[str] = []
+    if triton.is_symlink():
+        triton.unlink()
+        return [".triton"]
+    if not triton.is_dir():
+        return removed
+    real_store = Path(os.path.realpath(store))
+    for package in sorted(triton.iterdir()):
+        if package.is_symlink() or not package.is_dir():
+            _remove(package)
+            removed.append(f".triton/{package.name}")
+            continue
+        for entry in sorted(package.iterdir()):
+            want = real_store / package.name / entry.name
+            if entry.is_symlink() and Path(os.readlink(entry)) == want and (want / VERSION_FILE).is_file():
+                continue
+            _remove(entry)
+            removed.append(f".triton/{package.name}/{entry.name}")
+    return removed
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
 def adopt_downloads(home: Path, store: Path) -> list[str]:
     """Move what a build downloaded into home/.triton (real folders, not links) into the
     store, linking it back; returns "package/name" of each, the step's downloads."""
@@ -120,4 +157,5 @@ def find_prebuilt(store: Path, name_prefix: str, suffix: str = "") -> Path | Non
     return None
 
 
-__all__ = ["STORE", "adopt_downloads", "find_prebuilt", "link_shared", "store_dir", "worker_home"]
+__all__ = ["STORE", "adopt_downloads", "find_prebuilt", "keep_only_shared", "link_shared", "store_dir",
+           "worker_home"]

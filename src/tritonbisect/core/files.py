@@ -136,3 +136,14 @@ def read_nofollow(path: Path, limit: int) -> bytes | None:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def leads_through_link(root: Path, rel: Path) -> Path | None:
+    """The first folder between `root` and `root/rel` (`rel` itself excluded) that is a link,
+    or None: a path a build left there would make the tool read or write elsewhere."""
+    here = Path(root)
+    for part in Path(rel).parts[:-1]:
+        here = here / part
+        if here.is_symlink():
+            return here
+    return None

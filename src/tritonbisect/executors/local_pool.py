@@ -91,7 +91,8 @@ class WorkerPool:
                 taken = {c.tree.index for c in self._checkouts if c.tree is not None}
                 start = 0
                 while True:
-                    wt = acquire_worktree(self.repo, self.workdir, self.repo_id, start=start)
+                    wt = acquire_worktree(self.repo, self.workdir, self.repo_id, start=start,
+                                          sandboxed=self.step_settings.sandbox)
                     if wt.index not in taken:
                         break
                     start = wt.index + 1  # pragma: no cover (flock is per open file)

@@ -73,7 +73,7 @@ class StepWorker:
                 with self.repo.locked():  # the node's other workers add theirs beside it
                     self._worktree = acquire_worktree(
                         self.repo.path, self.workdir, self.spec.repo_id,
-                        start=self.spec.prefer_worktree,
+                        start=self.spec.prefer_worktree, sandboxed=self.spec.settings.sandbox,
                     )
             return self._worktree
 

@@ -24,9 +24,10 @@ from tritonbisect.core.process import GitError, git, git_common_dir, kill_strays
 class Worktree:
     """A worker's own checkout, locked for the lifetime of the worker."""
 
-    def __init__(self, repo: Path, root: Path, index: int, lock_fd: int, pinned: Pinned) -> None:
+    def __init__(self, repo: Path, root: Path, index: int, lock_fd: int, pinned: Pinned,
+                 kind: str = "w") -> None:
         self.repo = repo
-        self.path = root / f"w{index}"
+        self.path = root / f"{kind}{index}"
         self.index = index
         self._lock_fd = lock_fd
         self.pinned = pinned  # its git folder, as the repository records it
@@ -48,11 +49,17 @@ class Worktree:
             self._lock_fd = -1
 
 
-def acquire_worktree(repo: Path, workdir: Path, repo_id: str, *, start: int = 0) -> Worktree:
+def acquire_worktree(repo: Path, workdir: Path, repo_id: str, *, start: int = 0, sandboxed: bool = False) -> Worktree:
     """Lock the first free worktree slot of this repository (creating the worktree if needed).
 
     A slot whose folder is a worktree of another clone with the same identity is left alone.
+    `sandboxed` (the steps build in the sandbox): slots of their own, `s<i>` beside the
+    `w<i>` of unsandboxed steps, so that what a sandboxed build leaves in its checkout (an
+    ignored build folder, say) never feeds a build that runs with the user's rights; the
+    worker's TRITON_HOME, LLVM build folder and helper worktrees, named after the slot, are
+    apart too.
     """
+    kind = "s" if sandboxed else "w"
     root = workdir / "worktrees" / repo_id
     root.mkdir(parents=True, exist_ok=True)
     repo_common = git_common_dir(repo)
@@ -60,7 +67,7 @@ def acquire_worktree(repo: Path, workdir: Path, repo_id: str, *, start: int = 0)
         raise GitError(f"{repo} is not a git repository")
     index = start
     while True:
-        lock_path = root / f"w{index}.lock"
+        lock_path = root / f"{kind}{index}.lock"
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -68,7 +75,7 @@ def acquire_worktree(repo: Path, workdir: Path, repo_id: str, *, start: int = 0)
             os.close(fd)
             index += 1
             continue
-        path = root / f"w{index}"
+        path = root / f"{kind}{index}"
         pinned = pin_worktree(repo_common, path)
         if pinned is None and (path.exists() or path.is_symlink()):
             if _of_another_clone(path, repo_common):
@@ -87,7 +94,7 @@ def acquire_worktree(repo: Path, workdir: Path, repo_id: str, *, start: int = 0)
                 raise GitError(f"git worktree add made no worktree of {repo} at {path}")
         else:
             kill_strays(path)
-        return Worktree(repo, root, index, fd, pinned)
+        return Worktree(repo, root, index, fd, pinned, kind)
 
 
 def _of_another_clone(path: Path, repo_common: Path) -> bool:

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tritonbisect.builds.cache import sandbox_mark
 from tritonbisect.builds.env import EnvError, TargetEnv
 from tritonbisect.builds.gitutil import base_build_env
 from tritonbisect.builds.store import open_cache
@@ -47,7 +48,8 @@ class CommandBuild:
     def environment(self, commit: str, scratch: Path) -> Environment:
         rel = Path(self.cfg["artifact"])
         config = {"build": self.cfg["build"], "artifact": rel.as_posix(),
-                  "env": redact_env(dict(sorted(self.settings.executor.env.items())))}
+                  "env": redact_env(dict(sorted(self.settings.executor.env.items()))),
+                  **sandbox_mark(self.settings.executor.sandbox)}
         hit = self.store.get(self.store.key(self.repo_id, commit, "command", config, "any", ""))
         if hit is None:
             raise _no_build(commit)
@@ -56,7 +58,7 @@ class CommandBuild:
         if hit.is_dir():
             shutil.copytree(hit, target, symlinks=True)
         else:
-            shutil.copy2(hit, target)
+            shutil.copy2(hit, target, follow_symlinks=False)
         env = base_build_env()
         for key, value in self.settings.executor.env.items():
             if key == "PYTHONPATH":  # relative entries are relative to the checkout

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from tritonbisect.builds.build_process import ProcResult, run_logged, with_writable
-from tritonbisect.builds.cache import ArtifactCache
+from tritonbisect.builds.cache import ArtifactCache, sandbox_mark
 from tritonbisect.builds.failures import classify_build_log
 from tritonbisect.builds.store import ArtifactStore
 from tritonbisect.builds.toolchain import COMPILERS, compiler_id, missing_tools, which
@@ -127,9 +127,11 @@ def llvm_env(prefix: Path) -> dict[str, str]:
     }
 
 
-def llvm_cache_key(repo_id: str, commit: str, config: LLVMConfig, env: Mapping[str, str] | None = None) -> str:
+def llvm_cache_key(repo_id: str, commit: str, config: LLVMConfig, env: Mapping[str, str] | None = None, *,
+                   sandboxed: bool = False) -> str:
     cxx = COMPILERS[config.compiler][1]
-    return ArtifactCache.key(repo_id, commit, RECIPE, config.key_config(), "none", compiler_id(cxx, env))
+    return ArtifactCache.key(repo_id, commit, RECIPE, {**config.key_config(), **sandbox_mark(sandboxed)}, "none",
+                             compiler_id(cxx, env))
 
 
 def cmake_args(source: Path, build_dir: Path, config: LLVMConfig, *, ccache: bool) -> list[str]:
@@ -162,6 +164,7 @@ def build_llvm(
     timeout: float | None = None,
     runner=None,
     jobs: int | None = None,
+    sandboxed: bool = False,
 ) -> LLVMBuild:
     """Build LLVM at `commit` (source: a worktree already at it) or take it from the cache.
 
@@ -172,13 +175,14 @@ def build_llvm(
     `runner` is the process runner (default: tritonbisect.builds.build_process.run_logged), any
     callable with its signature (the engine passes one that honours step cancellation).
     `jobs`: ninja -j (the machine's share of this build when workers build at once).
+    `sandboxed`: `runner` is the sandbox's (the key says so: cache.sandbox_mark).
     """
     start = time.monotonic()
     source = Path(source)
     build_dir = Path(build_dir)
     log = Path(log)
     env = dict(os.environ if env is None else env)
-    key = llvm_cache_key(repo_id, commit, config, env)
+    key = llvm_cache_key(repo_id, commit, config, env, sandboxed=sandboxed)
     cached = cached_llvm(cache, key, commit, log)
     if cached is not None:
         return cached
@@ -237,7 +241,7 @@ def build_llvm(
         stored = cache.put(
             key, prefix,
             {"commit": commit, "recipe": RECIPE, "repo": repo_id, "config": config.key_config(),
-             "toolchain": compiler_id(cxx, env)},
+             "toolchain": compiler_id(cxx, env), **sandbox_mark(sandboxed)},
             move=True,
         )
         return LLVMBuild(Kind.PASS, "LLVM built", stored, False, time.monotonic() - start, log)

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tritonbisect.builds.cache import ArtifactCache
+from tritonbisect.builds.cache import ArtifactCache, sandbox_mark
 from tritonbisect.builds.env import EnvError
 from tritonbisect.builds.recipes import PrepareResult, StepContext
 from tritonbisect.builds.store import ArtifactStore
@@ -99,16 +99,19 @@ def build_torch_wheel(
     timeout: float | None = None,
     runner=None,
     pip: list[str] | None = None,
+    sandboxed: bool = False,
 ):
     """The PyTorch wheel of `source` at `commit`, from the cache or built (see module doc).
-    Returns a triton_recipe.WheelBuild."""
+    Returns a triton_recipe.WheelBuild. `sandboxed`: `runner` is the sandbox's (the key says
+    so: cache.sandbox_mark)."""
     from tritonbisect.domains.triton.recipe import WheelBuild
 
     start = time.monotonic()
     env = dict(os.environ if base_env is None else base_env)
     env.update({k: str(v) for k, v in use.items()})
     abi = python_abi or _python_abi(python)
-    key = ArtifactCache.key(repo_id, commit, RECIPE, {"use": dict(sorted(use.items())), "debug": debug},
+    key = ArtifactCache.key(repo_id, commit, RECIPE,
+                            {"use": dict(sorted(use.items())), "debug": debug, **sandbox_mark(sandboxed)},
                             abi, compiler_id(None, env))
     cached = cached_build(cache, key, commit, log, WheelBuild, name="PyTorch",
                           hit_reason="torch wheel taken from the cache")
@@ -129,7 +132,8 @@ def build_torch_wheel(
         env["DEBUG"] = "1"
     if which("ccache", env):
         env.setdefault("USE_CCACHE", "1")
-    meta = {"commit": commit, "recipe": RECIPE, "repo": repo_id, "python_abi": abi, "use": dict(use)}
+    meta = {"commit": commit, "recipe": RECIPE, "repo": repo_id, "python_abi": abi, "use": dict(use),
+            **sandbox_mark(sandboxed)}
     return pip_wheel_to_cache(proj, commit, cache=cache, key=key, meta=meta, log=log, env=env,
                               pip=pip or [python, "-m", "pip"], runner=runner, timeout=timeout,
                               start=start, name="PyTorch", stage_prefix="torch")
@@ -214,7 +218,7 @@ class TorchRecipe(TritonRecipe):
             python_abi=env.python_abi(), debug=self.triton_config.debug,
             max_jobs=self.triton_config.max_jobs or default_max_jobs(ctx.workers),
             base_env=base, timeout=self.build_timeout,
-            runner=self.runner(ctx, ctx.worktree), pip=env.pip_command(),
+            runner=self.runner(ctx, ctx.worktree), pip=env.pip_command(), sandboxed=self.sandboxed(ctx),
         )
         cached = wb.cached and triton_cached
         if wb.kind is not Kind.PASS or wb.wheel is None:

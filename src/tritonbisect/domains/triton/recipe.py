@@ -61,10 +61,11 @@ from tritonbisect.builds.build_process import (
     sandboxed_runner,
     with_writable,
 )
-from tritonbisect.builds.cache import ArtifactCache
+from tritonbisect.builds.cache import ArtifactCache, sandbox_mark
 from tritonbisect.builds.downloads import (
     adopt_downloads,
     find_prebuilt,
+    keep_only_shared,
     link_shared,
     store_dir,
     worker_home,
@@ -191,13 +192,16 @@ def build_triton_wheel(
     downloads: Path | None = None,
     workers: int = 1,
     ccache_base: Path | None = None,
+    sandboxed: bool = False,
 ) -> WheelBuild:
     """Build the wheel of the Triton tree at `source` (a worktree at `commit`), or take it
     from the cache. Cache hit: nothing runs and no log is written (cached=True).
     `pip` is the pip command to use (default: `<python> -m pip`). `downloads`: the shared
     download store (downloads.py) that triton_home links into; `workers`: how many builds
     share the machine (MAX_JOBS); `ccache_base`: CCACHE_BASEDIR (a folder above every
-    worktree)."""
+    worktree). `sandboxed` (the runner is the sandbox's): the wheel's key says so
+    (cache.sandbox_mark), and TRITON_HOME holds nothing but links into the download store,
+    before the build and after it: what the build put there is never adopted nor kept."""
     import sys
 
     start = time.monotonic()
@@ -208,7 +212,7 @@ def build_triton_wheel(
     abi = python_abi or _python_abi(python)
     key = ArtifactCache.key(
         repo_id, commit, recipe,
-        {**config.key_config(), "extra": dict(extra_key), "env": build_env_key(env)},
+        {**config.key_config(), "extra": dict(extra_key), "env": build_env_key(env), **sandbox_mark(sandboxed)},
         abi, compiler_id(None, env),
     )
     cached = cached_build(cache, key, commit, log, WheelBuild, name="Triton",
@@ -238,6 +242,8 @@ def build_triton_wheel(
             continue  # the user's own --env MAX_JOBS
         env[name] = value
     if downloads is not None:
+        if sandboxed:
+            keep_only_shared(triton_home, downloads)
         link_shared(triton_home, downloads)
         offline = _offline_llvm(Path(source), env, downloads)
         if offline is not None:
@@ -245,11 +251,13 @@ def build_triton_wheel(
             return WheelBuild(Kind.INFRA, offline, None, False, time.monotonic() - start, log)
 
     meta = {"commit": commit, "recipe": recipe, "repo": repo_id, "python_abi": abi,
-            "config": config.key_config(), "extra": dict(extra_key)}
+            "config": config.key_config(), "extra": dict(extra_key), **sandbox_mark(sandboxed)}
     built = pip_wheel_to_cache(proj, commit, cache=cache, key=key, meta=meta, log=log, env=env,
                                pip=pip or [python, "-m", "pip"], runner=runner, timeout=timeout,
                                start=start, name="Triton", stage_prefix="wheel")
-    if downloads is not None:
+    if downloads is not None and sandboxed:
+        keep_only_shared(triton_home, downloads)  # the sandbox has no network: nothing was downloaded
+    elif downloads is not None:
         fetched = adopt_downloads(triton_home, downloads)
         if fetched:
             built.reason += f"; downloaded {', '.join(fetched)} (now shared)"
@@ -293,7 +301,8 @@ def pip_wheel_to_cache(proj: Path, commit: str, *, cache: ArtifactStore, key: st
         if getattr(res, "cancelled", False):
             return WheelBuild(Kind.INFRA, "cancelled", None, False, seconds, log)
         cls = classify_build_log(res.returncode, log, timed_out=res.timed_out)
-        wheels = sorted(stage.glob("*.whl"))
+        # only plain files: a build may leave a link there (to a file of yours)
+        wheels = sorted(w for w in stage.glob("*.whl") if w.is_file() and not w.is_symlink())
         if cls.kind is Kind.PASS and not wheels:
             cls = type(cls)(Kind.BUILD_FAILED, "pip wheel produced no wheel")
         if cls.kind is not Kind.PASS:
@@ -397,10 +406,14 @@ class TritonRecipe:
     def target_env(self, ctx: StepContext) -> TargetEnv:
         return self._envs.get(ctx)
 
+    def sandboxed(self, ctx: StepContext) -> bool:
+        """Whether this step builds and tests in the sandbox (ctx.sandbox, or the config's)."""
+        return bool(ctx.sandbox or self._config.get("sandbox"))
+
     def runner(self, ctx: StepContext, *writable: Path) -> Callable:
         """The step's process runner; sandboxed with ctx.sandbox (or the config's "sandbox")."""
         run = plain_runner(ctx)
-        if not (ctx.sandbox or self._config.get("sandbox")):
+        if not self.sandboxed(ctx):
             return run
         return sandboxed_runner(run, ctx, writable)
 
@@ -416,14 +429,15 @@ class TritonRecipe:
                     extra_key: Mapping = {}) -> WheelBuild:  # noqa: B006
         base = base_build_env()
         base.update(ctx.env)
+        home = worker_home(self.workdir(ctx), self.worker_tag(ctx))
         return build_triton_wheel(
             source, commit,
             cache=self.cache(ctx), config=self.triton_config, log=log,
             repo_id=self.repo_id(source),
-            triton_home=worker_home(self.workdir(ctx), self.worker_tag(ctx)),
+            triton_home=home, sandboxed=self.sandboxed(ctx),
             extra_env=extra_env, extra_key=extra_key, python=env.python,
             python_abi=env.python_abi(), base_env=base, timeout=self.build_timeout,
-            runner=self.runner(ctx, source), pip=env.pip_command(),
+            runner=self.runner(ctx, source, home), pip=env.pip_command(),
             downloads=store_dir(self.workdir(ctx)), workers=ctx.workers,
             ccache_base=self.workdir(ctx).resolve(),
         )
@@ -433,7 +447,7 @@ class TritonRecipe:
         return build_llvm(
             source, llvm_commit, cache=self.cache(ctx), config=self.llvm_config,
             build_dir=self.workdir(ctx) / "llvm-build" / self.worker_tag(ctx),
-            log=ctx.log_dir / "llvm-build.log", repo_id=self.repo_id(source),
+            log=ctx.log_dir / "llvm-build.log", repo_id=self.repo_id(source), sandboxed=self.sandboxed(ctx),
             env={**base_build_env(), **ctx.env}, timeout=self.build_timeout,
             runner=self.runner(ctx, source, self.workdir(ctx) / "llvm-build" / self.worker_tag(ctx)),
             jobs=default_max_jobs(ctx.workers) if ctx.workers > 1 else None,
@@ -467,7 +481,7 @@ class TritonRecipe:
         if (wt / ".git").exists():
             # the key build_llvm_at(wt) uses (repo_id of the worktree, memoized per path)
             key = llvm_cache_key(self.repo_id(wt), sha, self.llvm_config,
-                                 {**base_build_env(), **ctx.env})
+                                 {**base_build_env(), **ctx.env}, sandboxed=self.sandboxed(ctx))
             hit = cached_llvm(self.cache(ctx), key, sha, ctx.log_dir / "llvm-build.log")
             if hit is not None:
                 return sha, hit
@@ -477,7 +491,7 @@ class TritonRecipe:
     def install(self, env: TargetEnv, wheel: Path, commit: str, ctx: StepContext) -> tuple[bool, str]:
         """Install and verify; pip is skipped when the env already holds this very wheel
         (its digest comes from the cache entry, which the lookup just verified)."""
-        if ctx.sandbox or self._config.get("sandbox"):
+        if self.sandboxed(ctx):
             # the install and its checks run the environment's python outside the sandbox
             try:
                 hooks = startup_hooks(wheel)
@@ -528,7 +542,7 @@ class TritonRecipe:
         # sandboxed: the tree may be untrusted, so its build requirements come as wheels only
         # (installing a wheel runs none of its code; building an sdist would, unsandboxed)
         ok, reason = ensure_build_requirements(env, tree, install_log,
-                                               binary_only=bool(ctx.sandbox or self._config.get("sandbox")))
+                                               binary_only=self.sandboxed(ctx))
         if not ok:
             return result(Kind.INFRA, f"build requirements: {reason}", False, install_log)
         wb = self.build_wheel(tree, triton_commit, ctx, env, log=ctx.log_dir / log_name,
