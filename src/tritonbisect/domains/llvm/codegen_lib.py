@@ -21,17 +21,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tritonbisect.builds.build_process import run_logged
-from tritonbisect.builds.cache import ArtifactCache
+from tritonbisect.builds.build_process import run_logged, with_writable
+from tritonbisect.builds.cache import ArtifactCache, sandbox_mark
 from tritonbisect.builds.failures import classify_build_log
 from tritonbisect.builds.store import ArtifactStore
 from tritonbisect.builds.toolchain import compiler_id, missing_tools
+from tritonbisect.core.gitrun import run_git
 from tritonbisect.core.outcome import Kind
 from tritonbisect.core.process import clean_env
 from tritonbisect.domains.llvm.recipe import cached_build, run_appending
@@ -100,8 +100,7 @@ def find_library(prefix: Path | None, backend: str) -> Path | None:
 def _tree_hash(tree: Path, folder: Path) -> str | None:
     """The git tree hash of `folder` at the checkout's HEAD (None: not a git checkout)."""
     rel = folder.resolve().relative_to(Path(tree).resolve()).as_posix()
-    proc = subprocess.run(["git", "rev-parse", f"HEAD:{rel}"], cwd=tree, capture_output=True, text=True,
-                          env=clean_env(), timeout=120)
+    proc = run_git(["rev-parse", f"HEAD:{rel}"], cwd=Path(tree), env=clean_env(), timeout=120)
     sha = proc.stdout.strip()
     return sha if proc.returncode == 0 and sha else None
 
@@ -120,9 +119,11 @@ def build_codegen(
     env: Mapping[str, str] | None = None,
     runner: Callable | None = None,
     timeout: float | None = None,
+    sandboxed: bool = False,
 ) -> CodegenBuild:
     """The codegen library of the Triton checkout `tree` for `backend`, against the LLVM
-    installed at llvm_prefix (its cache key llvm_key), or from the cache."""
+    installed at llvm_prefix (its cache key llvm_key), or from the cache. `sandboxed`:
+    `runner` is the sandbox's (the key says so: cache.sandbox_mark)."""
     start = time.monotonic()
     log = Path(log)
     shipped = find_library(llvm_prefix, backend)
@@ -139,7 +140,8 @@ def build_codegen(
                             time.monotonic() - start, log)
     env = dict(clean_env() if env is None else env)
     source = _tree_hash(tree, project) or str(project)
-    key = ArtifactCache.key(repo_id, source, f"{RECIPE}-{backend}", {"llvm": llvm_key, "revision": revision},
+    key = ArtifactCache.key(repo_id, source, f"{RECIPE}-{backend}",
+                            {"llvm": llvm_key, "revision": revision, **sandbox_mark(sandboxed)},
                             "none", compiler_id(None, env))
     hit = cached_build(cache, key, source, log, CodegenBuild, name=f"{backend.upper()} codegen library",
                        hit_reason="codegen library taken from the cache")
@@ -163,7 +165,7 @@ def build_codegen(
         ]
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_bytes(b"")
-        run = runner or run_logged
+        run = with_writable(runner or run_logged, stage)
         for cmd in steps:
             remaining = None if timeout is None else max(1.0, timeout - (time.monotonic() - start))
             res = run_appending(run, cmd, project, env, log, remaining)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tritonbisect.core.gitrun import run_git
 from tritonbisect.core.process import GitError, clean_env
 
 REPLAY_FILE = "fork-patches.json"
@@ -55,11 +56,9 @@ class Replayed:
 
 def _git(worktree: Path, *args: str, data: bytes | None = None,
          env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
-    full = clean_env()
-    full.update(env or {})
-    # no hook of the repository runs (a checkout would run post-checkout)
-    return subprocess.run(["git", "-c", "core.hooksPath=/dev/null", *args], cwd=str(worktree), input=data, env=full, capture_output=True,
-                          check=False, timeout=1800)
+    # core.gitrun: no hook of the repository runs (a checkout would run post-checkout), and
+    # the worktree's git folder is the one its repository records
+    return run_git(args, cwd=Path(worktree), env=clean_env(), extra_env=env, input=data, text=False, timeout=1800)
 
 
 def _ok(proc: subprocess.CompletedProcess[bytes], what: str) -> str:

@@ -84,16 +84,17 @@ def backend_llvm(recipe: Any, backend: str, repo: Path, commit: str, ctx: StepCo
     if worktree is None:
         commit = recipe.resolve_pin(repo, commit, what=f"{backend.upper()} LLVM commit {commit[:12]}")
         if (wt / ".git").exists():
-            key = llvm_cache_key(recipe.repo_id(wt), commit, config, env)
+            key = llvm_cache_key(recipe.repo_id(wt), commit, config, env, sandboxed=recipe.sandboxed(ctx))
             hit = cached_llvm(recipe.cache(ctx), key, commit, ctx.log_dir / f"llvm-{backend}-build.log")
             if hit is not None:
                 return hit, key
         checkout_worktree(repo, wt, commit)
-    key = llvm_cache_key(recipe.repo_id(wt), commit, config, env)
+    key = llvm_cache_key(recipe.repo_id(wt), commit, config, env, sandboxed=recipe.sandboxed(ctx))
     build_dir = recipe.workdir(ctx) / "llvm-build" / f"{backend}-{tag}"
     built = build_llvm(wt, commit, cache=recipe.cache(ctx), config=config, build_dir=build_dir,
                        log=ctx.log_dir / f"llvm-{backend}-build.log", repo_id=recipe.repo_id(wt), env=env,
-                       timeout=recipe.build_timeout, runner=recipe.runner(ctx, wt, build_dir))
+                       timeout=recipe.build_timeout, runner=recipe.runner(ctx, wt, build_dir),
+                       sandboxed=recipe.sandboxed(ctx))
     return built, key
 
 
@@ -135,7 +136,8 @@ def prepare_backends(recipe: Any, tree: Path, ctx: StepContext, *, core_commit: 
         lib = build_codegen(tree, backend, llvm_prefix=prefix, llvm_key=key, revision=revision,
                             cache=recipe.cache(ctx), build_dir=build_dir, log=ctx.log_dir / f"codegen-{backend}.log",
                             repo_id=recipe.repo_id(tree), env={**base_build_env(), **ctx.env},
-                            runner=recipe.runner(ctx, tree, build_dir), timeout=recipe.build_timeout)
+                            runner=recipe.runner(ctx, tree, build_dir), timeout=recipe.build_timeout,
+                            sandboxed=recipe.sandboxed(ctx))
         library = lib.library(backend)
         if lib.kind is not Kind.PASS or library is None:
             return BackendLibs(lib.kind if lib.kind is not Kind.PASS else Kind.BUILD_FAILED,
