@@ -28,16 +28,19 @@ def test_clean_session_unregisters_its_worktrees_and_status_says_how(tmp_path: P
     sid = out["session"]
     during = worktrees(repo)
     # kept for the next build: one per worker, and those that held the confirmation's builds
+    # (and one a step stopped early ran in: a stopped step leaves no record, how many there
+    # are depends on how fast steps run)
     used = {r["worker"] for r in journal(home, sid)}
-    assert len(used) >= 2
-    assert during.count("worktree ") == before.count("worktree ") + len(used)
+    made = [p for p in (home / "worktrees").glob("*/w[0-9]*") if p.is_dir()]
+    assert len(used) >= 2 and len(made) >= len(used)
+    assert during.count("worktree ") == before.count("worktree ") + len(made)
     status = tb("status", sid, cwd=repo, home=home)
     assert "worktrees kept for incremental builds" in status.stdout
     assert f"remove them with: tritonbisect clean {sid}" in status.stdout
     assert str(home / "worktrees") in status.stdout
     proc = tb("clean", sid, cwd=repo, home=home)
     assert proc.returncode == 0, proc.stderr
-    assert f"{len(used)} worktrees removed and unregistered" in proc.stdout
+    assert f"{len(made)} worktrees removed and unregistered" in proc.stdout
     assert worktrees(repo) == before
     assert not (home / "sessions" / sid).exists()
     assert not list((home / "worktrees").glob("*/w*/"))

@@ -22,14 +22,13 @@ a shell would (127, 126) when the command cannot be started.
 
 from __future__ import annotations
 
+# `_signal`, not `signal` (which imports enum); contextlib, shutil and re are not imported:
+# each costs a noticeable part of a start that every logged command pays
+import _signal as signal  # type: ignore[import-not-found]  # (C module: no stub)
 import os
 import resource
-import signal
 import sys
 import time
-
-# (contextlib, shutil and re are not imported: each costs a noticeable part of a start that
-# every logged command pays)
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
