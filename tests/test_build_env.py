@@ -132,6 +132,22 @@ def test_user_venv_overlay_for_a_second_worker(wheels, tmp_path):
     assert user.installed_versions(["triton"])["triton"] is None
 
 
+def test_a_test_naming_the_users_interpreter_imports_the_workers_own_triton(wheels, tmp_path):
+    # worker 0 installs into the user's venv V, worker 1 into its overlay: a test that runs
+    # V/bin/python itself (not the python first on PATH) must see worker 1's Triton on worker 1
+    user = TargetEnv.existing(TargetEnv.ensure(tmp_path / "V").root)
+    overlay = user.for_worker(1, tmp_path / "venvs")
+    assert user.install_triton(wheels["other"], None)[0]
+    assert overlay.install_triton(wheels["good"], SHA)[0]
+    code = "import triton, os; print(triton.__version__)"
+    for env, version in ((user, "3.6.0+gitdeadbeef"), (overlay, f"3.6.0+git{SHA[:8]}")):
+        test_env = env.test_env({"PATH": "/usr/bin:/bin", "PYTHONPATH": "/keep/me"}, tmp_path / "tcache")
+        for python in (str(user.python), "python"):
+            out = subprocess.run([python, "-c", code], env=test_env, capture_output=True, text=True, check=True)
+            assert out.stdout.strip() == version, (env, python)
+        assert test_env["PYTHONPATH"].split(os.pathsep)[-1] == "/keep/me"  # the user's own stays
+
+
 def test_same_wheel_again_runs_no_pip_and_another_wheel_replaces_it(wheels, tmp_path):
     env = TargetEnv.ensure(tmp_path / "venv")
     log = tmp_path / "install.log"

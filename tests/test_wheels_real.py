@@ -9,6 +9,7 @@ per-session directory: only the versions the bisect tests are downloaded.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import urllib.request
@@ -52,3 +53,32 @@ def test_real_releases_name_the_first_bad(tmp_path_factory, capsys, monkeypatch)
     assert (res["last_good"], res["first_bad"]) == ("3.4.0", "3.5.0")
     tested = {t["version"] for t in res["tested"]}
     assert res["downloads"] <= len(tested) <= 2 + 4  # endpoints + ceil(log2(11 versions))
+
+
+@pytest.mark.skipif(not _online(), reason="no network to pypi.org")
+@pytest.mark.skipif(not _has_torch(), reason="torch is not installed")
+def test_two_workers_on_ones_own_venv_whose_python_the_test_names(tmp_path_factory, capsys, monkeypatch):
+    # worker 0 installs into V, worker 1 into an overlay of it; the test runs V/bin/python
+    # itself, not the python first on PATH: each worker still tests the release it installed
+    base = tmp_path_factory.getbasetemp() / "real-wheels-jobs"
+    venv = base / "venv"
+    if not (venv / "pyvenv.cfg").exists():
+        make_linked_venv(venv)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    code, res, err = run_json(
+        ["wheels", "--good", "3.2.0", "--bad", "3.9.0", "--venv", str(venv), "--jobs", "2",
+         "--test", f"{venv}/bin/python {SCRIPT}", "--env", "TRITON_INTERPRET=1", "--timeout", "600",
+         "--workdir", str(base / "home")], capsys)
+    assert code == 0, err[-3000:]
+    assert (res["last_good"], res["first_bad"]) == ("3.4.0", "3.5.0")
+    # every test printed the release its own worker installed, on either worker
+    session = Path(res["session_dir"])
+    labels = json.loads((session / "session.json").read_text())["extra"]["labels"]["wheels"]
+    workers = set()
+    for line in (session / "journal.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        for test in rec.get("tests") or []:
+            said = [t for t in Path(test["log"]).read_text().splitlines() if t.startswith("triton ")]
+            assert said and said[0].startswith(f"triton {labels[rec['commit']]}:"), (rec["commit"], said)
+            workers.add(rec["worker"])
+    assert workers == {0, 1}

@@ -52,6 +52,9 @@ class TargetEnv:
         self.owned = owned  # made by us (may be deleted/recreated) or the user's own
         self._abi: str | None = None
         self._has_pip: bool | None = None
+        # an overlay of a user's environment: its own site folder, put first on the test's
+        # PYTHONPATH (test_env) so that the user's env's own python sees this worker's Triton too
+        self.shadows: list[str] = []
 
     def __repr__(self) -> str:
         return f"TargetEnv({str(self.root)!r}, owned={self.owned})"
@@ -149,8 +152,10 @@ class TargetEnv:
         --system-site-packages` would not do: made from a venv, it sees the base
         interpreter's packages, not the venv's."""
         env = TargetEnv.ensure(root, python=self.base_python())
-        pth = Path(env.site_packages()[0]) / "_tritonbisect_overlay.pth"
+        own = env.site_packages()[0]
+        pth = Path(own) / "_tritonbisect_overlay.pth"
         pth.write_text("".join(f"{p}\n" for p in self.site_packages() if p), encoding="utf-8")
+        env.shadows = [own]
         return env
 
     # --- facts --------------------------------------------------------------------------------
@@ -435,10 +440,17 @@ class TargetEnv:
 
     def test_env(self, base: Mapping[str, str], cache_root: Path) -> dict[str, str]:
         """Environment for one test run: the env's bin first on PATH, VIRTUAL_ENV set, no
-        user site, and a fresh TRITON_CACHE_DIR under cache_root (never ~/.triton)."""
+        user site, and a fresh TRITON_CACHE_DIR under cache_root (never ~/.triton).
+
+        An overlay's own site folder comes first on PYTHONPATH: a test that names the user's
+        environment's interpreter (`V/bin/python test.py`, which another worker installs
+        into) imports this worker's Triton all the same."""
         env = dict(base)
         for var in ("PYTHONHOME", "CONDA_PREFIX", "__PYVENV_LAUNCHER__"):
             env.pop(var, None)
+        if self.shadows:
+            given = env.get("PYTHONPATH")
+            env["PYTHONPATH"] = os.pathsep.join([*self.shadows, *([given] if given else [])])
         env["PATH"] = prepend_path(env, self.bin_dir())
         env["VIRTUAL_ENV"] = str(self.root)
         env["PYTHONNOUSERSITE"] = "1"
