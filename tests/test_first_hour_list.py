@@ -92,6 +92,8 @@ def test_cache_list_and_gc_count_the_downloaded_wheels(tmp_path: Path, capsys) -
     for i, version in enumerate(("3.1.0", "3.2.0", "3.3.0")):
         wheel = write_wheel(tmp_path / "w", version, bad=False)
         fetched = fetch_wheel(wheel.as_uri(), wheel.name, None, home / "cache")  # as `wheels` keeps them
+        again = fetch_wheel(wheel.as_uri(), wheel.name, None, home / "cache")  # --find-links, a second step
+        assert fetched.downloaded and not again.downloaded and again.path == fetched.path
         used = 1_700_000_000 + i * 1000  # 3.1.0 used least recently
         os.utime(fetched.path.parent, (used, used))
     code, out, _ = run_cli(["cache", "list", "--workdir", str(home)], capsys)

@@ -3,7 +3,8 @@
 <cache>/downloads/<sha256>/<filename>. The index's sha256 is the key and the check: a file
 whose digest differs (a corrupt or truncated download, a file changed on disk) is never
 installed; it is fetched again once, then the step is `infra`. A --find-links file has no
-digest from an index: its own digest is taken and it is copied in. Requests carry the
+digest from an index: its own digest is taken first, so a copy kept
+already is used (not counted as a download), else it is copied in. Requests carry the
 user's cert, proxy and the credentials for the host (builds/index_config.py).
 """
 
@@ -46,6 +47,10 @@ def fetch_wheel(url: str, filename: str, sha256: str | None, cache_root: Path, *
                 attempts: int = 2) -> Fetched:
     """The wheel at `url`, from the cache when a copy with the right digest is there."""
     root = download_dir(cache_root)
+    if not sha256 and url.startswith("file:"):
+        # a --find-links file has no digest from an index: its own says whether the copy kept is it
+        with contextlib.suppress(OSError):
+            sha256 = file_sha256(Path(urllib.request.url2pathname(urllib.parse.urlparse(url).path)))
     if sha256:
         target = root / sha256 / filename
         if target.is_file():

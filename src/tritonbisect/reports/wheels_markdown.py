@@ -53,7 +53,7 @@ def render(session: Any, data: Mapping[str, Any], names: VersionNames, *,
     c = data["counters"]
     out += ["", f"Session `{data['session']}` · {c['tests']} test runs · {installs.said()} · {c['steps']} steps", ""]
     out.append(f"- **Environment:** {environment_line(session.extra.get('environment'))}")
-    out.append(f"- **Package:** `{pkg}`" + (f" from {'; '.join(names.index)}" if names.index else ""))
+    out.append(f"- **Package:** `{pkg}`" + (f" from {said('; '.join(names.index))}" if names.index else ""))
     n = f" ({phase['range_size']} versions after the good one)" if phase["range_size"] is not None else ""
     out.append(f"- **Versions:** good {names.name(phase['good'])} → bad {names.name(phase['bad'])}{n}")
     out.append(f"- **Status:** {phase['status']}")
