@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     return make_world(tmp_path_factory.mktemp("llvms"), llvm_commits=22, triton_commits=44, eras=True,
-                      fork=True, amd_backend=True)
+                      fork=True, amd_backend=True, toolchain=True)
 
 
 @pytest.fixture(scope="module")
@@ -157,3 +157,46 @@ def test_an_amd_pin_bump_gives_the_bump_and_the_rocm_llvm_culprit(world, home, c
     # the test ran with the library of the step's own ROCm LLVM
     log = next(Path(r["tests"][0]["log"]) for r in journal if r["commit"] == t["rocm_regression"])
     assert f"AMD codegen {t['rocm_regression']}-0" in log.read_text()
+
+
+def test_a_toolchain_move_gets_an_ab_with_the_previous_ptxas_before_any_descent(world, home, capsys, monkeypatch):
+    """The culprit moves cmake/nvidia-toolchain-version.json to a ptxas that miscompiles sub:
+    one more step of it with the previous ptxas (fetched once from the nvidia-cuda-nvcc-cu12
+    wheels of the index into the store, given as TRITON_PTXAS_PATH) passes: the toolchain is
+    the cause, and nothing is descended into."""
+    t = world.truth
+    monkeypatch.setenv("PIP_INDEX_URL", t["cuda_index"])  # the user's index: the toy one
+    code, res, err = run_json(
+        ["triton", "--triton-dir", str(world.triton), "--llvm-dir", str(world.llvm), "--good", t["nv_toolchain"],
+         "--bad", t["nv_toolchain_bump"], "--test", t["triton_test"], "--env",
+         f"TRITON_TOY_CUDA_REDIST={t['cuda_redist']}", "--workdir", str(home)], capsys)
+    assert code == 0, err[-3000:]
+    assert [p["name"] for p in res["phases"]] == ["triton"]
+    assert res["culprit"] == t["nv_toolchain_bump"]
+    pins = res["phases"][0]["pins"]
+    assert pins["changes"][0]["pin"] == "toolchain"
+    assert pins["changes"][0]["new"]["versions"]["ptxas"] == t["ptxas_bad"]
+    assert any("passes with the previous NVIDIA toolchain" in n and "is the cause" in n for n in pins["notes"])
+    ptxas = home / "downloads" / "nvidia-toolchain" / f"cuda_nvcc-{t['ptxas_good']}" / "bin" / "ptxas"
+    assert ptxas.is_file()
+    ab = [r for r in _journal(res) if r["role"] == "ab"]
+    assert len(ab) == 1 and ab[0]["verdict"] == "good"
+    assert f"toy {t['ptxas_good']}" in Path(ab[0]["tests"][0]["log"]).read_text()
+
+
+def test_an_amd_pin_the_rocm_checkout_lacks_is_one_line_before_any_build(world, tmp_path, capsys):
+    t = world.truth
+    other = tmp_path / "not-rocm"
+    other.mkdir()
+    for args in (["init", "-q"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
+                                  "-m", "x"]):
+        subprocess.run(["git", *args], cwd=other, check=True)
+    good, bad = t["amd_bump_range"]
+    code, _out, err = run_cli(
+        ["triton", "--triton-dir", str(world.triton), "--llvm-dir", str(world.llvm), "--amd-llvm-dir", str(other),
+         "--good", good, "--bad", bad, "--test", t["triton_test"], "--workdir", str(tmp_path / "home")], capsys)
+    assert code == 2
+    assert error_line(err) == (
+        f"tritonbisect: error: LLVM commit {t['rocm_old'][:12]} (AMD LLVM pin in cmake/amd-llvm-info.json) is a "
+        f"commit of ROCm/llvm-project, not in {other}; fetch it: git -C {other} fetch "
+        f"https://github.com/ROCm/llvm-project {t['rocm_old']}")

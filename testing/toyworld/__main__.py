@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the LLVM bump pins a fork commit (upstream + a local revert)")
     parser.add_argument("--amd-backend", action="store_true",
                         help="an AMD backend whose code generator is built against ROCm's LLVM")
+    parser.add_argument("--toolchain", action="store_true",
+                        help="the NVIDIA toolchain pin moves to a ptxas that miscompiles sub, and back")
     args = parser.parse_args(argv)
     try:
         world = make_world(
@@ -42,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
             eras=args.eras,
             fork=args.fork,
             amd_backend=args.amd_backend,
+            toolchain=args.toolchain,
         )
     except (ValueError, FileExistsError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from testing.toyworld import llvm_repo
+from testing.toyworld import cuda_toolchain, llvm_repo, triton_repo
 from testing.toyworld.gitstream import CommitSpec, add_commit, write_history
 
 FORK = "triton-lang/llvm-project"
@@ -99,3 +99,24 @@ def write_rocm(path: Path, commits: int, t0: int) -> dict:
     at = {kind: shas[i] for i, (*_r, kind) in enumerate(plan) if kind != "filler"}
     return {"rocm_order": shas, "rocm_old": at["old"], "rocm_new": at["new"], "rocm_fixed": at["fixed"],
             "rocm_regression": at["regression"], "rocm_fix": at["fix"]}
+
+
+def later_step(kind: str, state, amd_pins: dict[str, str]):
+    """An AMD backend or NVIDIA toolchain event of the Triton history: (state, subject)."""
+    if kind.startswith("nv-"):
+        return cuda_toolchain.toolchain_step(kind, state)
+    return amd_step(kind, state, amd_pins)
+
+
+def later_truth(triton: list[str], kinds: list[str], states: list) -> dict:
+    """Truth keys of the AMD backend's and the NVIDIA toolchain's events (by their kind):
+    amd_codegen, amd_bump, amd_fix, amd_bump_range (its only culprit is amd_bump),
+    triton_amd_pins, and then the core bump's llvm_bump_range (after the AMD fix);
+    nv_toolchain, nv_toolchain_bump (to the ptxas that miscompiles sub), nv_toolchain_fix."""
+    at = {kind.replace("-", "_"): triton[i] for i, kind in enumerate(kinds) if kind.startswith(("amd-", "nv-"))}
+    if "amd_codegen" in at:
+        at.update(amd_bump_range=[at["amd_codegen"], triton[kinds.index("amd-fix") - 1]],
+                  llvm_bump_range=[at["amd_fix"], triton[-1]],
+                  triton_amd_pins={sha: st.amd_hash or None for sha, st in zip(triton, states, strict=True)},
+                  amd_repository=triton_repo.AMD_REPOSITORY)
+    return at

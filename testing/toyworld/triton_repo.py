@@ -58,6 +58,9 @@ class TritonState:
     # library of its own (third_party/amd/codegen), loaded at run time
     amd_hash: str = ""
     amd_build_number: int = 1
+    # the NVIDIA toolchain's ptxas (cmake/nvidia-toolchain-version.json), when set: the NVIDIA
+    # backend assembles its PTX with it
+    ptxas: str = ""
 
     def with_(self, **changes) -> TritonState:
         return replace(self, **changes)
@@ -126,8 +129,22 @@ def render(state: TritonState) -> dict[str, str]:
         "test/unit/test_language.py": "".join(unit),
         **sources,
         **_amd_files(state),
+        **_nvidia_files(state),
     }
+    if state.amd_hash or state.ptxas:
+        files["python/triton/backends/__init__.py"] = ""
     return files
+
+
+def _nvidia_files(state: TritonState) -> dict[str, str]:
+    if not state.ptxas:
+        return {}
+    versions = {"ptxas": state.ptxas, "cuobjdump": "12.8.55", "nvdisasm": "12.8.55", "cudacrt": "12.8.61",
+                "cudart": "12.8.57", "cupti": "12.8.57"}
+    return {
+        "cmake/nvidia-toolchain-version.json": json.dumps(versions, indent=2) + "\n",
+        "python/triton/backends/nvidia/__init__.py": _f("python/triton/backends/nvidia/__init__.py.tmpl"),
+    }
 
 
 AMD_REPOSITORY = "ROCm/llvm-project"
@@ -144,7 +161,6 @@ def _amd_files(state: TritonState) -> dict[str, str]:
         "cmake/amd-llvm-build-info.json": json.dumps(build, indent=2) + "\n",
         "third_party/amd/codegen/CMakeLists.txt": load("triton", "third_party/amd/codegen/CMakeLists.txt"),
         "third_party/amd/codegen/codegen.c": load("triton", "third_party/amd/codegen/codegen.c"),
-        "python/triton/backends/__init__.py": "",
         "python/triton/backends/amd/__init__.py": _f("python/triton/backends/amd/__init__.py.tmpl"),
     }
 

@@ -56,7 +56,7 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from testing.toyworld import backends, llvm_repo, torch_repo, triton_repo
+from testing.toyworld import backends, cuda_toolchain, llvm_repo, torch_repo, triton_repo
 from testing.toyworld.apibreaks import BREAKS, MAX_API_BREAKS
 from testing.toyworld.gitstream import CommitSpec, write_history
 
@@ -204,11 +204,13 @@ def _era_positions(triton_commits: int) -> dict[int, str]:
 
 def _triton_history(triton_commits: int, old_llvm: str, new_llvm: str, api_breaks: int, t0: int,
                     version_rule: str = "rev-parse", eras: bool = False, fork_pin: str = "",
-                    amd_pins: dict[str, str] | None = None):
+                    amd_pins: dict[str, str] | None = None, toolchain: bool = False):
     tr, tb, tf, bump = _spread(4, 1, triton_commits - 2, "the Triton history")
     era_at = _era_positions(triton_commits) if eras else {}
     if amd_pins:
         era_at.update(backends.amd_positions(tf, bump))
+    if toolchain:
+        era_at.update(cuda_toolchain.toolchain_positions(tr))
     pin = fork_pin or new_llvm  # what the bump pins: the fork's commit, or upstream's
     state = triton_repo.TritonState(llvm_hash=old_llvm, version_rule=version_rule)
     fillers = triton_repo.FillerCycle()
@@ -232,9 +234,8 @@ def _triton_history(triton_commits: int, old_llvm: str, new_llvm: str, api_break
         elif era == "era-prebuilt-rebuild":
             state = state.with_(build_number=state.build_number + 1)
             item = (state, "[BUILD] Use the rebuilt LLVM prebuilt (build number only)", "", era)
-        elif era is not None and era.startswith("amd-"):
-            assert amd_pins is not None  # positions only with pins
-            state, subject = backends.amd_step(era, state, amd_pins)
+        elif era is not None and era.startswith(("nv-", "amd-")):
+            state, subject = backends.later_step(era, state, amd_pins or {})
             item = (state, subject, "", era)
         elif i == tr:
             state = state.with_(vectorized=True, tail_bug=True)
@@ -329,6 +330,7 @@ def make_world(
     fork: bool = False,
     amd_backend: bool = False,
     rocm_commits: int = 12,
+    toolchain: bool = False,
 ) -> ToyWorld:
     """Write the toy world under `root` (llvm-project/, triton/, pytorch/) and return it.
 
@@ -345,7 +347,8 @@ def make_world(
     pin update; the toy setup.py refuses a missing or stale submodule.
     fork, amd_backend, rocm_commits: late-2026 Triton's other LLVMs (backends.py): the bump
     pins a fork commit with a local revert; an AMD backend whose code generator is built
-    against ROCm's LLVM (rocm-llvm-project/, rocm_commits commits).
+    against ROCm's LLVM (rocm-llvm-project/, rocm_commits commits). toolchain: the NVIDIA
+    toolchain pin, moved to a ptxas that miscompiles sub and back (cuda_toolchain.py).
     """
     if not 0 <= api_breaks <= MAX_API_BREAKS:
         raise ValueError(f"api_breaks must be between 0 and {MAX_API_BREAKS}")
@@ -385,11 +388,13 @@ def make_world(
                      fork_repository=backends.FORK, fork_ref=backends.FORK_REF)
     if amd_backend:
         extra.update(backends.write_rocm(root / "rocm-llvm-project", rocm_commits, BASE_TIME))
+    if toolchain:
+        extra.update(cuda_toolchain.write_toolchains(root))
 
     triton_specs, triton_kinds, llvm_pins, triton_states = _triton_history(
         triton_commits, old_llvm, new_llvm, api_breaks, t0, triton_version_rule, eras,
         extra.get("fork_pin", ""),
-        {k: extra[f"rocm_{k}"] for k in ("old", "new", "fixed")} if amd_backend else None,
+        {k: extra[f"rocm_{k}"] for k in ("old", "new", "fixed")} if amd_backend else None, toolchain,
     )
     triton = write_history(triton_dir, triton_specs)
 
@@ -433,6 +438,7 @@ def make_world(
             "eras": eras,
             "fork": fork,
             "amd_backend": amd_backend,
+            "toolchain": toolchain,
         },
         # llvm-project
         "llvm_order": llvm,
@@ -471,13 +477,7 @@ def make_world(
             sha: st.build_number if st.pin_format == "info-json" else None
             for sha, st in zip(triton, triton_states, strict=True)
         }
-    truth.update(extra)
-    if amd_backend:
-        at = {kind.replace("-", "_"): triton[i] for i, kind in enumerate(triton_kinds) if kind.startswith("amd-")}
-        truth.update(at, amd_bump_range=[at["amd_codegen"], triton[tri("amd-fix") - 1]],
-                     llvm_bump_range=[at["amd_fix"], bad_triton_llvm],
-                     triton_amd_pins={sha: st.amd_hash or None for sha, st in zip(triton, triton_states, strict=True)},
-                     amd_repository=triton_repo.AMD_REPOSITORY)
+    truth.update(extra, **backends.later_truth(triton, triton_kinds, triton_states))
 
     if with_torch:
         pins = [triton[1], triton[tri("regression") - 1], good_triton]

@@ -24,6 +24,8 @@ def echo_narrowing(result: dict[str, Any]) -> None:
                    f"({passes}, builds: {result['builds']})")
     echo(f"  first pass whose output differs: {first['pass'] if first else 'none'}"
                + (f" ({first['note']})" if first else ""))
+    if result.get("after_dumps"):  # every pass and the PTX agree: ptxas
+        click.echo(f"  where: {result['after_dumps']['where']} ({result['after_dumps']['note']})")
     if result.get("last_agreeing"):
         echo(f"  last pass where they agree:      {result['last_agreeing']}")
     if result.get("running_pass"):

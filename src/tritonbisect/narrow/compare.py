@@ -112,3 +112,46 @@ def compare_pipelines(
         "last_agreeing": last_agreeing,
         "running_pass": running,
     }
+
+
+def after_the_dumps(parent: dict[str, Any], culprit: dict[str, Any]) -> dict[str, Any] | None:
+    """Where the difference is when every dumped pass agrees: "ptxas" when both compiles'
+    PTX is the same text and the machine code of their cubins (the .text sections: the SASS)
+    differs. `parent`/`culprit`: a compile's artifacts ({"ptx": path, "cubin": path, ...});
+    None when it cannot tell (no PTX or cubin, an unreadable ELF, or nothing differs)."""
+    from pathlib import Path
+
+    try:
+        ptx = [Path(side["ptx"]).read_text(encoding="utf-8", errors="replace") for side in (parent, culprit)]
+        sass = [sass_sections(Path(side["cubin"]).read_bytes()) for side in (parent, culprit)]
+    except (KeyError, OSError, TypeError, ValueError):
+        return None
+    if ptx[0] == ptx[1] and sass[0] != sass[1]:
+        kernels = sorted(set(sass[0]) | set(sass[1]))
+        return {"where": "ptxas", "sections": kernels,
+                "note": "the PTX is identical and only the SASS differs: ptxas (the NVIDIA toolchain) changed "
+                        "the code, not Triton or LLVM"}
+    return None
+
+
+def sass_sections(elf: bytes) -> dict[str, bytes]:
+    """The machine code of a cubin: its `.text.<kernel>` sections (a 64-bit little-endian ELF,
+    as ptxas writes). The rest of a cubin (.nv.info, notes, the ELF header) carries the
+    toolchain's version and may differ where the code does not. ValueError: not such an ELF."""
+    import struct
+
+    if len(elf) < 64 or elf[:4] != b"\x7fELF" or elf[4] != 2 or elf[5] != 1:
+        raise ValueError("not a 64-bit little-endian ELF")
+    (shoff,) = struct.unpack_from("<Q", elf, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
+    if shentsize < 64 or shoff + shnum * shentsize > len(elf) or shstrndx >= shnum:
+        raise ValueError("a truncated ELF section table")
+    heads = [struct.unpack_from("<IIQQQQ", elf, shoff + k * shentsize) for k in range(shnum)]
+    names_at = heads[shstrndx][4]
+    out: dict[str, bytes] = {}
+    for name, kind, _flags, _addr, offset, size in heads:
+        end = elf.find(b"\0", names_at + name)
+        label = elf[names_at + name:end].decode("ascii", errors="replace") if end >= 0 else ""
+        if label.startswith(".text") and kind != 8 and offset + size <= len(elf):  # 8: SHT_NOBITS
+            out[label] = elf[offset:offset + size]
+    return out

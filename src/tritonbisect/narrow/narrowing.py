@@ -28,7 +28,7 @@ from tritonbisect.core.errors import InputError
 from tritonbisect.core.history import History
 from tritonbisect.mlir.passes import parse_dumps
 from tritonbisect.narrow.codegen import statistic_passes
-from tritonbisect.narrow.compare import compare_pipelines
+from tritonbisect.narrow.compare import after_the_dumps, compare_pipelines
 from tritonbisect.narrow.compilers import Environment, builds_for
 from tritonbisect.narrow.lit_test import lit_test
 from tritonbisect.oracles.compile.standalone import tb_codegen, tb_runner
@@ -140,6 +140,10 @@ def narrow_compiles(job: dict[str, Any], parent: Environment, culprit: Environme
     lit = _lit_test(result.get("first_difference"), p["dumps"], c["dumps"])
     if lit is not None:
         result["lit_test"] = lit
+    if result["first_difference"] is None and p["status"] == c["status"] == "pass":
+        later = after_the_dumps(p["artifacts"] or {}, c["artifacts"] or {})
+        if later is not None:  # the same PTX, another SASS: ptxas
+            result["after_dumps"] = later
     changes = [] if codegen is None else codegen_changes(p, c, codegen)
     if changes:  # a codegen regression: which pass changed each statistic's stand-in ops
         result["codegen"] = statistic_passes(p["dumps"], c["dumps"], changes)

@@ -35,8 +35,11 @@ def where_lines(data: Mapping[str, Any] | None, level: str = "###") -> list[str]
                    f"from cached builds ({data.get('builds', 0)} built) in {data.get('seconds')}s.")
     out.append("")
     first = data.get("first_difference")
+    later = data.get("after_dumps")
     if first:
         out.append(f"- **First pass whose output differs:** `{first['pass']}` ({first.get('note')})")
+    elif later:  # every pass agrees and so does the PTX: ptxas
+        out.append(f"- **Where:** {later['where']} ({later.get('note')})")
     else:
         out.append("- **First pass whose output differs:** none: every dumped pass agrees (SSA names and locations "
                    "aside); the difference is after the last dumped pass (LLVM, ptxas) or outside the compiler")

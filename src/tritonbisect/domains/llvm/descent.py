@@ -28,6 +28,7 @@ from tritonbisect.domains.llvm.bisector import (
     resolve_llvm,
 )
 from tritonbisect.domains.llvm.pin_notes import backend_hint, note_pins, record_pin_changes
+from tritonbisect.domains.llvm.toolchain_check import toolchain_ab
 from tritonbisect.domains.triton.bisector import (
     PIN_FILES_TEXT,
     LLVMBump,
@@ -35,13 +36,14 @@ from tritonbisect.domains.triton.bisector import (
     TritonBuildOptions,
     llvm_bump,
     pin_change_at,
+    pin_set_changes_between,
     pin_set_of,
     pinned_llvm,
 )
 from tritonbisect.domains.triton.llvm_pin import BUMP
 from tritonbisect.domains.triton.nightlies import PHASE as NIGHTLIES
 from tritonbisect.domains.triton.nightlies import continue_after_nightlies
-from tritonbisect.domains.triton.pin_set import BACKENDS
+from tritonbisect.domains.triton.pin_set import BACKENDS, TOOLCHAIN
 from tritonbisect.session.phases import STATUS_PENDING, STATUS_SUPERSEDED
 
 WORKFLOW = "triton-llvm"
@@ -80,6 +82,7 @@ def preflight(bisector: TritonBisector, plan: DescentPlan) -> list[str]:
     checkout that pins LLVM, and both hashes of every bump present in llvm-project. A bad
     compatibility map is reported now, with its line, rather than after hours of builds.
     """
+    check_backend_pins(bisector)
     if not plan.descend:
         return []
     bumps = bisector.bumps()
@@ -106,6 +109,24 @@ def preflight(bisector: TritonBisector, plan: DescentPlan) -> list[str]:
         cmap = load_compat_map(Path(plan.compat_map))
         check_map_commits(cmap, Path(plan.compat_map), bisector.history, llvm)
     return bumps
+
+
+def check_backend_pins(bisector: TritonBisector) -> None:
+    """With --amd-llvm-dir (or --nvidia-llvm-dir): every backend pin the steps will build from
+    (at both endpoints, and on both sides of each change in the range) must be in that
+    checkout; else one line saying what to fetch, before any build."""
+    dirs = bisector.build.backends
+    if not dirs:
+        return
+    history = bisector.history
+    pins = [p for c in (bisector.good, bisector.bad) for p in pin_set_of(history, c).backends]
+    for changes in pin_set_changes_between(history, bisector.good, bisector.bad).values():
+        pins += [p for c in changes for p in (c.old, c.new) if p is not None and p.name in BACKENDS]
+    repos = {name: History(Path(spec["dir"])) for name, spec in dirs.items()}
+    for pin in dict.fromkeys(pins):
+        if pin.name in repos:
+            resolve_llvm(repos[pin.name], pin.commit, what=f"{pin.label} pin in {pin.file}",
+                         repository=pin.repository)
 
 
 def _core_repository(history: History, commit: str) -> str | None:
@@ -154,6 +175,9 @@ def continue_after_triton(session, result) -> bool:
     for backend in changes:
         if backend.name in BACKENDS and backend.kind == BUMP and backend.name not in backends:
             click.echo(backend_hint(backend), err=True)
+    moved = next((c for c in changes if c.kind == TOOLCHAIN), None)
+    if moved is not None and toolchain_ab(session, last.spec, last.culprit, moved):
+        return False  # the toolchain is the cause: no LLVM to descend into
     appended = core_descent(session, history, last.culprit, plan)
     for change in changes:
         if change.name in BACKENDS:

@@ -37,6 +37,7 @@ Recipe config (JSON, saved in session.json; unknown keys are ignored):
   backends      {"amd": {"dir": ROCm llvm-project checkout}}: each step's codegen library built
                 from the commit's backend pin, loaded by the test (backend_libs.py)
   backend_llvm  "pinned" (default) or "core": the library built against the core LLVM
+  test_env      variables for the test only (not the build): an A/B step's previous ptxas
   wheels        {commit: {filename, url, sha256, version}}: commits with a published nightly
                 wheel (+git<sha>), installed instead of built (domains/triton/nightlies.py)
 """
@@ -580,9 +581,11 @@ class TritonRecipe:
         return done
 
     def test_context(self, ctx: StepContext, worktree: Path) -> StepContext:
-        """The step's context for a test in `worktree`, with the codegen libraries it loads."""
+        """The step's context for a test in `worktree`, with the codegen libraries it loads
+        and the config's `test_env` (an A/B step's previous toolchain)."""
         return dataclasses.replace(ctx, worktree=worktree,
-                                   env={**ctx.env, **self._test_env.get(self.worker_tag(ctx), {})})
+                                   env={**ctx.env, **self._test_env.get(self.worker_tag(ctx), {}),
+                                        **dict(self._config.get("test_env") or {})})
 
     # the Recipe protocol
 
