@@ -87,7 +87,6 @@ def test_a_core_pin_into_a_fork_gives_the_upstream_culprit_not_the_reverted_chan
     journal = [r for r in _journal(res) if r["phase"] == "llvm"]
     reasons = " ".join(r["build"]["reason"] or "" for r in journal if r.get("build"))
     assert "1 fork patch replayed" in reasons  # a step after the reverted change
-    assert "0 fork patches replayed, 1 already in upstream's tree" in reasons  # a step before it
     # the endpoints are the pins: built by the Triton phase already
     assert all(not r["build"]["performed"] for r in journal if r["role"] == "endpoint")
 

@@ -14,7 +14,7 @@ built with ninja and installed into a staging prefix that goes into the artifact
 by the project's own tree (its git tree hash: Triton commits that do not touch it share the
 library), the LLVM's cache key and the revision. Since the library is loaded at run time, a
 new one needs no Triton rebuild. An LLVM install that ships the library itself (lib/ holds
-a *triton_<backend>_codegen* shared library) is used as it is.
+a *<backend>_codegen* shared library) is used as it is.
 """
 
 from __future__ import annotations
@@ -84,7 +84,8 @@ def find_project(tree: Path, backend: str) -> Path | None:
 
 
 def find_library(prefix: Path | None, backend: str) -> Path | None:
-    """The codegen shared library under prefix/lib (or lib64)."""
+    """The codegen shared library under prefix/lib (or lib64): *<backend>_codegen*.so, as
+    libtriton_amd_codegen.so."""
     if prefix is None:
         return None
     for lib in ("lib", "lib64"):
@@ -92,7 +93,7 @@ def find_library(prefix: Path | None, backend: str) -> Path | None:
         if folder.is_dir():
             for path in sorted(folder.iterdir()):
                 name = path.name
-                if f"triton_{backend}_codegen" in name and (".so" in name or name.endswith(".dylib")):
+                if f"{backend}_codegen" in name and (".so" in name or name.endswith(".dylib")):
                     return path
     return None
 

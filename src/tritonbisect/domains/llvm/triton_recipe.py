@@ -101,8 +101,9 @@ class LLVMTritonRecipe(TritonRecipe):
         if not self.patches and not self.fork_pins:
             return commit, None
         pinned = self.fork_pins.get(commit)
-        if pinned is not None and pinned != commit:
-            checkout_worktree(Path(ctx.worktree), Path(ctx.worktree), pinned)
+        if pinned is not None:  # an endpoint: the pin as pinned, nothing replayed on it
+            if pinned != commit:
+                checkout_worktree(Path(ctx.worktree), Path(ctx.worktree), pinned)
             return pinned, None
         replayed = replay(Path(ctx.worktree), commit, self.patches)
         ctx.log_dir.mkdir(parents=True, exist_ok=True)
