@@ -71,7 +71,7 @@ def test_report_and_status_speak_of_versions_installs_and_the_index(index, tmp_p
     assert f"phase wheels: found, 6 versions in range, first bad version {BAD_FROM} (confidence high)" in status
     assert f"6 steps, 6 test runs, {installs}" in status
     assert "#1 [wheels/endpoint] 3.0.0 good (pass)" in status
-    assert f"tritonbisect clean {res['session']}" in status
+    assert "worktrees kept for incremental builds" not in status  # the ladder's checkouts are not the user's
     # the session's own folder is named, the ladder's checkouts and the workdir's venvs are not
     _nothing_of_the_ladder(re.sub(re.escape(str(home)) + r"\S*", "<path>", status), ladder)
 
