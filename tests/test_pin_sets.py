@@ -121,7 +121,7 @@ def test_a_change_of_any_pin_is_a_bump_of_that_llvm():
                   cmake__nvidia_toolchain_version_json={"ptxas": "12.9.86"})
     changes = pin_set_changes(core_only, read_pin_set(moved.get))
     assert [(c.name, c.kind) for c in changes] == [("core", BUMP), ("toolchain", TOOLCHAIN)]
-    assert "moves the NVIDIA toolchain" in changes[1].describe() and "ptxas 12.9.86" in changes[1].describe()
+    assert changes[1].describe() == "moves the NVIDIA toolchain (cmake/nvidia-toolchain-version.json): ptxas none -> 12.9.86"
     # the pin moving from llvm-hash.txt to llvm-info.json is no bump
     hashed = read_pin_set({"cmake/llvm-hash.txt": CORE_FORK + "\n"}.get)
     info = read_pin_set({"cmake/llvm-info.json": json.dumps({"llvm_hash": CORE_FORK, "build_number": 1})}.get)

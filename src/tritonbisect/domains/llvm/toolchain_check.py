@@ -16,7 +16,11 @@ import click
 from tritonbisect.builds.downloads import store_dir
 from tritonbisect.domains.llvm.pin_notes import note_pins
 from tritonbisect.domains.triton.ab_step import run_ab_step
-from tritonbisect.domains.triton.nvidia_toolchain import ToolchainUnavailable, toolchain_env
+from tritonbisect.domains.triton.nvidia_toolchain import (
+    TOOL_ENV,
+    ToolchainUnavailable,
+    toolchain_env,
+)
 from tritonbisect.domains.triton.pin_set import PinSetChange
 from tritonbisect.session.phases import PhaseSpec
 
@@ -37,7 +41,8 @@ def toolchain_ab(session: Any, triton_phase: PhaseSpec, culprit: str, change: Pi
         return None
     config = dict(triton_phase.recipe_config)
     config["test_env"] = {**dict(config.get("test_env") or {}), **env}
-    label = f"the previous NVIDIA toolchain ({old.describe()})"
+    tools = ", ".join(f"{tool} {old.version(tool)}" for tool in TOOL_ENV if old.version(tool))
+    label = f"the previous NVIDIA toolchain ({tools})"
     rec = run_ab_step(session, triton_phase.name, triton_phase.repo, culprit, triton_phase.recipe_name, config,
                       label)
     if rec is None:

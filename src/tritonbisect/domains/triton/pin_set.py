@@ -153,9 +153,12 @@ class PinSetChange:
 
     def describe(self) -> str:
         if self.kind == TOOLCHAIN:
-            old = self.old_toolchain.describe() if self.old_toolchain else "none"
-            new = self.new_toolchain.describe() if self.new_toolchain else "none"
-            return f"moves the NVIDIA toolchain ({TOOLCHAIN_JSON}) from {old} to {new}"
+            a = dict(self.old_toolchain.versions) if self.old_toolchain else {}
+            b = dict(self.new_toolchain.versions) if self.new_toolchain else {}
+            moved = [f"{tool} {a.get(tool, 'none')} -> {b.get(tool, 'none')}"
+                     for tool in sorted(set(a) | set(b)) if a.get(tool) != b.get(tool)]
+            where = self.new_toolchain.file if self.new_toolchain else TOOLCHAIN_JSON
+            return f"moves the NVIDIA toolchain ({where}): {', '.join(moved) or 'same versions, other file'}"
         if self.kind == ADDED and self.new is not None:
             return (f"pins an LLVM of its own for the {self.name.upper()} backend: {self.new.describe()} "
                     f"({self.new.file}; before, the backend used the core LLVM)")
