@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "repro": ("tritonbisect.commands.oracle:repro", "Write a standalone reproducer oracle (repro.py, context.json, blobs/) for one launch; with --mode compile, a compile oracle (compile_repro.py) that needs no GPU; with --launches, a whole-program replay (replay.py)."),
     "trace": ("tritonbisect.commands.oracle:trace", "Run a program with tracing in tritonparse's format, recording each launch's tensors before and (after a device sync) after the kernel ran: `tritonbisect trace --out DIR -- python app.py`."),
     "reduce": ("tritonbisect.commands.reduce:reduce_cmd", "Shrink a failing oracle's kernel and inputs while the good Triton passes and the bad one still fails the same way."),
+    "workaround": ("tritonbisect.commands.workaround:workaround_cmd", "Find the launch options, configs and Triton switches that make the bad Triton pass a compile oracle, cheapest first."),
     "narrow": ("tritonbisect.commands.narrow:narrow_cmd", "Name the compiler pass where the culprit's IR first differs from its parent's (cached builds, MLIR_ENABLE_DUMP=1)."),
     # hunt
     "hunt": ("tritonbisect.commands.hunt:hunt_cmd", "One night of CI regression hunting: test the head; bisect and report only what is new."),

@@ -22,7 +22,7 @@ import click
 COMMAND_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Bisect", ("run", "triton", "wheels", "torch", "llvm", "pairs")),
     ("Follow and correct a session", ("status", "resume", "report", "mark", "undo", "log", "replay")),
-    ("Traces and oracles", ("trace", "info", "repro", "narrow", "reduce")),
+    ("Traces and oracles", ("trace", "info", "repro", "narrow", "reduce", "workaround")),
     ("CI and git bisect", ("hunt", "step")),
     ("Set-up and upkeep", ("demo", "cache", "clean")),
 )

@@ -1,4 +1,4 @@
-"""`reduce --good VERSION --bad VERSION`: one venv per published version, its wheel fetched
+"""`reduce --good VERSION --bad VERSION` (and `workaround --bad VERSION`): one venv per published version, its wheel fetched
 and installed as `wheels` installs it (builds/published.py), and linked to the torch of the
 interpreter given (`--python`, default the tool's): a `.pth` file lists that interpreter's
 site directories, after the venv's own, so the venv's Triton shadows any other."""
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from tritonbisect.builds.env import EnvError, TargetEnv
 from tritonbisect.builds.published import install_published
@@ -14,7 +15,7 @@ from tritonbisect.builds.recipes import StepContext
 from tritonbisect.builds.wheel_index import WheelFile, list_wheels, normalize_name, platform_of
 from tritonbisect.core.errors import AbortError, InputError
 from tritonbisect.core.outcome import Kind
-from tritonbisect.domains.wheels.bisector import choose_rungs, list_or_abort
+from tritonbisect.domains.wheels.bisector import choose_one, choose_rungs, list_or_abort
 
 LINK = "_tritonbisect_linked_env.pth"
 
@@ -45,10 +46,7 @@ def _install(wheel: WheelFile, package: str, python: str, site_dirs: list[str], 
     return str(env.python)
 
 
-def install_endpoints(good: str, bad: str, *, package: str, python: str, workdir: Path,
-                      index_urls: tuple[str, ...] = ()) -> tuple[str, str]:
-    """The pythons of two venvs holding `package` at `good` and at `bad` (cached in workdir)."""
-    package = normalize_name(package)
+def _listing(package: str, python: str, index_urls: tuple[str, ...]) -> tuple[list[WheelFile], Any, list[str]]:
     try:
         plat = platform_of(python)
         site_dirs = TargetEnv.from_python(python).site_packages()
@@ -59,7 +57,24 @@ def install_endpoints(good: str, bad: str, *, package: str, python: str, workdir
 
     config = activate(read_config(python, index_urls=index_urls))
     files = list_or_abort(list_wheels, package, index_urls=config.index_urls, find_links=config.find_links)
+    return files, plat, site_dirs
+
+
+def install_endpoints(good: str, bad: str, *, package: str, python: str, workdir: Path,
+                      index_urls: tuple[str, ...] = ()) -> tuple[str, str]:
+    """The pythons of two venvs holding `package` at `good` and at `bad` (cached in workdir)."""
+    package = normalize_name(package)
+    files, plat, site_dirs = _listing(package, python, index_urls)
     rungs = choose_rungs(files, plat, good, bad, package=package, pre=True)
     root = workdir / "reduce"
     return (_install(rungs[0].wheel, package, python, site_dirs, root),
             _install(rungs[-1].wheel, package, python, site_dirs, root))
+
+
+def install_version(version: str, *, option: str, package: str, python: str, workdir: Path,
+                    index_urls: tuple[str, ...] = ()) -> str:
+    """The python of a venv holding `package` at `version` (cached in workdir, beside install_endpoints')."""
+    package = normalize_name(package)
+    files, plat, site_dirs = _listing(package, python, index_urls)
+    rung = choose_one(files, plat, version, package=package, option=option)
+    return _install(rung.wheel, package, python, site_dirs, workdir / "reduce")

@@ -53,6 +53,33 @@ class Rung:
     wheel: WheelFile
 
 
+def _check_version(name: str, v: str, every: dict[str, list[WheelFile]], usable: dict[str, list[WheelFile]],
+                   plat: Platform, package: str) -> None:
+    try:
+        version_key(v)
+    except ValueError:
+        raise InputError(f"{name} {v}: not a version (e.g. 3.5.0)") from None
+    v = _spelled(v, every)
+    if v not in every:
+        near = ", ".join(nearest(v, list(every))) or "none"
+        raise InputError(f"{name} {v}: {package} has no such version on the index; "
+                         f"nearest: {near}")
+    if v not in usable:
+        near = ", ".join(nearest(v, list(usable))) or "none"
+        tags = sorted({t for f in every[v] for t in f.tags})
+        raise InputError(f"{name} {v}: {package} {v} has no wheel for {plat.describe()} (only "
+                         f"{', '.join(tags[:4])}{' …' if len(tags) > 4 else ''}); nearest with one: {near}")
+
+
+def choose_one(files: Sequence[WheelFile], plat: Platform, version: str, *, package: str, option: str) -> Rung:
+    """The installable wheel of one version (InputError, one line, as choose_rungs says it)."""
+    every = by_version(files)
+    usable = by_version(compatible(files, plat))
+    _check_version(option, version, every, usable, plat, package)
+    version = _spelled(version, every)
+    return Rung(version, _best(usable[version], plat))
+
+
 def choose_rungs(files: Sequence[WheelFile], plat: Platform, good: str, bad: str, *,
                  package: str, pre: bool, order: Sequence[str] | None = None) -> list[Rung]:
     """One installable wheel per version from `good` to `bad` (inclusive), oldest first.
@@ -64,20 +91,7 @@ def choose_rungs(files: Sequence[WheelFile], plat: Platform, good: str, bad: str
     every = by_version(files)
     usable = by_version(compatible(files, plat))
     for name, v in (("--good", good), ("--bad", bad)):
-        try:
-            version_key(v)
-        except ValueError:
-            raise InputError(f"{name} {v}: not a version (e.g. 3.5.0)") from None
-        v = _spelled(v, every)
-        if v not in every:
-            near = ", ".join(nearest(v, list(every))) or "none"
-            raise InputError(f"{name} {v}: {package} has no such version on the index; "
-                             f"nearest: {near}")
-        if v not in usable:
-            near = ", ".join(nearest(v, list(usable))) or "none"
-            tags = sorted({t for f in every[v] for t in f.tags})
-            raise InputError(f"{name} {v}: {package} {v} has no wheel for {plat.describe()} (only "
-                             f"{', '.join(tags[:4])}{' …' if len(tags) > 4 else ''}); nearest with one: {near}")
+        _check_version(name, v, every, usable, plat, package)
     good, bad = _spelled(good, every), _spelled(bad, every)
     ranked = [v for v in (order or []) if v in usable]
     if good in ranked and bad in ranked:

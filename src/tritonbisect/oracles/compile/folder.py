@@ -23,6 +23,7 @@ from tritonbisect import __version__
 from tritonbisect.builds.recipes import TestSpec
 from tritonbisect.core.errors import InputError
 from tritonbisect.oracles.compile import spec as compile_spec
+from tritonbisect.oracles.compile.configs import kernel_configs
 from tritonbisect.oracles.kernel_source import extract_kernel_source
 from tritonbisect.traces.reader import Compilation, Launch, Trace, load_trace
 
@@ -121,6 +122,9 @@ def generate_compile_oracle(
         raise InputError(f"{exc}; the compilation's recorded IR can still be compiled instead of the Python source "
                          f"(the IR oracle): add --from {' or --from '.join(stages)}") from None
     options = compile_spec.compile_options(meta)
+    current = {"constexprs": {p["name"]: p.get("value") for p in params if p.get("kind") == "constexpr"},
+               "options": options}
+    known_configs = kernel_configs(tr, comp, kernel, ks.constexpr_params, ks.params, current)
     warnings: list[str] = []
     if gpu["backend"] == "hip":
         warnings.append("HIP targets compile on a CPU-only machine with Triton 3.5 or later (older ones need ROCm's ld.lld, TRITON_HIP_LLD_PATH)")
@@ -146,6 +150,8 @@ def generate_compile_oracle(
             "options": options,
         },
         "timeout": float(timeout) if timeout else DEFAULT_TIMEOUT,
+        # the kernel's other known configurations (its autotune decorator's, the trace's)
+        "configs": known_configs,
         "warnings": warnings,
     }
     (out / CONTEXT_NAME).write_text(json.dumps(context, indent=1) + "\n", encoding="utf-8")
