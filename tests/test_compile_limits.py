@@ -145,6 +145,7 @@ def test_tf32x3_gemm_past_the_sm90_limit_in_3_8_only(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_wheels_names_the_first_release_that_cannot_launch_it(flash_attn_oracle, tmp_path, capsys):
     from bisectors_world import run_json
     from real_triton import make_linked_venv

@@ -109,9 +109,9 @@ def execute(session: Session, *, json_out: bool = False, ui: Any = None) -> NoRe
 
 
 def drive_and_follow(session: Session, *, json_out: bool, ui: Any = None) -> tuple[Any, dict[str, Any]]:
-    """Drive a session to its end, then its follow-ups (--narrow, --reduce).
+    """Drive a session to its end, then its follow-ups (--narrow, --reduce, --workaround).
 
-    Returns the result and the follow-ups' JSON by name (`narrow`, `reduce`), those that ran.
+    Returns the result and the follow-ups' JSON by name (`narrow`, `reduce`, `workaround`), those that ran.
     """
     from tritonbisect.reports.display import make_ui
     from tritonbisect.session.session import drive
@@ -126,7 +126,8 @@ def drive_and_follow(session: Session, *, json_out: bool, ui: Any = None) -> tup
     finally:
         ui.close()
     follow_ups = {"narrow": narrow_after(session, result, quiet=json_out),
-                  "reduce": reduce_after(session, result, quiet=json_out)}
+                  "reduce": reduce_after(session, result, quiet=json_out),
+                  "workaround": workaround_after(session, result, quiet=json_out)}
     return result, {name: data for name, data in follow_ups.items() if data is not None}
 
 
@@ -191,6 +192,45 @@ def reduce_after(session: Session, result: Any, *, quiet: bool) -> dict[str, Any
     session.save()
     if not quiet:
         echo_reduced(result_)
+    return record
+
+
+def workaround_after(session: Session, result: Any, *, quiet: bool) -> dict[str, Any] | None:
+    """--workaround: the changes that make the culprit's cached build pass the oracle, measured
+    against its parent's; a failure is a note (the culprit stands)."""
+    if not getattr(session.settings.follow_ups, "workaround", False) or result.status != "found":
+        return None
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from tritonbisect.commands.workaround import search_and_print
+    from tritonbisect.core.errors import TritonBisectError
+    from tritonbisect.reduce import oracle_io
+    from tritonbisect.reduce.from_session import endpoints
+    from tritonbisect.workaround.search import Settings
+
+    scratch = Path(tempfile.mkdtemp(prefix="tritonbisect-workaround-envs-"))
+    try:
+        ends = endpoints(session, scratch)
+        test = session.settings.test
+        settings = Settings(ends.bad_python, ends.good_python, env=dict(ends.env),
+                            check_codegen="codegen" in (test.check or ()), thresholds=tuple(ends.codegen_thresholds))
+        click.echo("tritonbisect: --workaround: looking for a change that makes the culprit's build pass ...", err=True)
+        data = search_and_print(oracle_io.load(ends.oracle), settings, Path(session.settings.workdir), json_out=False,
+                                quiet=quiet)
+    except click.exceptions.Exit:
+        return None  # nothing to work around: said on stderr
+    except TritonBisectError as exc:
+        click.echo(f"tritonbisect: --workaround: {exc}", err=True)
+        return None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    record = {"culprit": ends.culprit, "parent": ends.parent,
+              **{k: data.get(k) for k in ("workarounds", "tried", "seconds", "seconds_to_first", "bad_triton",
+                                          "good_triton", "recorded")}}
+    session.extra["workaround"] = record
+    session.save()
     return record
 
 

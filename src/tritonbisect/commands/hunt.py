@@ -156,6 +156,9 @@ def hunt_cmd(ctx: click.Context, state_path: Path, bad: str | None, good: str | 
         raise InputError("--reduce is not for a hunt: run `tritonbisect reduce --session S` on the night's session")
     if settings.follow_ups.narrow:
         raise InputError("--narrow is not for a hunt: run `tritonbisect narrow SESSION` on the night's session")
+    if settings.follow_ups.workaround:
+        raise InputError("--workaround is not for a hunt: run `tritonbisect workaround ORACLE_DIR --bad-python PY` "
+                         "with the night's culprit")
     if not settings.test.wanted:
         raise InputError("give the test to run: --test CMD (or --repro TRACE --kernel K)")
     target = choose_target(ctx, kwargs, settings)

@@ -308,8 +308,16 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
         test=TestSettings(command=test, repro=repro, kernel=kernel, launch_id=launch_id, manual=manual, **oracle),
         search=search,
         hint=hint,
-        follow_ups=FollowUps(verify_revert=_verify_revert(kwargs), narrow=narrow, reduce=reduce),
+        follow_ups=FollowUps(verify_revert=_verify_revert(kwargs), narrow=narrow, reduce=reduce,
+                             workaround=_workaround(kwargs, oracle["oracle"])),
     )
+
+
+def _workaround(kwargs: Mapping[str, Any], oracle: str) -> bool:
+    if kwargs.get("workaround_after") and oracle not in ("compile", "ir"):
+        raise InputError("--workaround goes with --oracle compile or --oracle ir (it compiles the oracle's kernel "
+                         "with changed options)")
+    return bool(kwargs.get("workaround_after"))
 
 
 def wants_json(kwargs: Mapping[str, Any]) -> bool:
@@ -361,6 +369,7 @@ def compile_oracle_options() -> list[Callable[[F], F]]:
         click.option("--reduce-jobs", type=int, metavar="N", help="With --reduce: candidates run at a time, as `reduce --jobs` (default 2)."),
         click.option("--reduce-timeout", type=float, metavar="S", help="With --reduce: seconds per candidate run before it counts as a hang, as `reduce --timeout` (default 120)."),
         click.option("--compile-target", metavar="BACKEND:ARCH", help="With --oracle compile: compile for this target instead of the traced one (cuda:90, hip:gfx942)."),
+        click.option("--workaround", "workaround_after", is_flag=True, help="With --oracle compile|ir: once the culprit is found, look for the launch options, configs and Triton switches that make its build pass the oracle, as `tritonbisect workaround` does (its parent's build is the good one)."),
     ]
 
 

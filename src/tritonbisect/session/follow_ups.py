@@ -1,5 +1,6 @@
 """What runs once a session names its culprit (`FollowUps`): the revert check (--verify-revert),
-naming the compiler pass (--narrow) and shrinking the oracle (--reduce, `ReduceOptions`).
+naming the compiler pass (--narrow), shrinking the oracle (--reduce, `ReduceOptions`) and
+looking for a change that makes the culprit's build pass (--workaround).
 
 The session runs the revert check itself (session/revert_check.py); the command that drove the
 session runs the other two (commands/engine.py). They are kept with the session so that
@@ -27,3 +28,4 @@ class FollowUps:
     verify_revert: bool = False  # the culprit reverted at the bad commit (1 build per culprit)
     narrow: bool = False  # the first compiler pass whose output the culprit changed
     reduce: ReduceOptions = field(default_factory=ReduceOptions)
+    workaround: bool = False  # the changes that make the culprit's build pass the oracle

@@ -80,6 +80,7 @@ FLAT_LAYOUT: dict[str, tuple[str, str]] = {
     "verify_revert": ("follow_ups", "verify_revert"),
     "sandbox": ("executor", "sandbox"),
     "pass_env": ("executor", "pass_env"),
+    "workaround": ("follow_ups", "workaround"),
 }
 
 T = TypeVar("T")

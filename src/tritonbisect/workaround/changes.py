@@ -17,6 +17,7 @@ compile oracle's context into the candidate's. Where the values come from:
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,7 +78,7 @@ class Change:
 
 @dataclass
 class Facts:
-    """What the Triton under test lets a user switch (workaround/probe.py)."""
+    """What the Triton under test lets a user switch (workaround/triton_facts.py)."""
 
     version: str = "?"
     fingerprint: str = ""
@@ -113,9 +114,13 @@ def apply(ctx: dict[str, Any], change: Change) -> dict[str, Any]:
     return out
 
 
-def _near(current: int, values: Iterable[int]) -> list[int]:
-    """Values other than `current`, the nearest first (lower first on a tie)."""
-    return sorted((v for v in set(values) if v != current), key=lambda v: (abs(v - current), v))
+def _near(current: int, values: Iterable[int], *, ratio: bool = False) -> list[int]:
+    """Values other than `current`, the nearest first (by ratio for powers of two; lower first
+    on a tie)."""
+    def far(v: int) -> float:
+        return abs(math.log2(v / current)) if ratio and v > 0 and current > 0 else abs(v - current)
+
+    return sorted((v for v in set(values) if v != current), key=lambda v: (far(v), v))
 
 
 def option_changes(ctx: dict[str, Any]) -> list[Change]:
@@ -126,7 +131,7 @@ def option_changes(ctx: dict[str, Any]) -> list[Change]:
     warp = int(target.get("warp_size") or 32)
     out: list[Change] = []
     warps = int(options.get("num_warps") or 4)
-    out += [Change(options=(("num_warps", w),)) for w in _near(warps, [1, 2, 4, 8, 16, 32]) if w * warp <= 1024]
+    out += [Change(options=(("num_warps", w),)) for w in _near(warps, [1, 2, 4, 8, 16, 32], ratio=True) if w * warp <= 1024]
     stages = int(options.get("num_stages") or (3 if cuda else 2))
     out += [Change(options=(("num_stages", s),)) for s in _near(stages, range(1, 6))]
     if cuda and isinstance(arch, int) and arch >= 90:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from tritonbisect.workaround.changes import PTXAS_ENV, Change
-from tritonbisect.workaround.runner import Trial
 from tritonbisect.workaround.search import Result
+from tritonbisect.workaround.trials import Trial
 
 SHOWN = 10
 

@@ -23,8 +23,8 @@ from tritonbisect.oracles.compile.standalone import tb_codegen
 from tritonbisect.reduce.oracle_io import OracleDir
 from tritonbisect.workaround import changes as ch
 from tritonbisect.workaround.cost import codegen_cost, distance
-from tritonbisect.workaround.probe import probe
-from tritonbisect.workaround.runner import Runner, Side, Trial, options_dropped
+from tritonbisect.workaround.trials import Runner, Side, Trial, options_dropped
+from tritonbisect.workaround.triton_facts import probe
 
 # statistics a launch option sets by itself: a change of them is the change, not a regression
 _SET_BY_THE_CHANGE = ("num_*", "shared", "tmem_size")

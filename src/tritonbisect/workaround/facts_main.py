@@ -2,7 +2,7 @@
 # ruff: noqa: UP031  (runs on the target's Python, which may be older than the tool's)
 """Run by the Python of a Triton under test: what this Triton lets a user switch, as JSON.
 
-    python probe_main.py NAME [NAME ...]     # NAMEs: switches this tool knows from Triton's docs
+    python facts_main.py NAME [NAME ...]     # NAMEs: switches this tool knows from Triton's docs
 
 Prints one JSON object:
 

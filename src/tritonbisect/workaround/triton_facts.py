@@ -1,4 +1,4 @@
-"""Ask a Triton under test what it lets a user switch (probe_main.py, run by its own Python)."""
+"""Ask a Triton under test what it lets a user switch (facts_main.py, run by its own Python)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from tritonbisect.core.errors import InputError
 from tritonbisect.workaround.changes import DOCUMENTED_SWITCHES, Facts
 
-PROBE = Path(__file__).with_name("probe_main.py")
+PROBE = Path(__file__).with_name("facts_main.py")
 
 
 def probe(python: str, env: Mapping[str, str] | None = None, *, role: str = "bad") -> Facts:
