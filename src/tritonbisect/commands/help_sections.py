@@ -32,13 +32,13 @@ COMMAND_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 OPTION_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("What to work on", (
         "state_path", "repo", "triton_dir", "torch_dir", "llvm_dir", "amd_llvm_dir", "nvidia_llvm_dir", "good", "bad", "good_llvm", "bad_llvm",
-        "compat_map", "triton_commit", "no_descend_llvm", "package", "bump", "bad_python", "good_python",
+        "compat_map", "triton_commit", "no_descend_llvm", "package", "bump",
         "llvm_commit", "fix_commit", "csv_path")),
     ("Build and test", ("build_cmd", "test", "test_cmd", "artifact", "use", "jobs", "timeout", "env", "pass_env", "sandbox",
                         "max_candidates")),
     ("Test from a trace", (
         "repro", "kernel", "launch_id", "oracle", "ir_from", "check", "codegen_thresholds",
-        "compile_target", "narrow", "line", "mode", "from_", "ir_file", "target", "launches", "kernels",
+        "compile_target", "narrow", "workaround_after", "line", "mode", "from_", "ir_file", "target", "launches", "kernels",
         "max_blob_launches", "outputs_after")),
     ("Verdicts and flaky tests", (
         "regress", "on_build_failure", "infra_patterns", "no_infra_patterns", "repeat", "first_parent", "manual",
