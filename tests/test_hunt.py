@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -284,9 +285,11 @@ def test_github_outputs_and_step_summary(tmp_path: Path, capsys, monkeypatch) ->
     assert (home / "out" / "summary.md").read_text().startswith("## tritonbisect hunt: new")
 
 
-def test_perf_regression_with_noise(tmp_path: Path, capsys) -> None:
-    """A metric 30% worse from one commit on, with 2% noise: found, reported with its numbers;
-    new commits without a change are green (no false alarm)."""
+@pytest.mark.parametrize("design", ["paired", "unpaired"])
+def test_perf_regression_with_noise(tmp_path: Path, capsys, design: str) -> None:
+    """A metric 30% worse from one commit on, with 2% noise: found, reported with its numbers
+    (paired: the A/B of the last green and the head, and of the culprit against its parent,
+    each with its interval); new commits without a change are green (no false alarm)."""
     repo, home = tmp_path / "repo", tmp_path / "home"
     # a noisy measurement: the commit's speed times 1 + 2% x (a sum of 12 uniforms - 6)
     test = (
@@ -295,15 +298,19 @@ def test_perf_regression_with_noise(tmp_path: Path, capsys) -> None:
         "printf \"TRITONBISECT_METRIC=%.6f\\n\", base * (1 + 0.02 * (s - 6)) }'"
     )
     history(repo, 3, speed="1.0|1.3")
-    perf = ("--regress", "perf", "--threshold", "10%")
+    perf = ("--regress", "perf", "--threshold", "10%", "--perf-design", design)
+    reference_runs = 20 if design == "unpaired" else 5  # paired: the reference only has to pass
     code, res, err = night(capsys, repo, home, *perf, test=test)
-    assert (code, res["status"], res["tests"]) == (0, "green", 20), err[-2000:]  # the reference
+    assert (code, res["status"], res["tests"]) == (0, "green", reference_runs), err[-2000:]
     add_commits(repo, 4, bad_from=None, speed="1.0|1.3")
     code, res, _ = night(capsys, repo, home, *perf, test=test)
     assert (code, res["status"]) == (0, "green")
     steps = _night_steps(res)
     assert [r["role"] for r in steps] == ["reference", "head"]
-    assert steps[1]["perf"]["decision"] == "within" and len(steps[0]["perf"]["samples"]) == 20
+    assert steps[1]["perf"]["decision"] == "within" and len(steps[0]["perf"]["samples"]) == reference_runs
+    if design == "paired":  # the head ran paired with the last green: an A/B of the sandwich's bounds
+        assert steps[1]["perf"]["reference_commit"] == steps[0]["commit"]
+        assert len(steps[1]["perf"]["samples"]) == len(steps[1]["reference_tests"]) >= 20
 
     shas = add_commits(repo, 12, bad_from=5, speed="1.0|1.3")
     code, res, err = night(capsys, repo, home, *perf, test=test)
@@ -318,6 +325,13 @@ def test_perf_regression_with_noise(tmp_path: Path, capsys) -> None:
     journal = _journal(home, res["session"])
     head = next(r for r in journal if r["role"] == "endpoint" and r["commit"] == shas[-1])
     assert head["perf"]["change"] > 0.2 and head["kind"] == "perf"
+    if design == "paired":  # the figures a sheriff needs, at the top of the issue
+        slow = next(line for line in body.splitlines() if line.startswith("| **Slow-down** |"))
+        assert re.search(r"\+(2\d|3\d)\.\d% \[\d+\.\d, \d+\.\d\]", slow), slow
+        vs_parent = next(line for line in body.splitlines() if line.startswith("| **Culprit vs parent** |"))
+        assert shas[5][:12] in vs_parent and "worse" in vs_parent
+    else:
+        assert "Slow-down" not in body
 
     add_commits(repo, 1, bad_from=0, speed="1.0|1.3")
     code, res, _ = night(capsys, repo, home, *perf, test=test)

@@ -202,20 +202,24 @@ def _perf_repo(repo: Path, n: int, culprit: int) -> list[str]:
     return [shas[f"c{i}"] for i in range(n)]
 
 
-def test_run_regress_perf_finds_a_30_percent_slowdown(tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("design", ["paired", "unpaired"])
+def test_run_regress_perf_finds_a_30_percent_slowdown(tmp_path: Path, capsys, design: str) -> None:
     repo = tmp_path / "repo"
     shas = _perf_repo(repo, 24, culprit=15)
     code, res, err = run_json(
         ["run", "--repo", str(repo), "--good", shas[0], "--bad", shas[-1], "--build", BUILD,
-         "--test", JSON_METRIC_TEST, "--regress", "perf", "--workdir", str(tmp_path / "w")],
+         "--test", JSON_METRIC_TEST, "--regress", "perf", "--perf-design", design,
+         "--workdir", str(tmp_path / "w")],
         capsys,
     )
     assert code == 0, err[-3000:]
     assert (res["culprit"], res["confidence"]) == (shas[15], "high")
     journal = [json.loads(line) for line in (Path(res["session_dir"]) / "journal.jsonl").read_text().splitlines()]
-    assert journal[0]["perf"]["reference"] and len(journal[0]["tests"]) == 20
+    # unpaired: the good endpoint is the yardstick, measured once; paired: it only has to pass
+    assert journal[0]["perf"]["reference"] and len(journal[0]["tests"]) == (20 if design == "unpaired" else 5)
     assert all(len(r["perf"]["samples"]) >= 5 for r in journal)
-    assert all(t["metric"] is not None for r in journal for t in r["tests"])
+    assert all(t["metric"] is not None for r in journal for t in [*r["tests"], *r.get("reference_tests", [])])
+    assert all(bool(r.get("reference_tests")) == (design == "paired" and i > 0) for i, r in enumerate(journal))
     code, md, _ = run_cli(["report", res["session"], "--workdir", str(tmp_path / "w")], capsys)
     assert "| metric |" in md and "reference)" in md
 

@@ -27,10 +27,26 @@ if TYPE_CHECKING:  # pragma: no cover
 # --- shared by every bisecting command ---------------------------------------------------
 
 
+def _sandwiches(session: Any) -> dict[str, Any]:
+    """Each phase's A/B figures under --perf-design paired (core/perf_paired.py)."""
+    if session.settings.verdicts.regress != "perf":
+        return {}
+    from tritonbisect.core.perf_paired import sandwich_of
+
+    records = session.records()
+    out = {}
+    for p in session.phases():
+        found = sandwich_of([r for r in records if r.get("phase") == p.spec.name], p.spec.good, p.spec.bad)
+        if found:
+            out[p.spec.name] = found
+    return out
+
+
 def result_json(session: Any, result: Any) -> dict[str, Any]:
     from tritonbisect.session.session import phase_totals
 
     counters = session.counters()
+    perf = _sandwiches(session)
     out = {
         "culprit": result.culprit,
         "status": result.status,
@@ -67,11 +83,15 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
                    if (session.extra.get("pins") or {}).get(p.spec.name) else {}),
                 # steps, builds, what they compiled and their seconds, in this phase
                 "totals": phase_totals(session.records(p.spec.name)),
+                # --perf-design paired: the A/B of the endpoints and of each culprit (its parent)
+                **({"perf": perf[p.spec.name]} if perf.get(p.spec.name) else {}),
             }
             for p in session.phases()
         ],
         "reason": result.reason,
     }
+    if perf.get(result.phase):  # --perf-design paired: how large, with its interval
+        out["perf"] = perf[result.phase]
     if session.extra.get("revert"):  # --verify-revert: the revert's verdict, and the culprits
         from tritonbisect.session.revert_check import revert_json
 

@@ -433,15 +433,18 @@ def _narrow_and_reduce(kwargs: Mapping[str, Any], oracle: str) -> tuple[bool, Re
 
 
 # --- performance regressions (--regress perf) --------------------------------------------
-# A step runs --repeat times (default 5) and reports a metric each run; bisect.perf judges
-# its samples against the good endpoint's. These options only go with --regress perf.
+# A step runs --repeat times (default 5) and reports a metric each run; core.perf judges its
+# samples, paired with its reference's runs (--perf-design paired, the default) or against
+# the good endpoint's measured once (unpaired). These options only go with --regress perf.
 
 PERF_OPTIONS = [
     # --perf-threshold: --threshold alone also names codegen limits elsewhere (the compile oracle)
-    click.option("--perf-threshold", "--threshold", "threshold", metavar="PCT", **hidden_alias("--threshold"), help="With --regress perf: how much worse than the good endpoint a commit must be to be bad, e.g. 5% (default 5%)."),
-    click.option("--significance", type=float, metavar="P", help="With --regress perf: the significance of the one-sided Mann-Whitney U tests (default 0.01)."),
-    click.option("--max-samples", type=int, metavar="N", help="With --regress perf: samples a step may take before it is called flaky; the good endpoint takes this many (default 4 x --repeat)."),
+    click.option("--perf-threshold", "--threshold", "threshold", metavar="PCT", **hidden_alias("--threshold"), help="With --regress perf: how much worse than its reference (the good endpoint; a culprit's parent) a commit must be to be bad, e.g. 5% (default 5%)."),
+    click.option("--significance", type=float, metavar="P", help="With --regress perf: the significance of each side of a verdict (default 0.01)."),
+    click.option("--max-samples", type=int, metavar="N", help="With --regress perf: samples (paired: pairs) a step may take before it is called flaky; unpaired, the good endpoint takes this many (default 4 x --repeat)."),
     click.option("--higher-is-better", is_flag=True, help="With --regress perf: the metric is a rate (higher is better), not a time."),
+    click.option("--perf-design", type=click.Choice(["paired", "unpaired"]), default=None, help="With --regress perf: paired (default) runs every step interleaved with its reference on the same worker and judges the pairs, robust to a shared or drifting machine; unpaired measures the good endpoint once and compares every step with it (a test that cannot run two builds side by side)."),
+    click.option("--verify-samples", type=int, metavar="N", help="With --regress perf, paired: the pairs the A/B of the endpoints and of each culprit against its parent may take (default 30)."),
 ]
 
 
@@ -449,7 +452,8 @@ def perf_options(kwargs: Mapping[str, Any], *, regress: str, repeat: int) -> Per
     """The validated perf options; InputError for a misuse, in one line."""
     given = [
         name for name, key in (("--perf-threshold", "threshold"), ("--significance", "significance"),
-                               ("--max-samples", "max_samples"), ("--higher-is-better", "higher_is_better"))
+                               ("--max-samples", "max_samples"), ("--higher-is-better", "higher_is_better"),
+                               ("--perf-design", "perf_design"), ("--verify-samples", "verify_samples"))
         if kwargs.get(key) not in (None, False)
     ]
     if regress != "perf":
@@ -465,7 +469,11 @@ def perf_options(kwargs: Mapping[str, Any], *, regress: str, repeat: int) -> Per
         significance=kwargs.get("significance"),
         max_samples=kwargs.get("max_samples"),
         higher_is_better=bool(kwargs.get("higher_is_better")),
+        design=kwargs.get("perf_design") or "paired",
+        verify_samples=kwargs.get("verify_samples"),
     )
+    if kwargs.get("verify_samples") is not None and options.design != "paired":
+        raise InputError("--verify-samples goes with --perf-design paired (the unpaired design has no A/B)")
     try:
         options.resolve(repeat)
     except ValueError as exc:

@@ -280,23 +280,44 @@ class FloorTest:
                  q: float = FLOOR_QUANTILE) -> None:
         self.ref = [math.log(v) for v in reference]
         self.cand = [math.log(v) for v in candidate]
+        n = len(self.ref)
         self.q = q
-        self.flips = _flips(len(self.ref), _seed(reference, candidate))
+        self.h = (n - 1) * q  # the floor interpolates between order statistics k and k + 1
+        self.k = min(n, math.floor(self.h) + 2)  # how many of an arm's smallest it needs
+        self.ref_order = sorted(range(n), key=lambda i: self.ref[i])
+        self.cand_order = sorted(range(n), key=lambda i: self.cand[i])
+        self.flips = _flips(n, _seed(reference, candidate))
         self.point = self.statistic(0.0, self.flips[0]) if self.flips else 0.0
+
+    def _floor(self, flip: Sequence[bool], shift: float, *, candidate_role: bool) -> float:
+        """The floor of one role's arm: its candidate runs are those of the pairs where
+        `flip` is not `candidate_role`... said plainly: the candidate role holds the
+        candidate's run of each pair not swapped and the reference's run of each swapped
+        one; the reference role the others. Only its k smallest values are looked at."""
+        k = self.k
+        cands: list[float] = []
+        for i in self.cand_order:
+            if flip[i] != candidate_role:
+                cands.append(self.cand[i] - shift)
+                if len(cands) == k:
+                    break
+        refs: list[float] = []
+        for i in self.ref_order:
+            if flip[i] == candidate_role:
+                refs.append(self.ref[i])
+                if len(refs) == k:
+                    break
+        low = sorted(cands + refs)
+        lo = math.floor(self.h)
+        if lo + 1 >= len(self.ref):
+            return low[-1]
+        return low[lo] + (self.h - lo) * (low[lo + 1] - low[lo])
 
     def statistic(self, shift: float, flip: Sequence[bool]) -> float:
         """log floor(candidate role) - log floor(reference role), the candidate's logs less
         `shift`, pairs swapped where `flip` says."""
-        a, b = [], []
-        for r, c, f in zip(self.ref, self.cand, flip, strict=True):
-            c -= shift
-            if f:
-                a.append(r)
-                b.append(c)
-            else:
-                a.append(c)
-                b.append(r)
-        return _low(a, self.q) - _low(b, self.q)
+        return (self._floor(flip, shift, candidate_role=True)
+                - self._floor(flip, shift, candidate_role=False))
 
     def p_values(self, shift: float) -> tuple[float, float]:
         """One-sided p-values (larger, smaller) of the log-ratio against `shift`."""

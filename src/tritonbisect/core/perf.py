@@ -1,18 +1,27 @@
-"""Performance verdicts (`--regress perf`): a step's samples against the good endpoint's.
+"""Performance verdicts (`--regress perf`): a step's samples against its reference's.
 
 The test reports a metric each run (a line `TRITONBISECT_METRIC=<float>` in its output, or
 `"metric"` in the JSON result it writes to $TRITONBISECT_RESULT), e.g. a kernel's time from
 `triton.testing.do_bench`. Lower is better unless `higher_is_better`.
 
-The good endpoint is the *reference*: it runs `max_samples` times and its samples are the
-yardstick of every other step of the phase. Any other step runs `samples` times; its
-samples are judged against the reference's by `perfstats.judge` (Mann-Whitney U, one-sided,
-at `significance`, against the reference scaled by the allowed `threshold`). Undecided,
-it runs `samples` more, up to `max_samples`; still undecided, its outcome is `flaky` (a
-skip for the search), with every sample in the journal.
+Two designs (`--perf-design`):
 
-The runner calls `judge_step` after each batch of test runs (`runner.execute_step`); the
-phase passes the reference's samples in the step request (`baseline_of`).
+    paired    (the default) every step runs interleaved with its reference on the same
+              worker -- the good endpoint, or for the culprit's check its parent: reference,
+              candidate, reference, candidate..., in a random order within each pair -- and
+              is judged by `core.pairstats.compare` (core/perf_paired.py).
+    unpaired  the good endpoint is the reference: it runs `max_samples` times once and its
+              samples are the yardstick of every other step, which runs `samples` times and
+              is judged by `search.perfstats.judge` (Mann-Whitney U, one-sided, at
+              `significance`, against the reference scaled by `threshold`). For a test that
+              cannot run two builds side by side.
+
+Undecided, a step takes `samples` more (pairs), up to `max_samples`; still undecided, its
+outcome is `flaky` (a skip for the search), with every sample in the journal.
+
+The runner calls `judge_step` (unpaired) or `perf_paired.judge_pairs` after each batch of
+test runs (`runner.execute_step`); the phase passes the reference in the step request
+(`baseline_of` for unpaired, the reference commit for paired).
 """
 
 from __future__ import annotations
@@ -33,6 +42,11 @@ DEFAULT_SAMPLES = 5  # --repeat under --regress perf
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_SIGNIFICANCE = 0.01
 MAX_SAMPLES_FACTOR = 4  # default --max-samples: 4 x --repeat
+VERIFY_SAMPLES = 30  # default --verify-samples: the sandwich's A/B pairs at most
+MIN_PAIRS = 10  # a paired step's first batch: fewer pairs cannot decide at p < 0.01
+PAIRED = "paired"
+UNPAIRED = "unpaired"
+DESIGNS = (PAIRED, UNPAIRED)
 
 
 @dataclass(frozen=True)
@@ -42,6 +56,9 @@ class PerfSettings:
     threshold: float = DEFAULT_THRESHOLD  # allowed slow-down, a fraction (0.05 = 5%)
     significance: float = DEFAULT_SIGNIFICANCE
     higher_is_better: bool = False
+    # UNPAIRED: what sessions written before the paired design was asked (the CLI says PAIRED)
+    design: str = UNPAIRED
+    verify_samples: int = VERIFY_SAMPLES  # paired: the endpoints' and each culprit's A/B, at most
 
     def __post_init__(self) -> None:
         if self.samples < 2:
@@ -52,15 +69,44 @@ class PerfSettings:
             raise ValueError("--perf-threshold must be between 0% and 100%")
         if not 0 < self.significance < 0.5:
             raise ValueError("--significance must be between 0 and 0.5")
+        if self.design not in DESIGNS:
+            raise ValueError(f"--perf-design must be paired or unpaired, not {self.design!r}")
+        if self.verify_samples < self.samples:
+            raise ValueError("--verify-samples must be at least --repeat")
+
+    @property
+    def paired(self) -> bool:
+        return self.design == PAIRED
 
     def first_batch(self, baseline: Sequence[float] | None) -> int:
+        """Test runs of an unpaired step's first batch (the reference takes them all); the
+        good endpoint of the paired design only shows that it passes and reports a metric."""
+        if self.paired:
+            return self.samples
         return self.max_samples if baseline is None else self.samples
+
+    def pair_bounds(self, *, verify: bool) -> tuple[int, int]:
+        """A paired step's first batch and most pairs: a search step's, or (`verify`) the
+        sandwich's A/B of the endpoints or of a culprit against its parent, which takes at
+        least what a search step may, up to `verify_samples`."""
+        if verify:
+            most = max(self.verify_samples, self.max_samples)
+            return self.max_samples, most
+        return min(self.max_samples, max(self.samples, MIN_PAIRS)), self.max_samples
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def describe(self) -> str:
         better = "higher" if self.higher_is_better else "lower"
+        if self.paired:
+            first, most = self.pair_bounds(verify=False)
+            return (
+                f"bad = {better}-is-better metric worse than its reference's by more than "
+                f"{self.threshold * 100:g}% (paired with the good endpoint, or with the parent "
+                f"for a culprit; p < {self.significance:g}); {first} to {most} pairs per step, "
+                f"the endpoints' and each culprit's A/B up to {max(self.verify_samples, self.max_samples)}"
+            )
         return (
             f"bad = {better}-is-better metric worse than the good endpoint's by more than "
             f"{self.threshold * 100:g}% (Mann-Whitney U, one-sided, p < {self.significance:g}); "
@@ -77,15 +123,20 @@ class PerfOptions:
     significance: float | None = None
     max_samples: int | None = None
     higher_is_better: bool = False
+    design: str | None = None  # None: a session from before --perf-design, judged unpaired
+    verify_samples: int | None = None
 
     def resolve(self, repeat: int) -> PerfSettings:
         """The settings of `repeat` samples per step; ValueError for values that do not go together."""
+        max_samples = self.max_samples or repeat * MAX_SAMPLES_FACTOR
         return PerfSettings(
             samples=repeat,
-            max_samples=self.max_samples or repeat * MAX_SAMPLES_FACTOR,
+            max_samples=max_samples,
             threshold=DEFAULT_THRESHOLD if self.threshold is None else self.threshold,
             significance=self.significance or DEFAULT_SIGNIFICANCE,
             higher_is_better=bool(self.higher_is_better),
+            design=self.design or UNPAIRED,
+            verify_samples=self.verify_samples or max(VERIFY_SAMPLES, max_samples),
         )
 
 
@@ -217,23 +268,44 @@ def baseline_of(records: Iterable[Mapping[str, Any]], good: str) -> tuple[float,
 
 
 def summary_of(rec: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The metric of a journaled step for reports: median, samples, change vs the reference."""
+    """The metric of a journaled step for reports: median, samples, change vs the reference
+    (paired: the change's interval, the statistic that decided and the reference commit)."""
     perf = rec.get("perf")
     if not isinstance(perf, Mapping) or not perf.get("samples"):
         return None
-    return {
+    out = {
         "median": perf.get("median"),
         "n": len(perf["samples"]),
         "change": perf.get("change"),
         "reference": bool(perf.get("reference")),
         "decision": perf.get("decision"),
     }
+    if perf.get("design") == PAIRED and not perf.get("reference"):
+        out.update(
+            paired=True, low=perf.get("low"), high=perf.get("high"), method=perf.get("method"),
+            against=perf.get("reference_commit"), confidence=perf.get("confidence"),
+        )
+    return out
+
+
+def change_text(summary: Mapping[str, Any] | None) -> str:
+    """`+6.1% [4.9, 7.2]` of a paired step (`+6.1%` of an unpaired one); "" without one."""
+    if not summary or summary.get("change") is None or summary.get("reference"):
+        return ""
+    text = f"{summary['change'] * 100:+.1f}%"
+    if summary.get("paired"):
+        low, high = summary.get("low"), summary.get("high")
+        text += f" [{'-inf' if low is None else f'{low * 100:.1f}'}, {'inf' if high is None else f'{high * 100:.1f}'}]"
+    return text
 
 
 def format_summary(summary: Mapping[str, Any] | None) -> str:
-    """`1.23e-05 (n=5, +30.1%)` for a report's table."""
+    """`1.23e-05 (n=5, +30.1%)` for a report's table; a paired step's
+    `1.23e-05 (20 pairs, +6.1% [4.9, 7.2] floor)`."""
     if not summary or summary.get("median") is None:
         return "—"
+    if summary.get("paired"):
+        return f"{summary['median']:.4g} ({summary['n']} pairs, {change_text(summary)} {summary.get('method') or ''})".replace(" )", ")")
     text = f"{summary['median']:.4g} (n={summary['n']}"
     if summary.get("reference"):
         text += ", reference"

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tritonbisect.builds.recipes import PrepareResult, Recipe
-from tritonbisect.core.outcome import Kind, Policy
+from tritonbisect.core.clock import now_iso
+from tritonbisect.core.outcome import Kind, Policy, Verdict
 from tritonbisect.core.process import track_token, untrack_token
 from tritonbisect.core.secrets import pass_through
 from tritonbisect.executors.pool_settings import ExecutorSettings
@@ -21,12 +22,15 @@ from tritonbisect.executors.runner import (
     StepResult,
     StepSettings,
     execute_with_retry,
+    prepare_reference,
     run_in_worktree,
 )
 from tritonbisect.executors.worktree import Worktree, acquire_worktree
 
 if TYPE_CHECKING:  # pragma: no cover
     from concurrent.futures import Future
+
+    from tritonbisect.executors.paired import ReferenceSide
 
 
 @dataclass
@@ -79,6 +83,9 @@ class WorkerPool:
         self._keep: frozenset[str] = frozenset()
         self._keep_calls = 0  # keep_builds calls so far
         self._builds = 0  # builds started so far
+        # --perf-design paired: the commits steps are paired with; a checkout that holds one's
+        # build keeps it for the next paired step (no other step builds there)
+        self._references: set[str] = set()
 
     def keep_builds(self, commits: Iterable[str]) -> None:
         with self._lock:
@@ -114,14 +121,32 @@ class WorkerPool:
             # ended since the driver last said which (its verdict not heard yet) keeps its
             # build too: the driver may ask to keep it
             same = [c for c in idle if c.holds == request.commit]
-            keeping = bool(self._keep)
-            free = same or [c for c in idle if c.holds is None or (
-                c.holds not in self._keep and not (keeping and c.ended_at >= self._keep_calls))]
-            checkout = free[0] if free else _Checkout(len(self._checkouts))
-            if not free:
-                self._checkouts.append(checkout)
+            checkout = (same or self._free(idle) or [self._new()])[0]
             checkout.busy = True
             return checkout, False
+
+    def _free(self, idle: list[_Checkout]) -> list[_Checkout]:
+        """Idle checkouts whose build nobody asked to keep (see `_take`); under the lock."""
+        keeping = bool(self._keep)
+        return [c for c in idle if c.holds is None or (
+            c.holds not in self._keep and c.holds not in self._references
+            and not (keeping and c.ended_at >= self._keep_calls))]
+
+    def _new(self) -> _Checkout:
+        checkout = _Checkout(len(self._checkouts))
+        self._checkouts.append(checkout)
+        return checkout
+
+    def _take_reference(self, commit: str) -> tuple[_Checkout, bool]:
+        """The checkout a paired step's reference runs in, and whether it holds its build:
+        one that does, else one free (a new one at most: a worker's second)."""
+        with self._lock:
+            self._references.add(commit)
+            idle = [c for c in self._checkouts if not c.busy]
+            held = [c for c in idle if c.holds == commit and c.tree is not None]
+            checkout = (held or self._free(idle) or [self._new()])[0]
+            checkout.busy = True
+            return checkout, bool(held)
 
     def submit(self, request: StepRequest) -> Future[StepResult]:
         track_token(request.token)
@@ -129,15 +154,51 @@ class WorkerPool:
 
     def _run(self, request: StepRequest) -> StepResult:
         checkout, reuse = self._take(request)
+        paired = request.reference is not None and self.policy.perf is not None and self.policy.perf.paired
+        ref = self._take_reference(request.reference)[0] if paired and request.reference else None
         try:
-            return execute_with_retry(lambda d: self._attempt(request, checkout, reuse, d), request.log_dir)
+            return execute_with_retry(lambda d: self._attempt(request, checkout, reuse, d, ref), request.log_dir)
         finally:
             with self._lock:
-                checkout.busy = False
-                checkout.ended_at = self._keep_calls
+                for c in (checkout, ref):
+                    if c is not None:
+                        c.busy = False
+                        c.ended_at = self._keep_calls
             untrack_token(request.token)
 
-    def _attempt(self, request: StepRequest, checkout: _Checkout, reuse: bool, log_dir: Path) -> StepResult:
+    def _reference(self, request: StepRequest, ref: _Checkout, log_dir: Path) -> ReferenceSide | StepResult:
+        """The paired step's reference prepared in its checkout (nothing done where the
+        checkout holds its build), or the step's result when it could not be."""
+        assert request.reference is not None
+        commit = request.reference
+        with self._lock:
+            held = ref.holds == commit and ref.tree is not None
+            if not held:
+                ref.holds = None
+        kept = None
+        if held:
+            assert ref.tree is not None
+            kept = PrepareResult(Kind.PASS, f"the reference's build, kept in worktree w{ref.tree.index}",
+                                 cached=True, log=Path(ref.build_log) if ref.build_log else None, kept=True)
+        side = prepare_reference(lambda: self._worktree(ref), self.recipe, commit, log_dir,
+                                 self.step_settings, token=request.token, kept=kept)
+        if isinstance(side, str):
+            now = now_iso("milliseconds")
+            return StepResult(commit=request.commit, kind=Kind.INFRA.value, verdict=Verdict.ABORT.value,
+                              reason=side, worker=ref.position, started=now, finished=now, seconds=0.0,
+                              log_dir=str(log_dir), cancelled=request.token.cancelled)
+        with self._lock:
+            ref.holds, ref.build_log = commit, side.build.get("log")
+        return side
+
+    def _attempt(self, request: StepRequest, checkout: _Checkout, reuse: bool, log_dir: Path,
+                 ref: _Checkout | None = None) -> StepResult:
+        reference = None
+        if ref is not None:
+            prepared = self._reference(request, ref, log_dir)
+            if isinstance(prepared, StepResult):
+                return prepared
+            reference = prepared
         kept = None
         if reuse:
             assert checkout.tree is not None
@@ -154,6 +215,7 @@ class WorkerPool:
             lambda: self._worktree(checkout), self.recipe, request.commit, log_dir,
             self.step_settings, token=request.token, record=request.record,
             baseline=request.baseline, worker=checkout.position, kept=kept,
+            reference=reference, verify=request.verify,
         )
         build = result.build or {}
         if kept is None and build.get("kind") == Kind.PASS.value:

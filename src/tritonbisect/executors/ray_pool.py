@@ -236,6 +236,8 @@ class RayPool:
         stage = "build" if build_only else ("test" if self.split else "step")
         try:
             self._ship(actor, actor.info["node_id"], request.commit)
+            if request.reference is not None and not build_only:
+                self._ship(actor, actor.info["node_id"], request.reference)
             if handover is not None:
                 ray.get(actor.handle.import_entries.remote(handover))
         except ray_errors.RayError as exc:
@@ -252,7 +254,10 @@ class RayPool:
                 request.notify(stage, actor.node)
         step_id = uuid.uuid4().hex[:16]
         request.token.on_cancel(lambda: actor.handle.cancel.remote(step_id))
-        ref = actor.handle.run.remote(step_id, request.commit, request.record, build_only, request.baseline)
+        perf = self.base_spec.policy.perf
+        paired = request.reference if perf is not None and perf.paired else None
+        ref = actor.handle.run.remote(step_id, request.commit, request.record, build_only, request.baseline,
+                                      paired, request.verify)
         mirror = LogMirror(log_dir)
         while True:
             ready, _ = ray.wait([ref], timeout=POLL_S)

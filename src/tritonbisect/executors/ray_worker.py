@@ -65,6 +65,9 @@ class StepWorker:
         self._lock = threading.Lock()
         self._tokens: dict[str, CancelToken] = {}
         self._worktree: Worktree | None = None
+        # --perf-design paired: a second worktree for the references, and whose build it holds
+        self._ref_worktree: Worktree | None = None
+        self._ref_holds: tuple[str, str | None] | None = None  # (commit, its build log)
         self.scratch = self.workdir / "ray-steps" / f"{socket.gethostname()}-{os.getpid()}"
 
     def _wt(self) -> Worktree:
@@ -76,6 +79,18 @@ class StepWorker:
                         start=self.spec.prefer_worktree, sandboxed=self.spec.settings.sandbox,
                     )
             return self._worktree
+
+    def _ref_wt(self) -> Worktree:
+        taken = self._wt().index  # (takes the lock itself)
+        with self._lock:
+            if self._ref_worktree is None:
+                with self.repo.locked():
+                    wt = acquire_worktree(self.repo.path, self.workdir, self.spec.repo_id,
+                                          start=self.spec.prefer_worktree)
+                    while wt.index == taken:  # pragma: no cover (flock is per open file)
+                        wt = acquire_worktree(self.repo.path, self.workdir, self.spec.repo_id, start=taken + 1)
+                self._ref_worktree = wt
+            return self._ref_worktree
 
     def describe(self) -> dict[str, Any]:
         """Where this worker lives (asked once, when the driver first uses it)."""
@@ -139,15 +154,46 @@ class StepWorker:
             return self._tokens.setdefault(step_id, CancelToken())
 
     def run(self, step_id: str, commit: str, record: bool, build_only: bool,
-            baseline: tuple[float, ...] | None = None) -> dict[str, Any]:
+            baseline: tuple[float, ...] | None = None, reference: str | None = None,
+            verify: bool = False) -> dict[str, Any]:
         """Check out and run the step (or only its build); the StepResult as a dict, with
-        paths in this node's scratch folder (`scratch_of(step_id)`)."""
+        paths in this node's scratch folder (`scratch_of(step_id)`). With `reference` the
+        runs are pairs, the reference in this worker's second worktree (kept there)."""
         token = self._token(step_id)
+        log_dir = self.scratch_of(step_id)
+        side = None
+        if reference is not None and not build_only:
+            side = self._reference(reference, log_dir, token)
+            if isinstance(side, str):
+                from tritonbisect.core.clock import now_iso
+                from tritonbisect.executors.runner import StepResult
+
+                now = now_iso("milliseconds")
+                return dataclasses.asdict(StepResult(
+                    commit=commit, kind="infra", verdict="abort", reason=side, worker=-1, started=now,
+                    finished=now, seconds=0.0, log_dir=str(log_dir), cancelled=token.cancelled))
         result = run_in_worktree(
-            self._wt, self.recipe, commit, self.scratch_of(step_id), self.settings,
+            self._wt, self.recipe, commit, log_dir, self.settings,
             token=token, record=record, baseline=baseline, build_only=build_only,
+            reference=side, verify=verify,
         )
         return dataclasses.asdict(result)
+
+    def _reference(self, commit: str, log_dir: Path, token: CancelToken) -> Any:
+        from tritonbisect.builds.recipes import PrepareResult
+        from tritonbisect.core.outcome import Kind
+        from tritonbisect.executors.runner import prepare_reference
+
+        held = self._ref_holds
+        kept = None
+        if held is not None and held[0] == commit:
+            kept = PrepareResult(Kind.PASS, "the reference's build, kept in this worker's second worktree",
+                                 cached=True, log=Path(held[1]) if held[1] else None, kept=True)
+        self._ref_holds = None
+        side = prepare_reference(self._ref_wt, self.recipe, commit, log_dir, self.settings, token=token, kept=kept)
+        if not isinstance(side, str):
+            self._ref_holds = (commit, side.build.get("log"))
+        return side
 
     def scratch_of(self, step_id: str) -> Path:
         return self.scratch / step_id
@@ -169,9 +215,11 @@ class StepWorker:
         """End of the session: cancel what still runs, unlock the worktree, drop the scratch."""
         with self._lock:
             tokens = list(self._tokens.values())
-            wt, self._worktree = self._worktree, None
+            trees = [self._worktree, self._ref_worktree]
+            self._worktree = self._ref_worktree = None
         for token in tokens:
             token.cancel()
-        if wt is not None:
-            wt.release()
+        for wt in trees:
+            if wt is not None:
+                wt.release()
         shutil.rmtree(self.scratch, ignore_errors=True)

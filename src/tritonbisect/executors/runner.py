@@ -24,6 +24,7 @@ from tritonbisect.executors.worktree import Worktree
 
 if TYPE_CHECKING:  # pragma: no cover
     from tritonbisect.core.perf import PerfSettings
+    from tritonbisect.executors.paired import ReferenceSide
 
 # concurrent.futures (with logging) and bisect.perf are imported where they are used:
 # `tritonbisect step` runs one step per process and needs neither.
@@ -54,6 +55,9 @@ class StepResult:
     perf: dict[str, Any] | None = None  # --regress perf: samples and their judgement
     # the cases the test reported (a kernel each, say): name -> {"kind", "verdict"}
     cases: dict[str, dict[str, str]] | None = None
+    # --perf-design paired: the reference's runs interleaved with `tests`, and its build
+    reference_tests: list[dict[str, Any]] = field(default_factory=list)
+    reference_build: dict[str, Any] | None = None
 
     def to_record(self) -> dict[str, Any]:
         rec: dict[str, Any] = {
@@ -79,6 +83,9 @@ class StepResult:
             rec["perf"] = self.perf
         if self.cases:
             rec["cases"] = self.cases
+        if self.reference_build is not None:
+            rec["reference_build"] = self.reference_build
+            rec["reference_tests"] = self.reference_tests
         return rec
 
 
@@ -145,10 +152,15 @@ def execute_step(
     token: CancelToken | None = None,
     baseline: Sequence[float] | None = None,
     prepared: PrepareResult | None = None,
+    reference: ReferenceSide | None = None,
+    verify: bool = False,
 ) -> StepResult:
     """Build/install `commit` (already checked out in ctx.worktree) and test it `repeat` times.
 
     With `prepared` (a build the worktree still holds) nothing is built: the test runs on it.
+    With `reference` (--perf-design paired: its commit prepared in a second checkout) the
+    runs are pairs, reference and candidate back to back (`executors.paired`); `verify`: an
+    A/B of the sandwich, with its larger bounds.
 
     The outcome kind is classified from the processes; the verdict comes from `policy`.
     With `repeat` > 1 the verdict is the majority; runs that disagree make the kind "flaky".
@@ -228,6 +240,28 @@ def execute_step(
             if kind is Kind.INFRA:
                 return done(kind, policy.verdict(kind), reason, build=build, tests=tests, record=record_entry)
         return None
+
+    if perf is not None and perf.paired and reference is not None:
+        from tritonbisect.executors.paired import run_pairs
+
+        def finish(kind: Kind, verdict: Verdict, reason: str, **kw: Any) -> StepResult:
+            return done(kind, verdict, reason, build=build, record=record_entry,
+                        reference_build=reference.build, **kw)
+
+        def once(side_commit: str, side_ctx: StepContext) -> tuple[dict[str, Any], Kind] | str:
+            try:
+                run = recipe.test(side_commit, side_ctx)
+            except Exception as exc:
+                return _crash_reason("test", exc, side_ctx.log_dir)
+            kind, reason = _classify_run(run, policy)
+            from tritonbisect.core.perf import metric_of
+
+            entry = _test_entry(run, kind, reason)
+            entry["metric"] = metric_of(read_tail(run.log), run.result)
+            return entry, kind
+
+        return run_pairs(perf, policy, commit, ctx, reference, token=token, verify=verify,
+                         once=once, finish=finish, combine=combine_runs)
 
     ended = run_tests(perf.first_batch(baseline) if perf is not None else max(1, repeat))
     if ended is not None:
@@ -366,6 +400,10 @@ class StepRequest:
     notify: Callable[[str, str], None] | None = None
     baseline: tuple[float, ...] | None = None  # --regress perf: the reference's samples
     reuse: Reuse = Reuse.NO
+    # --perf-design paired: the commit this step's runs are paired with (the good endpoint, or
+    # the culprit's parent), and whether the step is an A/B of the sandwich (`verify`)
+    reference: str | None = None
+    verify: bool = False
 
 
 @dataclass
@@ -395,10 +433,13 @@ def run_in_worktree(
     build_only: bool = False,
     worker: int | None = None,
     kept: PrepareResult | None = None,
+    reference: ReferenceSide | None = None,
+    verify: bool = False,
 ) -> StepResult:
     """Check `commit` out in the worker's worktree and run the step (or only its build).
 
-    With `kept` the worktree already holds the commit's build: no checkout, no build."""
+    With `kept` the worktree already holds the commit's build: no checkout, no build. With
+    `reference` (prepared by `executors.paired.prepare_reference`) the runs are pairs."""
     log_dir.mkdir(parents=True, exist_ok=True)
     started = now_iso("milliseconds")
     try:
@@ -412,7 +453,24 @@ def run_in_worktree(
             reason=reason, worker=worker if worker is not None else -1, started=started,
             finished=now_iso("milliseconds"), seconds=0.0, log_dir=str(log_dir),
         )
-    ctx = StepContext(
+    ctx = step_context(tree, log_dir, settings, token)
+    try:
+        if build_only:
+            return execute_build(recipe, commit, ctx, settings.policy, token=token)
+        return execute_step(
+            recipe, commit, ctx, settings.policy,
+            repeat=settings.repeat, record=record, token=token, baseline=baseline, prepared=kept,
+            reference=reference, verify=verify,
+        )
+    finally:
+        for done in (tree, reference.tree if reference is not None else None):
+            if done is not None:
+                with contextlib.suppress(OSError):
+                    done.restore()
+
+
+def step_context(tree: Worktree, log_dir: Path, settings: StepSettings, token: CancelToken) -> StepContext:
+    return StepContext(
         worktree=tree.path,
         log_dir=log_dir,
         worker=tree.index,
@@ -424,13 +482,43 @@ def run_in_worktree(
         sandbox=settings.sandbox,
         token=token,
     )
+
+
+def prepare_reference(
+    wt: Worktree | Callable[[], Worktree],
+    recipe: Recipe,
+    commit: str,
+    log_dir: Path,
+    settings: StepSettings,
+    *,
+    token: CancelToken,
+    kept: PrepareResult | None = None,
+) -> ReferenceSide | str:
+    """The reference of a paired step in its own checkout: `commit` checked out and prepared
+    there (`kept`: the checkout holds its build already: nothing is done), its runs' logs in
+    `<step>/reference`. Why it could not be, as a string."""
+    from tritonbisect.executors.paired import ReferenceSide
+
+    where = log_dir / "reference"
+    where.mkdir(parents=True, exist_ok=True)
     try:
-        if build_only:
-            return execute_build(recipe, commit, ctx, settings.policy, token=token)
-        return execute_step(
-            recipe, commit, ctx, settings.policy,
-            repeat=settings.repeat, record=record, token=token, baseline=baseline, prepared=kept,
-        )
-    finally:
+        tree = wt() if callable(wt) else wt
+        if kept is None:
+            tree.checkout(commit)
+    except (GitError, OSError) as exc:
+        return f"could not prepare the reference {commit[:12]}'s worktree: {exc}"[:300]
+    ctx = step_context(tree, where, settings, token)
+    if kept is not None:
+        prep = kept
+    else:
+        try:
+            prep = recipe.prepare(commit, ctx)
+        except Exception as exc:  # a recipe bug or an OSError: the infrastructure failed
+            prep = PrepareResult(Kind.INFRA, _crash_reason(f"the reference {commit[:12]}'s build", exc, where))
+    kind = prep.kind if isinstance(prep.kind, Kind) else Kind(prep.kind)
+    if kind is not Kind.PASS:
         with contextlib.suppress(OSError):
-            tree.restore()
+            tree.restore()  # what its build did to the checkout's `.git` goes no further
+        return (f"the reference {commit[:12]} could not be prepared in worktree w{tree.index}: "
+                f"{prep.reason or kind.value}")[:300]
+    return ReferenceSide(commit, ctx, _build_entry(prep, performed=not prep.cached and prep.log is not None), tree)

@@ -115,7 +115,9 @@ class Night:
         self.hunt_dir = hunt_dir
         self.bisect_argv = bisect_argv
         self.record_command = record_command  # an oracle's "record the golden" command
-        self.perf = settings.perf_settings() is not None
+        perf = settings.perf_settings()
+        self.perf = perf is not None
+        self.paired = perf is not None and perf.paired  # the head is an A/B against the last good
         self.id = datetime.now().strftime("%Y%m%d-%H%M%S")
         self.dir = _unique_dir(hunt_dir / "nights", self.id)
         self.id = self.dir.name
@@ -130,12 +132,14 @@ class Night:
         return self._subjects[rev]
 
     def _probe(self, commit: str, role: str, *, head: str, record: bool = False,
-               baseline: tuple[float, ...] | None = None) -> dict[str, Any]:
+               baseline: tuple[float, ...] | None = None, reference: str | None = None,
+               verify: bool = False) -> dict[str, Any]:
         if self.prober is None:
             spec = self.target.phase(self.state.last_good or head, head)
             self.prober = Prober(spec, self.settings, self.dir, self.ui, self.subject)
         step = self.target.step_commit(self.prober.spec, commit)
-        return self.prober.step(step, role, record=record, baseline=baseline)
+        ref = self.target.step_commit(self.prober.spec, reference) if reference else None
+        return self.prober.step(step, role, record=record, baseline=baseline, reference=ref, verify=verify)
 
     def _result(self, status: str, message: str, **kw: Any) -> NightResult:
         steps = self.prober.records if self.prober else []
@@ -209,7 +213,9 @@ class Night:
             if anchor == head:  # no known good, or no new commit: the reference run is the test
                 return self._after_green(reference, head, last_good, base)
 
-        first = self._probe(head, ROLE_HEAD, head=head, baseline=baseline)
+        # paired: the head is the A/B against the last good (the sandwich's first half)
+        pair = last_good if self.paired and last_good and last_good != head else None
+        first = self._probe(head, ROLE_HEAD, head=head, baseline=baseline, reference=pair, verify=pair is not None)
         verdict = first["verdict"]
         if verdict == "abort":
             return self._result("aborted", f"testing the head aborted: {first['reason']}", last_good=last_good, **base)
@@ -222,7 +228,7 @@ class Night:
             )
         if verdict == "good":
             return self._after_green(first, head, last_good, base)
-        return self._after_red(first, head, last_good, baseline, reference, base)
+        return self._after_red(first, head, last_good, baseline, reference, base, pair)
 
     def _needs_golden(self, anchor: str) -> bool:
         if self.record_command is None:
@@ -249,7 +255,7 @@ class Night:
 
     def _after_red(self, first: dict[str, Any], head: str, last_good: str | None,
                    baseline: tuple[float, ...] | None, reference: dict[str, Any] | None,
-                   base: dict) -> NightResult:
+                   base: dict, pair: str | None = None) -> NightResult:
         state = self.state
         known = state.open_regressions()
         if known:
@@ -276,7 +282,7 @@ class Night:
                 last_good=None, **base,
             )
         for i in range(self.options.confirm):
-            again = self._probe(head, ROLE_RETEST, head=head, baseline=baseline)
+            again = self._probe(head, ROLE_RETEST, head=head, baseline=baseline, reference=pair)
             if again["verdict"] == "abort":
                 return self._result("aborted", f"re-testing the head aborted: {again['reason']}", last_good=last_good, **base)
             if again["verdict"] != "bad":

@@ -45,21 +45,26 @@ class Prober:
         from tritonbisect.session.worker_pool import phase_pool
 
         s = self.settings
-        return phase_pool(s, self.spec, History(self.spec.repo).repo_id(), self.recipe, s.policy(),
+        from tritonbisect.session.phase_run import paired_or_not
+
+        policy = paired_or_not(s.policy(), self.recipe, self.ui)
+        return phase_pool(s, self.spec, History(self.spec.repo).repo_id(), self.recipe, policy,
                           executor=dataclasses.replace(s.executor, jobs=1),
                           note=getattr(self.ui, "note", lambda _text: None))
 
     def step(
-        self, commit: str, role: str, *, record: bool = False, baseline: tuple[float, ...] | None = None
+        self, commit: str, role: str, *, record: bool = False, baseline: tuple[float, ...] | None = None,
+        reference: str | None = None, verify: bool = False,
     ) -> dict[str, Any]:
-        """Run one step now; its journal record."""
+        """Run one step now; its journal record (`reference`, `verify`: paired, see StepRequest)."""
         from tritonbisect.executors.runner import StepRequest
 
         if self._pool is None:
             self._pool = self._make_pool()
         seq = len(self.records) + 1
         log_dir = self.dir / "steps" / f"{seq:03d}-{role}-{commit[:12]}"
-        request = StepRequest(commit=commit, log_dir=log_dir, record=record, baseline=baseline)
+        request = StepRequest(commit=commit, log_dir=log_dir, record=record, baseline=baseline,
+                              reference=reference, verify=verify)
         subject = self.subject(commit)
         self.ui.step_started(PHASE, commit, role, subject)
         result = _wait(self._pool.submit(request))

@@ -72,6 +72,7 @@ def issue_body(
     if reg.cases:  # a test that reports cases: those this culprit broke (the others have their own issue)
         out.append(f"| **Cases** | {len(reg.cases)}: {_md(', '.join(reg.cases))[:1000]} |")
     out.append(f"| **Failure** | {_md(reg.kind)}: {_md(reg.reason)[:200]} |")
+    out.extend(_sandwich_rows(session, reg))
     out.append(f"| **Last green** | {_commit(reg.good, subject(reg.good))} |")
     out.append(f"| **First red** | {_commit(reg.bad, subject(reg.bad))} |")
     c = result.counters()
@@ -110,6 +111,37 @@ def issue_body(
     )
     # a public issue: no secret value the run knows, no terminal escapes from subjects or output
     return printable(scrub("\n".join(out) + "\n"))
+
+
+def _sandwich_rows(session: Any, reg: Regression) -> list[str]:
+    """--regress perf, paired: how large the regression is between the last green and the
+    head, and the culprit against its parent, each with its interval: what tells a sheriff a
+    real slow-down from noise."""
+    if session is None:
+        return []
+    from tritonbisect.core.perf_paired import sandwich_of
+
+    rows = []
+    for phase in session.phases():
+        recs = [r for r in session.records() if r.get("phase") == phase.spec.name]
+        found = sandwich_of(recs, phase.spec.good, phase.spec.bad)
+        if not found:
+            continue
+        ends = found.get("endpoints")
+        if ends:
+            rows.append(f"| **Slow-down** | {_md(ends['text'])}: the first red against the last green, "
+                        f"runs paired on one worker ({_level(ends)}) |")
+        for fig in found.get("culprits") or []:
+            if not reg.culprit or fig["commit"] == reg.culprit:
+                rows.append(f"| **Culprit vs parent** | {_md(fig['text'])}: `{str(fig['commit'])[:12]}` against "
+                            f"`{str(fig['against'])[:12]}`, {fig['decision']} ({_level(fig)}) |")
+        break
+    return rows
+
+
+def _level(figure: dict[str, Any]) -> str:
+    conf = figure.get("confidence")
+    return f"{float(conf) * 100:g}% confidence interval" if conf else "confidence interval"
 
 
 def _first_phase(session: Any, culprit: str) -> bool:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 from tritonbisect.core.untrusted import one_line, printable
+from tritonbisect.core.perf import change_text, summary_of
 from tritonbisect.reports.case_tables import by_culprit, step_cases
 from tritonbisect.session.case_answer import cases_state
 from tritonbisect.session.observer import _FIXED_MARK, NullUI
@@ -93,9 +94,11 @@ class PlainUI(NullUI):
         verdict = verdict.ljust(7 if self.marks is _FIXED_MARK else 5)
         conflict = (rec.get("revert_tree") or {}).get("conflict")
         kind = "conflict" if conflict else rec.get("kind")  # a revert that did not apply built nothing
+        change = change_text(summary_of(rec))  # --regress perf: the change (and its interval)
         line = (
             f"  [{rec.get('role')}] {self.short(rec.get('commit'))} {verdict} "
-            f"{kind} ({float(rec.get('seconds') or 0):.1f}s){where_of(rec)} {subject[:50]}"
+            f"{kind}{' ' + change if change else ''} ({float(rec.get('seconds') or 0):.1f}s)"
+            f"{where_of(rec)} {subject[:50]}"
         )
         open_cases = tuple(getattr(progress, "open_cases", ()) or ())
         if not open_cases and rec.get("role") == "revert":  # which cases the revert fixed

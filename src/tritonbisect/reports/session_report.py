@@ -10,6 +10,7 @@ from tritonbisect.core.perf import format_summary, summary_of
 from tritonbisect.core.secrets import scrub as scrub_secrets
 from tritonbisect.core.secrets import scrub_data
 from tritonbisect.core.untrusted import printable
+from tritonbisect.core.perf_paired import sandwich_of
 from tritonbisect.reports.case_tables import markdown_lines as case_lines
 from tritonbisect.reports.case_tables import searched_cases, step_cell
 from tritonbisect.reports.extras import (
@@ -106,6 +107,11 @@ def _step(rec: Mapping[str, Any], subject: str) -> dict[str, Any]:
             {k: t.get(k) for k in ("kind", "exit", "signal", "seconds", "timed_out", "log")}
             for t in tests
         ],
+        # --perf-design paired: the reference's runs, interleaved with the tests (one per pair)
+        **({"reference_tests": [
+            {k: t.get(k) for k in ("kind", "exit", "signal", "seconds", "timed_out", "log")}
+            for t in rec.get("reference_tests") or []
+        ]} if rec.get("reference_tests") else {}),
         "dir": rec.get("dir"),
         "cases": rec.get("cases"),  # a test that reports cases: each case's kind and verdict
         "metric": summary_of(rec),  # --regress perf: median, samples, change vs the reference
@@ -156,6 +162,8 @@ def report_data(session: Session) -> dict[str, Any]:
                 "cases": (session.extra.get("cases") or {}).get(phase.spec.name),
                 # the LLVMs (or toolchain) the culprit moved, the fork patches replayed (reports/pins.py)
                 "pins": (session.extra.get("pins") or {}).get(phase.spec.name),
+                # --perf-design paired: the A/B of the endpoints and of each culprit against its parent
+                "perf": sandwich_of(recs, phase.spec.good, phase.spec.bad),
             }
         )
     result = session.result()
@@ -226,8 +234,34 @@ def _commit_line(info: Mapping[str, str] | None, sha: str | None) -> str:
     )
 
 
-def _tests_cell(tests: list[dict[str, Any]]) -> str:
-    """Each run's time; many runs (perf samples) as a count and a total."""
+def sandwich_lines(sandwich: Mapping[str, Any] | None) -> list[str]:
+    """--perf-design paired: how large the regression is between the endpoints, and each
+    culprit against its parent, with their intervals."""
+    if not sandwich:
+        return []
+    out = []
+    ends = sandwich.get("endpoints")
+    if ends:
+        out.append(f"- **Regression (A/B of the endpoints):** {ends['text']}, {_decided(ends)}")
+    for fig in sandwich.get("culprits") or []:
+        out.append(f"- **`{str(fig['commit'])[:12]}` against its parent `{str(fig['against'])[:12]}`:** "
+                   f"{fig['text']}, {_decided(fig)}")
+    return out
+
+
+def _decided(figure: Mapping[str, Any]) -> str:
+    conf = figure.get("confidence")
+    level = f"{float(conf) * 100:g}% CI" if conf else "CI"
+    return {"worse": f"slower beyond the threshold ({level})", "within": f"within the threshold ({level})"}.get(
+        str(figure.get("decision")), f"undecided ({level})")
+
+
+def _tests_cell(tests: list[dict[str, Any]], reference: list[dict[str, Any]] | None = None) -> str:
+    """Each run's time; many runs (perf samples) as a count and a total; pairs (the paired
+    design) as pairs and the total of both sides."""
+    if reference:
+        total = sum(float(t["seconds"] or 0) for t in (*tests, *reference))
+        return f"{len(tests)} pairs, {_fmt_seconds(total)}"
     if len(tests) > 4:
         total = sum(float(t["seconds"] or 0) for t in tests)
         return f"{len(tests)} runs, {_fmt_seconds(total)}"
@@ -300,6 +334,7 @@ def render_markdown(session: Session) -> str:
         out.extend(hint_lines(phase.get("hint")))
         if phase["reason"]:
             out.append(f"- **Note:** {_md_escape(scrub(phase['reason']))}")
+        out.extend(sandwich_lines(phase.get("perf")))
         out.extend(unreadable_ir_lines(phase["steps"]))
         pc = phase["counters"]
         out.append(
@@ -332,7 +367,7 @@ def render_markdown(session: Session) -> str:
                 build_cell = "cached"
             else:
                 build_cell = _fmt_seconds(build.get("seconds"))
-            test_cell = _tests_cell(step["tests"])
+            test_cell = _tests_cell(step["tests"], step.get("reference_tests"))
             out.append(
                 f"| {step['seq']} | {step['role']} | `{(step['commit'] or '')[:12]}` "
                 f"| {_md_escape(step['subject'])[:60]} | {step['kind']} | {step['verdict']} "

@@ -54,12 +54,15 @@ class Answer:
         stated = "" if prob is None else f"; P(culprit) = {prob:.3f}"
         named = self.names.named
         phase.status = STATUS_FOUND
+        ab = _ab_text(c.records.get(c.culprit))  # --perf-design paired: the culprit against its parent
         if c.culprit_bad and c.parent_good:
             post = self.flakiness.posterior(self.cands, self.journal.evidence())
             high, said = self.flakiness.confirmed_confidence(post, c.culprit)
             phase.confidence = "high" if high else "low"
+            again = (f"{named(c.culprit)} is slower than {self.names.parent(c.parent)}: {ab}" if ab else
+                     f"{named(c.culprit)} is bad again and {self.names.parent(c.parent)} good again")
             phase.reason = (
-                f"confirmed: {named(c.culprit)} is bad again and {self.names.parent(c.parent)} good again"
+                f"confirmed: {again}"
                 + said
             )
         else:
@@ -67,7 +70,11 @@ class Answer:
             parts = []
             before = "the version before it, " if self.names.labels else "parent "
             for commit, ok, what in ((c.culprit, c.culprit_bad, ""), (c.parent, c.parent_good, before)):
-                if not ok:
+                if not ok and ab and commit == c.culprit:
+                    parts.append(f"{named(commit)} against {self.names.parent(c.parent)}: {ab}, "
+                                 f"{'within the threshold' if c.records[commit]['verdict'] == 'good' else 'undecided'} "
+                                 "(a slow-down spread over several commits?)")
+                elif not ok:
                     rec = c.records[commit]
                     parts.append(f"{what}{named(commit)} re-tested {rec['verdict']} ({rec['kind']})")
             phase.reason = (
@@ -144,3 +151,13 @@ class Answer:
             p, q = post.rates()
         n = sum(g + b for g, b in ev.counts.values())
         return f"{n} verdicts, error rates p≈{p:.2f} q≈{q:.2f}"
+
+
+def _ab_text(rec: Any) -> str:
+    """`+6.1% [4.9, 7.2] (floor, 30 pairs)` of a paired A/B record; "" for any other."""
+    from tritonbisect.core.perf_paired import figure_text
+
+    perf = (rec or {}).get("perf") if isinstance(rec, dict) else None
+    if not isinstance(perf, dict) or perf.get("design") != "paired":
+        return ""
+    return figure_text(perf)

@@ -103,6 +103,15 @@ class BuildsAtHand:
         return sorted(commits, key=lambda c: c != last)
 
 
+def builds_install_outside(recipe: Any) -> bool:
+    """Whether a recipe's builds change things outside their checkout (a build command that
+    installs), so that a checkout stands for its build only until the next build."""
+    if bool(getattr(recipe, "caches_builds", True)):
+        return False
+    build = _build_command(recipe)
+    return build is not None and bool(_INSTALLS.search(build))
+
+
 def built(rec: Mapping[str, Any]) -> bool:
     """Whether a journal record's step built (or took from the cache) its commit."""
     return (rec.get("build") or {}).get("kind") == "pass"

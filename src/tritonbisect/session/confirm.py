@@ -47,7 +47,7 @@ class Confirmation:
 
     def __init__(self, spec: PhaseSpec, cands: Candidates, history: Any, journal: PhaseJournal,
                  queue: StepQueue, builds: BuildsAtHand, names: CommitNames, ui: Any, *,
-                 one_at_a_time: bool, abort: Callable[[str], None]) -> None:
+                 one_at_a_time: bool, abort: Callable[[str], None], paired: bool = False) -> None:
         self.spec = spec
         self.cands = cands
         self.history = history
@@ -58,6 +58,8 @@ class Confirmation:
         self.ui = ui
         self.one_at_a_time = one_at_a_time  # judged by hand: the checkout shown is the one judged
         self.abort = abort
+        # --perf-design paired: each culprit is an A/B against its parent (the sandwich's second half)
+        self.paired = paired
 
     def parent_of(self, culprit: str, verdicts: Mapping[str, str]) -> str:
         """The parent the culprit is compared with: a good one among its parents in the range,
@@ -84,6 +86,8 @@ class Confirmation:
         """Re-test each (culprit, parent) the journal holds no confirmation of, all at once
         (several culprits: one per case of a test that reports cases); each commit's record
         (a mark: {"verdict", "kind"}), or None when the phase aborted."""
+        if self.paired:
+            return self._against_parents(pairs)
         ev = self.journal.evidence()
         marks = ev.marks  # a person's verdict is not re-tested
         found: dict[str, dict[str, Any]] = {}
@@ -125,3 +129,48 @@ class Confirmation:
         for commit, verdict in marks.items():
             found[commit] = {"verdict": verdict, "kind": "marked"}
         return found
+
+    def _against_parents(self, pairs: Sequence[tuple[str, str]]) -> dict[str, dict[str, Any]] | TakenBack | None:
+        """--perf-design paired: each culprit the journal holds no A/B of is run paired with its
+        parent, with the sandwich's bounds; the parent is the reference of that A/B (good by
+        its role), the culprit's record says how much slower it is."""
+        ev = self.journal.evidence()
+        marks = ev.marks
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        for rec in self.journal.records:
+            against = (rec.get("perf") or {}).get("reference_commit")
+            undone = int(rec.get("seq") or 0) in ev.undone
+            if rec.get("role") == ROLE_CONFIRM and against and rec.get("verdict") in OBSERVED and not undone:
+                found[(str(rec["commit"]), str(against))] = rec
+        todo = [pair for pair in dict.fromkeys(pairs) if pair not in found and pair[0] not in marks]
+        if todo:
+            said = ", ".join(f"{self.names.named(c)} against its parent {self.names.named(p)}" for c, p in todo)
+            self.ui.note(f"A/B of the culprit: {said}")
+        keep: dict[str, None] = {}
+        for culprit, parent in pairs:
+            keep.update(dict.fromkeys(self.builds.kept_for_confirmation(culprit, parent)))
+        self.queue.keep_builds(tuple(keep))
+        for culprit, parent in todo:
+            self.queue.submit(culprit, ROLE_CONFIRM, None, reuse=self.builds.reuse, reference=parent, verify=True)
+        while self.queue:
+            for done in self.queue.finished():
+                if done.rec is None:
+                    continue
+                commit = done.step.commit
+                self.ui.step_finished(self.spec.name, done.rec, self.names.subject(commit), None)
+                if done.aborted:
+                    self.abort(f"confirmation of {commit[:12]}: {done.result.reason}")
+                    return None
+                found[(commit, str(done.step.request.reference))] = done.rec
+                if done.corrected:
+                    return TakenBack()
+        out: dict[str, dict[str, Any]] = {}
+        for culprit, parent in pairs:
+            got = found.get((culprit, parent))
+            if got is not None:
+                out[culprit] = got
+            out.setdefault(parent, {"verdict": Verdict.GOOD.value, "kind": "reference",
+                                    "reason": f"the reference of {culprit[:12]}'s A/B"})
+        for commit, verdict in marks.items():
+            out[commit] = {"verdict": verdict, "kind": "marked"}
+        return out

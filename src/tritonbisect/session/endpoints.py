@@ -27,7 +27,7 @@ class EndpointCheck:
 
     def __init__(self, spec: PhaseSpec, journal: PhaseJournal, queue: StepQueue, flakiness: Flakiness,
                  names: CommitNames, ui: Any, *, fixed: bool, perf: bool, needs_record: bool,
-                 abort: Callable[[str], None]) -> None:
+                 abort: Callable[[str], None], paired: bool = False) -> None:
         self.spec = spec
         self.journal = journal
         self.queue = queue
@@ -36,6 +36,8 @@ class EndpointCheck:
         self.ui = ui
         self.fixed = fixed  # --regress fixed: the good commit fails, the bad (fixed) one passes
         self.perf = perf  # --regress perf: the good endpoint measures the reference
+        # --perf-design paired: the bad endpoint is an A/B against the good one (the sandwich's first half)
+        self.paired = paired
         self.needs_record = needs_record  # the good endpoint records the oracle's golden output
         self.abort = abort
         # the test reports cases (a kernel each, say): which of them the endpoints bracket
@@ -63,11 +65,22 @@ class EndpointCheck:
             if not self._collect():
                 return None
             todo[spec.good] -= 1
+        if self.paired and todo[spec.bad] > 0:
+            self.ui.note(f"A/B of the endpoints: the bad {noun} paired with the good one, to see "
+                         "whether there is a regression and how large")
         for commit in (spec.good, spec.bad):
             for _ in range(max(0, todo[commit])):
-                self.queue.submit(commit, ROLE_ENDPOINT, 0)
+                self.queue.submit(commit, ROLE_ENDPOINT, 0, verify=self.paired and commit == spec.bad)
         if not self._collect():
             return None
+        if self.paired:
+            ab = next((r for r in reversed(self.journal.records)
+                       if r.get("role") == ROLE_ENDPOINT and r.get("commit") == spec.bad), None)
+            if ab is not None and self._undecided_ab(ab):
+                from tritonbisect.core.perf_paired import figure_text
+
+                self.ui.note(f"the A/B of the endpoints cannot tell at its bound ({figure_text(ab['perf'])}): "
+                             f"bisecting, as the bad {noun} was said to be bad")
         self.split = split_cases(self.journal.records, spec.good, spec.bad, spec.only_cases)
         if self.split is not None:  # each case is judged on its own: a case failing at good is left out
             return [] if self.split.regressed else [no_regression_line(self.split)]
@@ -123,8 +136,19 @@ class EndpointCheck:
                 continue
             if rec.get("seq") is not None and int(rec["seq"]) in undone:
                 continue
-            tally.setdefault(str(rec["commit"]), Counter())[Verdict(rec["verdict"])] += 1
+            verdict = Verdict(rec["verdict"])
+            if self._undecided_ab(rec):
+                verdict = Verdict.BAD  # as the person said: the A/B could not tell otherwise
+            tally.setdefault(str(rec["commit"]), Counter())[verdict] += 1
         return tally
+
+    def _undecided_ab(self, rec: dict[str, Any]) -> bool:
+        """--perf-design paired: the bad endpoint's A/B that could not decide at its bound.
+        It does not contradict the person (only "within the threshold" would): the search goes
+        on, the note says how uncertain the size is."""
+        perf = rec.get("perf") or {}
+        return (self.paired and rec.get("commit") == self.spec.bad and perf.get("decision") == "undecided"
+                and perf.get("reference_commit") == self.spec.good)
 
     def _contradicting(self) -> list[tuple[str, str]]:
         """Endpoints run once whose test verdict contradicts the person, to run again (not

@@ -105,6 +105,11 @@ def evidence_of(records: Iterable[Mapping[str, Any]]) -> Evidence:
         if role not in OBSERVED_ROLES or not commit or verdict not in VERDICTS:
             continue
         commit = str(commit)
+        perf = rec.get("perf") or {}
+        if role == "endpoint" and perf.get("verify") and perf.get("decision") == "undecided":
+            # the A/B of the endpoints could not tell at its bound: the bad endpoint stays
+            # bad, as the person said (session/endpoints.py)
+            verdict = Verdict.BAD
         if verdict == Verdict.SKIP:
             ev.skipped.add(commit)
         else:
@@ -113,7 +118,8 @@ def evidence_of(records: Iterable[Mapping[str, Any]]) -> Evidence:
             if role == "search" and rec.get("tests"):
                 ev.search_tests += 1  # tests we ran (not verdicts replayed from a log)
         ev.latest[commit] = verdict
-        if rec.get("kind") == "flaky":
+        if rec.get("kind") == "flaky" and (rec.get("perf") or {}).get("decision") != "undecided":
+            # a perf step that could not tell at its bound is a skip, not runs that disagreed
             ev.flaky_runs = True
     ev.counts = {c: (g, b) for c, (g, b) in counts.items()}
     for commit, verdict in ev.marks.items():

@@ -14,7 +14,7 @@ from tritonbisect.builds.recipes import recipe_from_config, test_spec_of
 from tritonbisect.core.history import History
 from tritonbisect.search.classic import Candidates, Found, Inconclusive, steps_left
 from tritonbisect.session.answer import Answer
-from tritonbisect.session.builds_at_hand import BuildsAtHand
+from tritonbisect.session.builds_at_hand import BuildsAtHand, builds_install_outside
 from tritonbisect.session.case_answer import CaseAnswer, record_split, split_line
 from tritonbisect.session.case_evidence import CaseSplit
 from tritonbisect.session.confirm import Confirmation, TakenBack
@@ -46,6 +46,21 @@ def candidates_of(history: Any, good: str, bad: str, *, first_parent: bool = Fal
     return _CANDIDATES[key]
 
 
+def paired_or_not(policy: Any, recipe: Any, ui: Any) -> Any:
+    """The phase's policy: --perf-design paired needs each side's build to stay in its own
+    checkout; a build command that installs outside it (`pip install -e .`, `make install`)
+    leaves only the latest build in place, so such a phase is judged unpaired (said once)."""
+    perf = policy.perf
+    if perf is None or not perf.paired or not builds_install_outside(recipe):
+        return policy
+    import dataclasses
+
+    ui.note("--perf-design paired needs each build to stay in its checkout, and the build command "
+            "installs outside it: judging unpaired (the good endpoint measured once); "
+            "--artifact PATH keeps a build apart")
+    return dataclasses.replace(policy, perf=dataclasses.replace(perf, design="unpaired"))
+
+
 @dataclass
 class Progress:
     remaining: int  # culprits still possible
@@ -74,13 +89,14 @@ class PhaseRun:
             self.cands = candidates_of(self.history, spec.good, spec.bad, first_parent=spec.first_parent)
         in_set = frozenset(self.cands.order)
         self.recipe = recipe_from_config(spec.recipe_name, spec.recipe_config)
-        self.policy = self.settings.policy()
+        self.policy = paired_or_not(self.settings.policy(), self.recipe, ui)
         # read once: phases share the journal
         self.journal = PhaseJournal(session.journal, spec.name, session.journal.records())
         labels = (session.extra.get("labels") or {}).get(spec.name) or {}
         self.names = CommitNames(self.history, labels, [spec.good, *self.cands.order])
         self.queue = StepQueue(self.journal, ui, steps_dir=session.dir / "steps",
-                               subject=self.subject, baseline=self._perf_baseline)
+                               subject=self.subject, baseline=self._perf_baseline,
+                               reference=self._perf_reference)
         self.hint = PhaseHint(self.settings.hint, spec, self.cands, ui, session.extra)
         self.flakiness = Flakiness(self.settings.search, self.hint, ui)
         self.builds = BuildsAtHand(spec, self.recipe, self.journal, ui)
@@ -94,6 +110,7 @@ class PhaseRun:
         self.confirmation = Confirmation(
             spec, self.cands, self.history, self.journal, self.queue, self.builds, self.names, ui,
             one_at_a_time=self.judge is not None, abort=self._abort,
+            paired=self.policy.perf is not None and self.policy.perf.paired,
         )
         self.answer = Answer(session, phase, self.cands, self.journal, self.flakiness, self.names, ui)
         self.case_answer = CaseAnswer(session, phase, self.cands, self.journal, self.flakiness, self.names, ui)
@@ -128,11 +145,19 @@ class PhaseRun:
     def _perf_baseline(self, commit: str) -> tuple[float, ...] | None:
         """--regress perf: the good endpoint's samples, the yardstick of every other step
         (None for the good endpoint itself, which measures them)."""
-        if self.policy.perf is None or commit == self.spec.good:
+        if self.policy.perf is None or self.policy.perf.paired or commit == self.spec.good:
             return None
         from tritonbisect.core.perf import baseline_of
 
         return baseline_of(self.journal.records, self.spec.good)
+
+    def _perf_reference(self, commit: str) -> str | None:
+        """--perf-design paired: what a step is paired with, the good endpoint (the culprit's
+        check names its parent itself)."""
+        perf = self.policy.perf
+        if perf is None or not perf.paired or commit == self.spec.good:
+            return None
+        return self.spec.good
 
     # the phase ----------------------------------------------------------------------------------
 
@@ -171,6 +196,7 @@ class PhaseRun:
         check = EndpointCheck(
             spec, self.journal, self.queue, self.flakiness, self.names, self.ui,
             fixed=self.policy.regress == "fixed", perf=self.policy.perf is not None,
+            paired=self.policy.perf is not None and self.policy.perf.paired,
             needs_record=bool(test_spec and test_spec.record_command), abort=self._abort,
         )
         problems = check.run()

@@ -377,12 +377,15 @@ def counters_of(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     rounds: dict[str, int] = {}
     for rec in records:
         for attempt in [rec, *(rec.get("attempts") or [])]:
-            tests += len(attempt.get("tests") or [])
-            build = attempt.get("build") or {}
-            if build.get("cached"):
-                cached += 1  # an artifact, a recorded failure or a kept build: nothing compiled
-            elif build.get("performed", bool(build.get("log"))):
-                builds += 1
+            # --perf-design paired: the reference's runs and build are the step's cost too
+            tests += len(attempt.get("tests") or []) + len(attempt.get("reference_tests") or [])
+            for build in (attempt.get("build") or {}, attempt.get("reference_build") or {}):
+                if build.get("kept") and build is attempt.get("reference_build"):
+                    continue  # the reference's build a checkout held: nothing done at all
+                if build.get("cached"):
+                    cached += 1  # an artifact, a recorded failure or a kept build: nothing compiled
+                elif build.get("performed", bool(build.get("log"))):
+                    builds += 1
         if rec.get("role") == ROLE_SEARCH and rec.get("round"):
             phase = str(rec.get("phase"))
             rounds[phase] = max(rounds.get(phase, 0), int(rec["round"]))

@@ -77,6 +77,8 @@ FLAT_LAYOUT: dict[str, tuple[str, str]] = {
     "significance": ("perf", "significance"),
     "max_samples": ("perf", "max_samples"),
     "higher_is_better": ("perf", "higher_is_better"),
+    "perf_design": ("perf", "design"),
+    "verify_samples": ("perf", "verify_samples"),
     "verify_revert": ("follow_ups", "verify_revert"),
     "sandbox": ("executor", "sandbox"),
     "pass_env": ("executor", "pass_env"),

@@ -57,6 +57,7 @@ class StepQueue:
         steps_dir: Path,
         subject: Callable[[str], str],
         baseline: Callable[[str], tuple[float, ...] | None] = lambda _commit: None,
+        reference: Callable[[str], str | None] = lambda _commit: None,
     ) -> None:
         self.journal = journal
         self.ui = ui
@@ -64,6 +65,7 @@ class StepQueue:
         self.steps_dir = steps_dir
         self.subject = subject
         self.baseline = baseline
+        self.reference = reference  # --perf-design paired: what a step is paired with by default
         self.judge: Judge | None = None
         self.pool: Any = None
         self._steps: dict[Future[StepResult], InFlight] = {}
@@ -93,10 +95,12 @@ class StepQueue:
                 return path
             self._dir_counter += 1
 
-    def _start(self, commit: str, role: str, *, record: bool, reuse: Reuse) -> tuple[StepRequest, Future[StepResult]]:
+    def _start(self, commit: str, role: str, *, record: bool, reuse: Reuse, reference: str | None = None,
+               verify: bool = False) -> tuple[StepRequest, Future[StepResult]]:
         request = StepRequest(
             commit=commit, log_dir=self._step_dir(commit, role), record=record,
             baseline=self.baseline(commit), reuse=reuse,
+            reference=reference or self.reference(commit), verify=verify,
         )
         running = getattr(self.ui, "step_running", None)
         if running is not None:  # where it runs (a Ray node), once a worker takes it
@@ -106,8 +110,11 @@ class StepQueue:
         return request, future
 
     def submit(self, commit: str, role: str, round_: int | None, *, record: bool = False,
-               reuse: Reuse = Reuse.NO) -> InFlight:
-        request, future = self._start(commit, role, record=record, reuse=reuse)
+               reuse: Reuse = Reuse.NO, reference: str | None = None, verify: bool = False) -> InFlight:
+        """Start a step; `reference` (default: the queue's) and `verify` (an A/B of the
+        sandwich) pair it under --perf-design paired."""
+        request, future = self._start(commit, role, record=record, reuse=reuse, reference=reference,
+                                      verify=verify)
         step = InFlight(commit, role, round_, request, future)
         self._steps[future] = step
         return step

@@ -64,6 +64,10 @@ class ClassicSearch:
         action = search.next_step(self.cands, self.effective(), workers=free, in_flight=flying, cached=cached)
         if isinstance(action, search.TestNext):
             return Plan(test=action.commits, seen=action)
+        if isinstance(action, search.Inconclusive):
+            again = self._undecided_again(action.candidates, free, flying)
+            if again:
+                return Plan(test=again, seen=action)
         if isinstance(action, (search.Found, search.Inconclusive)):
             return Plan(answer=action, seen=action)
         if isinstance(action, search.Conflict):
@@ -96,6 +100,25 @@ class ClassicSearch:
             )
         self.search_counts.update(retest)
         return Plan(test=tuple(retest), again=changed, seen=action)
+
+    def _undecided_again(self, candidates: Sequence[str], free: int, flying: frozenset[str]) -> tuple[str, ...]:
+        """--regress perf: candidates left because their step could not decide at its bound
+        (a change near the threshold, a noisy stretch) are run once more, on fresh samples,
+        before the search gives up on them."""
+        latest: dict[str, dict[str, Any]] = {}
+        tested: Counter[str] = Counter()
+        for rec in self.journal.records:
+            if rec.get("role") == ROLE_SEARCH:
+                latest[str(rec.get("commit"))] = rec
+                tested[str(rec.get("commit"))] += 1
+        again = tuple(
+            c for c in candidates
+            if c not in flying and tested[c] == 1 and latest[c].get("verdict") == Verdict.SKIP
+            and (latest[c].get("perf") or {}).get("decision") == "undecided"
+        )[:free]
+        if again:
+            self.ui.note("undecided at their bound, run once more: " + ", ".join(c[:12] for c in again))
+        return again
 
     def progress(self) -> tuple[int, int]:
         try:
