@@ -212,3 +212,28 @@ def test_perf_design_goes_with_regress_perf(tmp_path: Path, capsys) -> None:
     assert code == 2 and "--perf-design goes with --regress perf" in error_line(err)
     code, _, err = run_cli([*base, "--regress", "perf", "--perf-design", "sideways"], capsys)
     assert code == 2 and "'sideways' is not one of 'paired', 'unpaired'" in err
+
+
+def test_figures_read_from_a_crafted_journal_are_numbers_or_nothing() -> None:
+    """The journal is read as untrusted: a record whose perf fields are not what we write gives
+    no figure (and no exception), and nothing but hex reaches Markdown as a commit."""
+    from tritonbisect.core.perf import change_text, format_summary, summary_of
+    from tritonbisect.core.perf_paired import sandwich_of
+
+    good, bad = "a" * 40, "b" * 40
+    crafted = [
+        {"role": "endpoint", "commit": bad, "perf": {"design": "paired", "reference_commit": good,
+                                                     "change": "`rm -rf`", "low": 1, "high": 2, "samples": [1.0]}},
+        {"role": "confirm", "commit": "c`x`", "perf": {"design": "paired", "reference_commit": good,
+                                                      "change": float("nan"), "samples": 7}},
+        {"role": "confirm", "commit": "d" * 40, "perf": {"design": "paired", "reference_commit": "$(x)",
+                                                        "change": 0.05, "low": None, "high": True,
+                                                        "samples": [1.0, 2.0], "method": "<b>"}},
+    ]
+    assert sandwich_of(crafted[:2], good, bad) is None
+    found = sandwich_of(crafted, good, bad)
+    assert found is None or all(f["against"] in (None, good) for f in found["culprits"])
+    for rec in crafted:
+        summary = summary_of(rec)
+        assert isinstance(change_text(summary), str) and isinstance(format_summary(summary), str)
+    assert summary_of({"perf": {"samples": "abc", "median": "x"}}) is None

@@ -477,7 +477,10 @@ def _status_line(rec: dict[str, Any], name: Callable[[str], str] | None = None) 
     if rec.get("role") == "mark":
         why = f" ({rec['reason']})" if rec.get("reason") else ""
         return f"{head} marked {rec.get('verdict')}{why}"
-    return f"{head} {rec.get('verdict')} ({rec.get('kind')})"
+    from tritonbisect.core.perf import change_text, summary_of
+
+    change = change_text(summary_of(rec))  # --regress perf: the change measured (its interval)
+    return f"{head} {rec.get('verdict')} ({rec.get('kind')}{', ' + change if change else ''})"
 
 
 def _outcome_of(session: Any) -> dict[str, Any]:

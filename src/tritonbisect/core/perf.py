@@ -271,21 +271,30 @@ def summary_of(rec: Mapping[str, Any]) -> dict[str, Any] | None:
     """The metric of a journaled step for reports: median, samples, change vs the reference
     (paired: the change's interval, the statistic that decided and the reference commit)."""
     perf = rec.get("perf")
-    if not isinstance(perf, Mapping) or not perf.get("samples"):
+    if not isinstance(perf, Mapping) or not isinstance(perf.get("samples"), list) or not perf["samples"]:
         return None
     out = {
-        "median": perf.get("median"),
+        "median": _number(perf.get("median")),
         "n": len(perf["samples"]),
-        "change": perf.get("change"),
+        "change": _number(perf.get("change")),
         "reference": bool(perf.get("reference")),
-        "decision": perf.get("decision"),
+        "decision": perf.get("decision") if isinstance(perf.get("decision"), str) else None,
     }
     if perf.get("design") == PAIRED and not perf.get("reference"):
         out.update(
-            paired=True, low=perf.get("low"), high=perf.get("high"), method=perf.get("method"),
-            against=perf.get("reference_commit"), confidence=perf.get("confidence"),
+            paired=True, low=_number(perf.get("low")), high=_number(perf.get("high")),
+            method=perf.get("method") if perf.get("method") in ("floor", "paired") else None,
+            against=perf.get("reference_commit") if isinstance(perf.get("reference_commit"), str) else None,
+            confidence=_number(perf.get("confidence")),
         )
     return out
+
+
+def _number(value: Any) -> float | None:
+    """A journal's number as a finite float (None for anything else: the file may be crafted)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 def change_text(summary: Mapping[str, Any] | None) -> str:

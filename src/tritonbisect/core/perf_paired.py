@@ -14,6 +14,7 @@ pairs. `sandwich_of` finds both in a phase's records for reports and `hunt`'s is
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -119,7 +120,7 @@ def judge_pairs(
 
 
 def _finite(x: float) -> float | None:
-    return x if abs(x) != float("inf") else None
+    return x if math.isfinite(x) else None
 
 
 # --- the sandwich, from the journal --------------------------------------------------------------
@@ -127,28 +128,52 @@ def _finite(x: float) -> float | None:
 
 def _figure(rec: Mapping[str, Any]) -> dict[str, Any] | None:
     perf = rec.get("perf")
-    if not isinstance(perf, Mapping) or perf.get("design") != PAIRED or perf.get("change") is None:
+    if not isinstance(perf, Mapping) or perf.get("design") != PAIRED:
         return None
+    interval = pairstats.interval_of(perf)
+    if interval is None:
+        return None
+    confidence = perf.get("confidence")
     return {
-        "commit": rec.get("commit"),
-        "against": perf.get("reference_commit"),
-        "change": perf.get("change"),
-        "low": perf.get("low"),
-        "high": perf.get("high"),
-        "pairs": len(perf.get("samples") or ()),
-        "method": perf.get("method"),
-        "decision": perf.get("decision"),
-        "confidence": perf.get("confidence"),
+        "commit": _sha(rec.get("commit")),
+        "against": _sha(perf.get("reference_commit")),
+        "change": interval.change,
+        "low": _finite(interval.low),
+        "high": _finite(interval.high),
+        "pairs": _pairs(perf),
+        "method": _method(perf),
+        "decision": perf.get("decision") if perf.get("decision") in DECISIONS else None,
+        "confidence": float(confidence) if isinstance(confidence, (int, float)) else None,
         "text": figure_text(perf),
     }
+
+
+DECISIONS = (pairstats.WORSE, pairstats.WITHIN, pairstats.UNDECIDED)
+
+
+def _sha(value: Any) -> str | None:
+    """A commit as the journal names it; None for anything that is not a plain hex sha (the
+    journal is read as untrusted: it goes into Markdown)."""
+    text = str(value or "")
+    return text if text and len(text) <= 64 and all(c in "0123456789abcdef" for c in text) else None
+
+
+def _pairs(perf: Mapping[str, Any]) -> int:
+    samples = perf.get("samples")
+    return len(samples) if isinstance(samples, list) else 0
+
+
+def _method(perf: Mapping[str, Any]) -> str:
+    method = perf.get("method")
+    return method if method in (pairstats.FLOOR, pairstats.PAIRED) else "?"
 
 
 def figure_text(perf: Mapping[str, Any]) -> str:
     """`+6.1% [4.9, 7.2] (floor, 30 pairs)` of a paired record's perf."""
     interval = pairstats.interval_of(perf)
-    if interval is None:
+    if interval is None or not all(isinstance(x, float) for x in (interval.change, interval.low, interval.high)):
         return ""
-    return f"{interval.text()} ({perf.get('method')}, {len(perf.get('samples') or ())} pairs)"
+    return f"{interval.text()} ({_method(perf)}, {_pairs(perf)} pairs)"
 
 
 def sandwich_of(records: Iterable[Mapping[str, Any]], good: str, bad: str) -> dict[str, Any] | None:

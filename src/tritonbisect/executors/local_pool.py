@@ -153,9 +153,10 @@ class WorkerPool:
         return self._executor.submit(self._run, request)
 
     def _run(self, request: StepRequest) -> StepResult:
-        checkout, reuse = self._take(request)
         paired = request.reference is not None and self.policy.perf is not None and self.policy.perf.paired
+        # the reference first: the checkout that holds its build is then not taken for the candidate's
         ref = self._take_reference(request.reference)[0] if paired and request.reference else None
+        checkout, reuse = self._take(request)
         try:
             return execute_with_retry(lambda d: self._attempt(request, checkout, reuse, d, ref), request.log_dir)
         finally:

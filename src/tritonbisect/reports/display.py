@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
-from tritonbisect.core.untrusted import one_line, printable
 from tritonbisect.core.perf import change_text, summary_of
+from tritonbisect.core.untrusted import one_line, printable
 from tritonbisect.reports.case_tables import by_culprit, step_cases
 from tritonbisect.session.case_answer import cases_state
 from tritonbisect.session.observer import _FIXED_MARK, NullUI

@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from tritonbisect.core.perf import format_summary, summary_of
+from tritonbisect.core.perf_paired import sandwich_of
 from tritonbisect.core.secrets import scrub as scrub_secrets
 from tritonbisect.core.secrets import scrub_data
 from tritonbisect.core.untrusted import printable
-from tritonbisect.core.perf_paired import sandwich_of
 from tritonbisect.reports.case_tables import markdown_lines as case_lines
 from tritonbisect.reports.case_tables import searched_cases, step_cell
 from tritonbisect.reports.extras import (

@@ -186,7 +186,12 @@ class EndpointCheck:
             if bad[Verdict.BAD] != 1:
                 why = _describe(latest.get(spec.bad))
                 problems.append(f"the bad {noun} {named(spec.bad)} is not bad ({why})")
-            if good[Verdict.BAD] or bad[Verdict.GOOD]:  # the test said the opposite, once
+            if self.perf and bad[Verdict.GOOD]:  # measured, not a flaky verdict
+                problems.append(
+                    "the bad endpoint is not slower than the good one by more than --perf-threshold: "
+                    "a lower threshold bisects a smaller change (the step's line shows the change measured)"
+                )
+            elif good[Verdict.BAD] or bad[Verdict.GOOD]:  # the test said the opposite, once
                 problems.append(
                     "if the test is flaky: --flaky detect runs a contradicting endpoint again, "
                     "--flaky auto runs each endpoint 3 times, --repeat N runs every step N times"
