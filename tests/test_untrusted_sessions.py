@@ -132,3 +132,30 @@ def test_escapes_in_subjects_and_test_output_never_reach_the_terminal(tmp_path: 
     assert md.returncode == 0, md.stderr
     assert "\x1b" not in md.stdout and "\x07" not in md.stdout and "\r" not in md.stdout
     assert "boom" in md.stdout
+
+
+def test_hunt_puts_neither_a_linked_file_nor_a_secret_into_its_issue(tmp_path: Path) -> None:
+    """The issue `hunt` files is public: the report in it shows no file a test linked its log
+    to, and no secret the test printed (the environment's, or one given with --env)."""
+    from engine_repo import env_for
+
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    secret = tmp_path / "netrc"
+    secret.write_text(SECRET + "\n")
+    shas = linear(repo, 10, culprit=6)
+    git(repo, "reset", "-q", "--hard", shas[2])  # the first night sees a green head
+    test = (f'grep -q ok out/state || {{ echo "key $MY_API_KEY, token $GITHUB_TOKEN"; env; '
+            f'ln -sf {secret} "$(dirname "$TRITONBISECT_RESULT")/test-1.log"; exit 1; }}')
+    env = env_for(home, GITHUB_TOKEN="ghp_fakeTokenForTheHunt0123")
+    args = ["hunt", "--state", str(home / "state.json"), "--workdir", str(home), "--repo", str(repo),
+            "--build", BUILD, "--test", test, "--env", "MY_API_KEY=sekrit-key-for-the-hunt",
+            "--pass-env", "GITHUB_TOKEN", "--issue-body", str(home / "issue.md"), "--summary", str(home / "summary.md")]
+    first = tb(*args, cwd=repo, home=home, env=env)
+    assert first.returncode == 0, first.stderr
+    git(repo, "reset", "-q", "--hard", shas[-1])  # the next night: a regression
+    second = tb(*args, cwd=repo, home=home, env=env, timeout=120)
+    assert second.returncode == 5, second.stderr
+    issue = (home / "issue.md").read_text()
+    assert "## Regression" in issue
+    for text in (issue, (home / "summary.md").read_text(), second.stdout, second.stderr):
+        assert "hunter2" not in text and "sekrit-key-for-the-hunt" not in text and "ghp_fakeTokenForTheHunt0123" not in text

@@ -2,9 +2,9 @@
 
 The compression of a file is told by its first bytes, never by its name. A trace is input
 from someone else (a file attached to an issue): its decompressed text is bounded
-(`$TRITONBISECT_TRACE_LIMIT`, 4 GiB by default per file, so a few kilobytes of zstd cannot
-fill the memory), each call to a decompressor returns a bounded piece, and lines are joined
-from their pieces once (a 200 MB line costs what reading it costs).
+(`$TRITONBISECT_TRACE_LIMIT`, 4 GiB by default per file, a line a quarter of it, so a few
+kilobytes of zstd cannot fill the memory), each call to a decompressor returns a bounded
+piece, and lines are joined from their pieces once (a 200 MB line costs what reading it costs).
 """
 
 from __future__ import annotations
@@ -146,19 +146,32 @@ def _raw_chunks(path: Path) -> Iterator[bytes]:
 
 
 def iter_lines(path: Path, kind: str) -> Iterator[tuple[int, bytes, bool]]:
-    """(line number from 1, line bytes, is_last) for each line of the decompressed text."""
-    chunks = _raw_chunks(path) if kind == "none" else _decompressed_chunks(path, kind, trace_limit())
+    """(line number from 1, line bytes, is_last) for each line of the decompressed text. A line
+    may be at most a quarter of the limit (1 GiB by default): a bomb of one endless line must
+    not be held whole in memory before the limit stops it."""
+    limit = trace_limit()
+    longest = limit // 4
+    chunks = _raw_chunks(path) if kind == "none" else _decompressed_chunks(path, kind, limit)
     partial: list[bytes] = []  # the pieces of the line not ended yet: joined once, when it ends
+    held = 0
     line_no = 0
     pending: tuple[int, bytes] | None = None
     for chunk in chunks:
         pieces = chunk.split(b"\n")
         if len(pieces) == 1:
             partial.append(chunk)
+            held += len(chunk)
+            if longest and held > longest:
+                raise InputError(
+                    f"{path}:{line_no + 1}: a line longer than {format_size(longest)} (a decompression bomb, or a "
+                    f"record larger than the limit); to read it anyway, raise the limit: "
+                    f"{LIMIT_ENV}={max(2 * limit, 1024**3) // 1024**3}G"
+                )
             continue
         partial.append(pieces[0])
         ended = [b"".join(partial), *pieces[1:-1]]
         partial = [pieces[-1]] if pieces[-1] else []
+        held = len(pieces[-1])
         for raw in ended:
             line_no += 1
             if pending is not None:
