@@ -9,6 +9,7 @@ piece, and lines are joined from their pieces once (a 200 MB line costs what rea
 
 from __future__ import annotations
 
+import itertools
 import os
 import zlib
 from collections.abc import Generator, Iterator
@@ -146,19 +147,19 @@ def _raw_chunks(path: Path) -> Iterator[bytes]:
 
 
 def iter_lines(path: Path, kind: str) -> Iterator[tuple[int, bytes, bool]]:
-    """(line number from 1, line bytes, is_last) for each line of the decompressed text. A line
-    may be at most a quarter of the limit (1 GiB by default): a bomb of one endless line must
-    not be held whole in memory before the limit stops it."""
+    """(line number from 1, line bytes, is_last) for each non-empty line of the decompressed
+    text. A line may be at most a quarter of the limit (1 GiB by default): a bomb of one endless
+    line must not be held whole in memory before the limit stops it."""
     limit = trace_limit()
     longest = limit // 4
     chunks = _raw_chunks(path) if kind == "none" else _decompressed_chunks(path, kind, limit)
     partial: list[bytes] = []  # the pieces of the line not ended yet: joined once, when it ends
     held = 0
-    line_no = 0
+    line_no = 0  # the number of the last line ended
     pending: tuple[int, bytes] | None = None
     for chunk in chunks:
-        pieces = chunk.split(b"\n")
-        if len(pieces) == 1:
+        first_nl = chunk.find(b"\n")
+        if first_nl < 0:
             partial.append(chunk)
             held += len(chunk)
             if longest and held > longest:
@@ -168,19 +169,33 @@ def iter_lines(path: Path, kind: str) -> Iterator[tuple[int, bytes, bool]]:
                     f"{LIMIT_ENV}={max(2 * limit, 1024**3) // 1024**3}G"
                 )
             continue
+        if not chunk.strip(b"\n"):  # newlines only: empty lines, counted in C
+            if partial:
+                if pending is not None:
+                    yield pending[0], pending[1], False
+                pending = (line_no + 1, b"".join(partial))
+            line_no += len(chunk)
+            partial, held = [], 0
+            continue
+        pieces = chunk.split(b"\n")
         partial.append(pieces[0])
-        ended = [b"".join(partial), *pieces[1:-1]]
+        ended = [(line_no + 1, b"".join(partial))]
+        # the non-empty lines wholly in this chunk, picked in C: gigabytes of empty lines cost no
+        # Python step each (pieces[i] is line line_no + 1 + i)
+        ended += zip(itertools.compress(range(line_no + 2, line_no + len(pieces)), pieces[1:-1]),
+                     filter(None, pieces[1:-1]), strict=True)
+        line_no += len(pieces) - 1
         partial = [pieces[-1]] if pieces[-1] else []
         held = len(pieces[-1])
-        for raw in ended:
-            line_no += 1
+        for number, raw in ended:
+            if not raw:
+                continue
             if pending is not None:
                 yield pending[0], pending[1], False
-            pending = (line_no, raw)
+            pending = (number, raw)
     if partial:
-        line_no += 1
         if pending is not None:
             yield pending[0], pending[1], False
-        pending = (line_no, b"".join(partial))
+        pending = (line_no + 1, b"".join(partial))
     if pending is not None:
         yield pending[0], pending[1], True
