@@ -329,7 +329,7 @@ def test_perf_regression_with_noise(tmp_path: Path, capsys, design: str) -> None
         slow = next(line for line in body.splitlines() if line.startswith("| **Slow-down** |"))
         assert re.search(r"\+(2\d|3\d)\.\d% \[\d+\.\d, \d+\.\d\]", slow), slow
         vs_parent = next(line for line in body.splitlines() if line.startswith("| **Culprit vs parent** |"))
-        assert shas[5][:12] in vs_parent and "worse" in vs_parent
+        assert shas[5][:12] in vs_parent and "slower beyond the threshold" in vs_parent
     else:
         assert "Slow-down" not in body
 

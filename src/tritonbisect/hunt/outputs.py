@@ -134,9 +134,14 @@ def _sandwich_rows(session: Any, reg: Regression) -> list[str]:
         for fig in found.get("culprits") or []:
             if not reg.culprit or fig["commit"] == reg.culprit:
                 rows.append(f"| **Culprit vs parent** | {_md(fig['text'])}: `{str(fig['commit'])[:12]}` against "
-                            f"`{str(fig['against'])[:12]}`, {fig['decision']} ({_level(fig)}) |")
+                            f"`{str(fig['against'])[:12]}`, {_said(fig)} ({_level(fig)}) |")
         break
     return rows
+
+
+def _said(figure: dict[str, Any]) -> str:
+    return {"worse": "slower beyond the threshold", "within": "within the threshold"}.get(
+        str(figure.get("decision")), "undecided at its bound")
 
 
 def _level(figure: dict[str, Any]) -> str:
