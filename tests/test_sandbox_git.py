@@ -143,6 +143,8 @@ def test_git_bisect_run_step_sandbox_leaves_the_users_git_alone(tmp_path, backen
     assert "tritonbisect step: sandbox: " in proc.stderr
     _nothing_happened(marks, repo, _logs(workdir))
     assert (repo / ".git").is_dir()
+    # nothing of the tool's beside the user's checkout: its caches are in the workdir
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["marks", "repo", "user-home", "workdir"]
     git(repo, "bisect", "reset")
 
 

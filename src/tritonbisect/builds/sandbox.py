@@ -272,10 +272,16 @@ def _unshare(sandbox: Sandbox, mounts: list[Mount], network: bool, cwd: Path) ->
     ]
 
     def bind(src: Path, dst: Path, rw: bool) -> None:
-        mode = "rw" if rw else "ro"
-        lines.append(f"mkdir -p {q(str(dst))} 2>/dev/null || true")
-        lines.append(f"mount --no-canonicalize --bind /proc/self/fd/{fds[str(src)]} {q(str(dst))}")
-        lines.append(f"mount -o remount,bind,{mode} {q(str(dst))}")
+        # `mkdir` only when the mount point is missing, one `mount` for a read-only bind
+        # (util-linux remounts it read-only itself; a writable one needs the remount, its
+        # source lying on a mount made read-only above): each program started costs, as many
+        # times as there are binds
+        lines.append(f"[ -e {q(str(dst))} ] || mkdir -p {q(str(dst))} 2>/dev/null || true")
+        if rw:
+            lines.append(f"mount --no-canonicalize --bind /proc/self/fd/{fds[str(src)]} {q(str(dst))}")
+            lines.append(f"mount -o remount,bind,rw {q(str(dst))}")
+        else:
+            lines.append(f"mount --no-canonicalize --bind -o ro /proc/self/fd/{fds[str(src)]} {q(str(dst))}")
 
     for src, dst, rw in mounts:
         bind(src, dst, rw)

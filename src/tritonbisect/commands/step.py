@@ -104,7 +104,8 @@ def run_step(
     except Exception:  # noqa: BLE001
         raise InputError(f"{cwd} is not a git checkout") from None
     command = check_test_command(test_cmd, cwd=cwd)
-    root = resolve_workdir(workdir) / "step-logs"
+    home = resolve_workdir(workdir)
+    root = home / "step-logs"
     log_dir = root / f"{time.strftime('%Y%m%d-%H%M%S')}-{commit[:12]}"
     n = 1
     while log_dir.exists():
@@ -116,8 +117,9 @@ def run_step(
         from tritonbisect.builds.sandbox import announce
 
         _say(announce())
+    # the workdir holds the sandbox's caches (else beside the checkout, in the user's folder)
     ctx = StepContext(worktree=cwd, log_dir=log_dir, worker=0, env=parse_env(env), timeout=timeout,
-                      sandbox=sandbox)
+                      sandbox=sandbox, workdir=home)
 
     def attempt(d: Path):
         return execute_step(recipe, commit, dataclasses.replace(ctx, log_dir=d), policy, repeat=repeat)
