@@ -67,6 +67,9 @@ def test_a_sandboxed_build_cannot_poison_ccache_for_later_builds(tmp_path, backe
     # the sandboxed builds had a ccache of their own, whose configuration the tool wrote
     logs = "".join(p.read_text() for p in workdir.rglob("build.log"))
     assert f"CONFIG (environment) cache_dir = {workdir}/ccache-sandboxed" in logs
+    # a cache like the others: `clean --all` removes it, and its configuration file
+    assert tb("clean", "--all", cwd=repo, home=workdir, env=env).returncode == 0
+    assert not (workdir / "ccache-sandboxed").exists() and not (workdir / "ccache-sandboxed.conf").exists()
 
 
 def test_an_entry_of_a_sandboxed_build_never_reaches_a_session_without_one(tmp_path, backend):

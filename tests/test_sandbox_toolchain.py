@@ -1,6 +1,7 @@
 """The sandbox on a real toolchain: a Triton-style wheel build (pip, setuptools, gcc, ccache)
-through TritonRecipe.build_wheel with --sandbox still hits ccache and the LLVM already in
-TRITON_HOME, and without that LLVM it cannot download one (no network).
+through TritonRecipe.build_wheel with --sandbox still hits ccache (the sandboxed builds' own,
+never the user's) and the LLVM already in TRITON_HOME, and without that LLVM it cannot
+download one (no network).
 
 The project's setup.py follows Triton's rule for its third-party packages: the package is
 taken from $TRITON_HOME/.triton/<package>/<name> when its version.txt holds the package's
@@ -111,9 +112,10 @@ def test_sandboxed_build_hits_ccache_and_the_cached_llvm(tmp_path, venv, monkeyp
     (llvm / "include").mkdir(parents=True)
     (llvm / "include" / "toyllvm.h").write_text("#define TOY_LLVM_ANSWER 42\n")
     (llvm / "version.txt").write_text(LLVM_URL)
-    ccache_dir = tmp_path / "home" / ".cache" / "ccache"  # under the (hidden) $HOME, bound back in
+    users_ccache = tmp_path / "home" / ".cache" / "ccache"  # the user's: never written by a sandboxed build
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("CCACHE_DIR", str(ccache_dir))
+    monkeypatch.setenv("CCACHE_DIR", str(users_ccache))
+    ccache_dir = workdir / "ccache-sandboxed"  # the sandboxed builds' own
     recipe = TritonRecipe({"test": {"command": "true"}})
 
     def build(commit: str, n: int):
@@ -139,6 +141,7 @@ def test_sandboxed_build_hits_ccache_and_the_cached_llvm(tmp_path, venv, monkeyp
     hits = after_two.get("direct_cache_hit", 0) + after_two.get("preprocessed_cache_hit", 0)
     assert hits >= 1, after_two
     assert after_two.get("cache_miss", 0) == after_one.get("cache_miss", 0)
+    assert not users_ccache.exists()
 
     # without the cached LLVM the build would download it: there is no network to do so
     (llvm / "version.txt").unlink()

@@ -218,7 +218,9 @@ def wrap(sandbox: Sandbox, argv: Sequence[str], env: Mapping[str, str], *, cwd: 
     hidden = [*([home] if hide_home else []), *(Path(p) for p in _PRIVATE_TMP)]
     writable = _unique(Path(p).absolute() for p in layout.writable)
     pins = git_checkouts(writable)
-    wanted = [*layout.readable, Path(cwd), *_paths_in(argv, senv),
+    # (HOME and TMPDIR name the private folders: the user's $HOME may not even exist)
+    named = {k: v for k, v in senv.items() if k not in ("HOME", "TMPDIR")}
+    wanted = [*layout.readable, Path(cwd), *_paths_in(argv, named),
               *(d for p in pins for d in (p.git_dir, p.common_dir))]
     readable = [p for p in _unique(Path(p).absolute() for p in wanted)
                 if p.exists() and p not in hidden and _under_any(p, hidden) and not _under_any(p, writable)]

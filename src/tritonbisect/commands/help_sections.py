@@ -34,8 +34,8 @@ OPTION_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "state_path", "repo", "triton_dir", "torch_dir", "llvm_dir", "amd_llvm_dir", "nvidia_llvm_dir", "good", "bad", "good_llvm", "bad_llvm",
         "compat_map", "triton_commit", "no_descend_llvm", "package", "bump",
         "llvm_commit", "fix_commit", "csv_path")),
-    ("Build and test", ("build_cmd", "test", "test_cmd", "artifact", "use", "jobs", "timeout", "env", "pass_env", "sandbox",
-                        "max_candidates")),
+    ("Build and test", ("build_cmd", "test", "test_cmd", "artifact", "use", "jobs", "timeout", "build_timeout", "env",
+                        "pass_env", "sandbox", "max_candidates")),
     ("Test from a trace", (
         "repro", "kernel", "launch_id", "oracle", "ir_from", "check", "codegen_thresholds",
         "compile_target", "narrow", "workaround_after", "line", "mode", "from_", "ir_file", "target", "launches", "kernels",
@@ -57,7 +57,7 @@ OPTION_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "backends", "backend_llvm")),
     ("One night of hunting", ("confirm", "summary", "issue_body", "github_output")),
     ("The fixer (compat-builder)", (
-        "branch", "ai", "ai_model", "max_attempts", "ai_timeout", "smoke", "build_timeout", "build",
+        "branch", "ai", "ai_model", "max_attempts", "ai_timeout", "smoke", "build",
         "unsandboxed_builds")),
     ("Ray cluster (--executor ray)", ("executor", "ray_address", "build_resources", "test_resources", "repo_url", "cache_dir", "cache_url")),
     ("Output and state", ("out", "out_dir", "json_out", "as_json", "workdir", "log_limit")),

@@ -150,7 +150,7 @@ def common_bisect_options(f: F | None = None, *, test: bool = True) -> Any:
         options += [
             click.option("--jobs", "-j", type=int, default=1, show_default=True, callback=_validate_positive_int("--jobs"), help="Workers testing commits in parallel, each in its own worktree."),
             click.option("--repeat", type=int, default=None, callback=_validate_positive_int("--repeat"), help="Run each test N times; majority verdict, disagreement recorded as flaky (default 1; with --regress perf, 5 samples per step)."),
-            click.option("--timeout", type=float, metavar="S", help="Per-test timeout in seconds (kills the whole process group)."),
+            click.option("--timeout", type=float, metavar="S", help="Per-test timeout in seconds (kills the test and everything it started)."),
             click.option("--env", "env", multiple=True, metavar="K=V", help="Environment variable for builds and tests (repeatable)."),
             click.option("--pass-env", "pass_env", multiple=True, metavar="NAME", help="Let builds and tests see this secret of your environment (GITHUB_TOKEN, HF_TOKEN...: variables whose name says TOKEN, SECRET, PASSWORD, API_KEY... are kept from them otherwise; repeatable)."),
             click.option("--on-build-failure", type=click.Choice(BUILD_FAILURE_MODES), default="skip", show_default=True, help="What a commit that does not build counts as."),

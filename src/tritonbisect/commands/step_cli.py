@@ -37,7 +37,7 @@ class ProtocolCommand(click.Command):
 @click.command("step", cls=ProtocolCommand)
 @click.option("--build", "build_cmd", metavar="CMD", help="Build command (bash), run in the current directory first.")
 @click.option("--test", "test_cmd", required=True, metavar="CMD", help="Test command (bash).")
-@click.option("--timeout", type=float, metavar="S", help="Test timeout in seconds (kills the process group).")
+@click.option("--timeout", type=float, metavar="S", help="Test timeout in seconds (kills the test and everything it started).")
 @click.option("--build-timeout", type=float, default=DEFAULT_BUILD_TIMEOUT, show_default=True, metavar="S",
               help="Seconds the build may take; one still running then is killed, with everything it started, "
                    "and the checkout counts as one that does not build (--on-build-failure).")

@@ -35,8 +35,8 @@ from tritonbisect.core.process import git, git_common_dir
 # Folders of the workdir that --all removes; the cache ones survive --keep-cache.
 _SCRATCH = ("step-logs", "oracles", "triton-cache")
 # (triton-home: each worker's TRITON_HOME; downloads: what Triton's builds downloaded, shared;
-# mirrors: the submodules' local mirrors)
-_CACHES = ("cache", "llvm-build", "triton-home", "downloads", "mirrors")
+# mirrors: the submodules' local mirrors; ccache-sandboxed: the sandboxed builds' ccache)
+_CACHES = ("cache", "llvm-build", "triton-home", "downloads", "mirrors", "ccache-sandboxed")
 
 
 @dataclass(frozen=True)
@@ -252,6 +252,8 @@ def clean_all(workdir: Path, *, keep_cache: bool) -> CleanReport:
         if path.exists():
             shutil.rmtree(path, ignore_errors=True)
             report.removed.append(path)
+    if not keep_cache:
+        (workdir / "ccache-sandboxed.conf").unlink(missing_ok=True)
     wroot = workdir / "worktrees"
     if wroot.is_dir() and not any(p.is_dir() for p in wroot.glob("*/*")):
         shutil.rmtree(wroot, ignore_errors=True)  # only lock files are left
