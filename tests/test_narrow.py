@@ -194,3 +194,26 @@ def test_narrow_prints_the_next_command_with_the_pass_as_a_hint(tmp_path: Path) 
     second = json.loads(again.stdout.strip().splitlines()[-1])
     assert second["culprit"] == truth["culprit"]
     assert second["builds"] < first["builds"], (second["builds"], first["builds"])
+
+
+def test_a_crash_after_the_mlir_pipeline_is_placed_in_its_stage_not_in_the_last_pass() -> None:
+    from tritonbisect.narrow.failure import failure, failure_line, stage_of
+
+    # what the child's stderr holds when LLVM's NVPTX backend aborts (faulthandler's stack)
+    crashed = (DUMP + "LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.tcgen05.wait.st\nFatal Python error: Aborted\n\n"
+               "Current thread 0x00007f (most recent call first):\n"
+               '  File "/v/triton/backends/nvidia/compiler.py", line 419 in make_ptx\n'
+               '  File "/v/triton/backends/nvidia/compiler.py", line 519 in <lambda>\n'
+               '  File "/v/triton/compiler/compiler.py", line 320 in compile\n')
+    assert stage_of(crashed) == "make_ptx"
+    failed = failure(stage_of(crashed), "LLVM ERROR: Cannot select", "LLVMDIScope (enable-line-info)")
+    assert failed["after_mlir"] and failed["where"] == "LLVM's backend (LLVM IR to PTX)"
+    assert failure_line(failed).startswith("after the MLIR pipeline, in LLVM's backend (LLVM IR to PTX), "
+                                           "Triton's make_ptx stage: LLVM ERROR: Cannot select")
+    # an exception's traceback names the stage the same way; ptxas is after LLVM
+    raised = 'Traceback (most recent call last):\n  File "/v/compiler.py", line 88, in make_cubin\n'
+    assert failure(stage_of(raised), "PTXASError", None)["where"] == "ptxas (PTX to cubin)"
+    # a failure inside an MLIR pass: its stage is an MLIR one, and the running pass stands
+    in_pass = '  File "/v/compiler.py", line 300 in make_ttgir\n'
+    assert stage_of(in_pass) == "make_ttgir" and not failure("make_ttgir", "boom", "X")["after_mlir"]
+    assert stage_of("no stack at all") is None and not failure(None, "killed", "X")["after_mlir"]

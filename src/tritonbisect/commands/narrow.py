@@ -30,6 +30,11 @@ def echo_narrowing(result: dict[str, Any]) -> None:
         echo(f"  last pass where they agree:      {result['last_agreeing']}")
     if result.get("running_pass"):
         echo(f"  running when the culprit failed:  {result['running_pass']}")
+    failed = result.get("failed") or {}
+    if failed.get("after_mlir"):
+        from tritonbisect.narrow.failure import failure_line
+
+        echo(f"  the culprit failed {failure_line(failed)}")
     for key, label in (("added", "only in the culprit's pipeline"), ("removed", "only in the parent's pipeline"),
                        ("moved", "moved to another place")):
         if result.get(key):

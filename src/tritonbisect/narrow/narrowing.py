@@ -30,6 +30,7 @@ from tritonbisect.mlir.passes import parse_dumps
 from tritonbisect.narrow.codegen import statistic_passes
 from tritonbisect.narrow.compare import after_the_dumps, compare_pipelines
 from tritonbisect.narrow.compilers import Environment, builds_for
+from tritonbisect.narrow.failure import failure, stage_of
 from tritonbisect.narrow.lit_test import lit_test
 from tritonbisect.oracles.compile.standalone import tb_codegen, tb_runner
 from tritonbisect.reports.version_names import VersionNames
@@ -83,6 +84,7 @@ def _compile_with_dumps(job: dict[str, Any], python: str, env: dict[str, str], c
                                      keep=True, cwd=str(cwd))
     stderr = (work / "child.stderr").read_text(encoding="utf-8", errors="replace")
     return {"status": res.status, "reason": res.reason, "dumps": parse_dumps(stderr), "seconds": res.seconds,
+            "stage": stage_of(stderr) if res.status != "pass" else None,
             "triton_version": res.triton_version, "artifacts": res.artifacts, "metadata": res.metadata,
             "triton_dir": res.triton_dir}
 
@@ -137,6 +139,11 @@ def narrow_compiles(job: dict[str, Any], parent: Environment, culprit: Environme
         raise InputError(f"no IR dumps from the {' and '.join(missing)} compile under MLIR_ENABLE_DUMP=1 "
                          f"({runs[missing[0]]['status']}: {runs[missing[0]]['reason']})")
     result = compare_pipelines(p["dumps"], c["dumps"], culprit_failed=c["status"] != "pass")
+    if c["status"] != "pass":
+        failed = failure(c["stage"], c["reason"], c["dumps"][-1].label)
+        result["failed"] = failed
+        if failed["after_mlir"]:  # every MLIR pass ran: the last dumped one is not where it failed
+            result["running_pass"] = None
     lit = _lit_test(result.get("first_difference"), p["dumps"], c["dumps"])
     if lit is not None:
         result["lit_test"] = lit

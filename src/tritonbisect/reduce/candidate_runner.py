@@ -4,7 +4,9 @@ child with a timeout, and each verdict cached by the candidate's content."""
 
 from __future__ import annotations
 
+import functools
 import shutil
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -17,6 +19,21 @@ from tritonbisect.reduce import oracle_io
 from tritonbisect.reduce.oracle_io import Candidate, OracleDir
 from tritonbisect.reduce.pool import Pool
 from tritonbisect.reduce.verdict import BROKEN, Verdict, bad_signature, triton_version
+
+
+@functools.lru_cache(maxsize=8)
+def installed_triton(python: str) -> str:
+    """The Triton distribution installed for `python` (read from its metadata, not imported:
+    the compiler under test may be the one that crashes), or "?"."""
+    code = ("import importlib.metadata as m\n"
+            "for d in ('triton', 'pytorch-triton', 'pytorch-triton-rocm', 'triton-nightly'):\n"
+            "    try: print(m.version(d)); break\n"
+            "    except m.PackageNotFoundError: pass\n")
+    try:
+        out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+    return out.stdout.strip() or "?"
 
 
 @dataclass
@@ -70,7 +87,10 @@ class Runner:
                                                        "--timeout", str(s.timeout), *check],
                                 timeout=s.timeout + 30, log=folder / "bad.log")  # fmt: skip
             sig, reason = bad_signature(bad.rc, bad.signal, folder / "bad.json", folder / "bad.log")
-            versions = (triton_version(folder / "good.json"), triton_version(folder / "bad.json"))
+            # a compiler that crashed never said its version: its environment's metadata does
+            good_v, bad_v = triton_version(folder / "good.json"), triton_version(folder / "bad.json")
+            versions = (good_v if good_v != "?" else installed_triton(s.good_python),
+                        bad_v if bad_v != "?" else installed_triton(s.bad_python))
             return Verdict(sig, reason, time.monotonic() - t0, versions)
         finally:
             if not s.keep:

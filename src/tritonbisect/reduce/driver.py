@@ -59,7 +59,7 @@ def cost(cand: Candidate) -> tuple[int, ...]:
     if _is_ir(cand):
         return ir_pass.cost(cand.source, config)
     grid = 1
-    for g in ctx.get("launch", {}).get("grid") or []:
+    for g in (ctx.get("launch") or {}).get("grid") or []:
         grid *= int(g)
     scalars = sum(value for _, value in scalar_values(ctx))
     # the source by its syntax tree's nodes first (an expression replaced by a constant is

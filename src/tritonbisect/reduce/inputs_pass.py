@@ -91,7 +91,7 @@ def _halve(context: dict[str, Any], sizes: set[int], constexprs: set[str], plan:
 
 def candidates(cand: Candidate, constexprs: set[str], plan: BlobPlan) -> Iterator[Candidate]:
     context = cand.context
-    grid = list(context.get("launch", {}).get("grid") or [])
+    grid = list((context.get("launch") or {}).get("grid") or [])
     for i, g in enumerate(grid):
         for smaller in sorted({1, g // 2}):
             if 1 <= smaller < g:

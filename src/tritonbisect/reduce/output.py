@@ -51,7 +51,7 @@ def issue_script(source: str, kernel: str, inputs: dict[str, Any], context: dict
     """issue.py of a runtime oracle: the kernel, its reduced inputs, its launch, what each output
     holds after it, and (`expected`: the good Triton's outputs) a line saying whether this
     Triton gives what the good one gave."""
-    grid = tuple(context.get("launch", {}).get("grid") or [1])
+    grid = tuple((context.get("launch") or {}).get("grid") or [1])
     lines = [
         f"# {kernel}: a different result under Triton {bad} than under {good} ({signature}).",
         "# Reduced by tritonbisect. Run it under both: python issue.py (TRITON_INTERPRET=1 on a machine without a GPU).",

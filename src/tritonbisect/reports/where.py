@@ -47,6 +47,11 @@ def where_lines(data: Mapping[str, Any] | None, level: str = "###") -> list[str]
         out.append(f"- **Last pass where they agree:** `{data['last_agreeing']}`")
     if data.get("running_pass"):
         out.append(f"- **Running when the culprit's compile failed:** `{data['running_pass']}` ({c.get('reason')})")
+    failed = data.get("failed") or {}
+    if failed.get("after_mlir"):  # every MLIR pass ran: it failed in LLVM's backend, ptxas or a linker
+        out.append(f"- **Where the culprit's compile failed:** after the MLIR pipeline, in {failed.get('where')}, "
+                   f"Triton's `{failed.get('stage')}` stage: {failed.get('message')}; every MLIR pass ran, the last "
+                   f"`{failed.get('last_mlir_pass')}`")
     if data.get("added"):
         out.append(f"- **Passes only in the culprit's pipeline:** {', '.join(f'`{x}`' for x in data['added'])}")
     if data.get("removed"):
