@@ -128,3 +128,24 @@ def test_a_compiler_that_aborts_costs_one_candidate_each(tmp_path):
     assert [t.change.describe() for t in result.workarounds] == ["num_warps=2"]
     crashed = [t for t in result.trials if t.status == "crash"]
     assert len(crashed) == result.tried - 1 and all("numWarps == 2" in t.reason for t in crashed)
+
+
+def test_workaround_after_a_wheels_bisect_on_the_first_bad_release(tmp_path, capsys):
+    from bisectors_world import run_json
+    from real_triton import make_linked_venv
+
+    oracle = traced_compile_oracle(tmp_path, TF32X3_GEMM, "gemm_tf32x3", "cuda:90", "128", "64", "64", "4", "5")
+    venv = tmp_path / "venv"
+    make_linked_venv(venv)
+    code, res, err = run_json(
+        ["wheels", "--good", "3.7.1", "--bad", "3.8.0", "--venv", str(venv), "--repro", str(oracle.parent / "trace"),
+         "--kernel", "gemm_tf32x3", "--oracle", "compile", "--compile-target", "cuda:90", "--workaround",
+         "--workdir", str(tmp_path / "home")], capsys)
+    assert code == 0, err[-3000:]
+    assert res["first_bad"] == "3.8.0"
+    found = res["workaround"]
+    assert (found["bad_triton"], found["good_triton"]) == ("3.8.0", "3.7.1")
+    assert found["recorded"]["outcome"] == "out_of_resources"
+    assert {"options": {"num_stages": 4}, "constexprs": {}, "env": {}} in [w["change"] for w in found["workarounds"]]
+    session = json.loads((Path(res["session_dir"]) / "session.json").read_text())
+    assert session["extra"]["workaround"]["tried"] == found["tried"]

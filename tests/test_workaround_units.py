@@ -99,3 +99,48 @@ def test_paste_a_launch_argument_a_config_or_an_environment_variable():
     assert paste(change, "k", tuned) == ["triton.Config({'BLOCK_M': 128}, num_warps=8, num_stages=2)"]
     assert paste(ch.Change(env=(("DISABLE_LLVM_OPT", "disable-lsr"),)), "k", _ctx()) == \
         ["export DISABLE_LLVM_OPT=disable-lsr"]
+
+
+SOURCE = '''
+import triton
+import triton.language as tl
+
+MORE = [triton.Config({"BLOCK": 32}, num_warps=2)]
+
+
+@triton.autotune(
+    configs=[
+        triton.Config({"BLOCK": 128, "EVEN": False}, num_warps=8, num_stages=1, pre_hook=lambda nargs: None),
+        triton.Config(kwargs={"BLOCK": 64}, num_warps=4),
+        triton.Config({"BLOCK": n}, num_warps=4) if True else None,
+    ] + [triton.Config({"BLOCK": b}) for b in (16,)],
+    key=["n"],
+)
+@triton.jit
+def kernel(x, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    pass
+
+
+@triton.autotune(configs=MORE, key=[])
+@triton.jit
+def other(x, BLOCK: tl.constexpr):
+    pass
+'''
+
+
+def test_the_decorator_configs_are_read_not_evaluated():
+    from tritonbisect.oracles.compile.configs import decorator_configs
+
+    source = {"code": SOURCE, "function_start_line": 1}
+    # a literal list of literal Configs: the lambda hook is left out, a comprehension or a
+    # conditional expression is not read (it would have to be evaluated)
+    assert decorator_configs(source, "kernel", ["BLOCK", "EVEN"]) == []  # `[...] + [...]` is not a literal list
+    plain = {"code": SOURCE.replace(" + [triton.Config({\"BLOCK\": b}) for b in (16,)]", ""),
+             "function_start_line": 1}
+    assert decorator_configs(plain, "kernel", ["BLOCK", "EVEN"]) == [
+        {"constexprs": {"BLOCK": 128, "EVEN": False}, "options": {"num_warps": 8, "num_stages": 1}, "from": "decorator"},
+        {"constexprs": {"BLOCK": 64}, "options": {"num_warps": 4}, "from": "decorator"},
+    ]
+    assert decorator_configs(source, "other", ["BLOCK"]) == [
+        {"constexprs": {"BLOCK": 32}, "options": {"num_warps": 2}, "from": "decorator"}]
+    assert decorator_configs(None, "kernel", ["BLOCK"]) == []
