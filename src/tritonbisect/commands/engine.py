@@ -22,6 +22,7 @@ from tritonbisect.commands.options import (
 from tritonbisect.core.errors import unexpected_shapes
 
 if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.observer import Display
     from tritonbisect.session.session import Session
 
 # --- shared by every bisecting command ---------------------------------------------------
@@ -113,7 +114,7 @@ def result_json(session: Any, result: Any) -> dict[str, Any]:
     return out
 
 
-def execute(session: Session, *, json_out: bool = False, ui: Any = None) -> NoReturn:
+def execute(session: Session, *, json_out: bool = False, ui: Display | None = None) -> NoReturn:
     """Drive a session to its end, print the result, and exit with the documented code.
 
     Used by `run`, `resume` and the domain bisectors (`triton`, `llvm`, ...).
@@ -128,7 +129,7 @@ def execute(session: Session, *, json_out: bool = False, ui: Any = None) -> NoRe
     raise click.exceptions.Exit(result.exit_code)
 
 
-def drive_and_follow(session: Session, *, json_out: bool, ui: Any = None) -> tuple[Any, dict[str, Any]]:
+def drive_and_follow(session: Session, *, json_out: bool, ui: Display | None = None) -> tuple[Any, dict[str, Any]]:
     """Drive a session to its end, then its follow-ups (--narrow, --reduce, --workaround).
 
     Returns the result and the follow-ups' JSON by name (`narrow`, `reduce`, `workaround`), those that ran.

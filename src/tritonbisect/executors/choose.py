@@ -11,9 +11,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from tritonbisect.core.errors import InputError
 from tritonbisect.executors.pool_settings import ExecutorSettings
@@ -21,10 +22,23 @@ from tritonbisect.executors.pool_settings import ExecutorSettings
 if TYPE_CHECKING:  # pragma: no cover
     from tritonbisect.builds.recipes import Recipe
     from tritonbisect.core.outcome import Policy
-    from tritonbisect.executors.local_pool import WorkerPool
-    from tritonbisect.executors.ray_pool import RayPool
+    from tritonbisect.executors.runner import StepRequest, StepResult
 
 EXECUTORS = ("local", "ray")
+
+
+class StepPool(Protocol):
+    """What a phase uses of its executor: a step submitted is a future of its result."""
+
+    def submit(self, request: StepRequest) -> Future[StepResult]: ...
+
+    def keep_builds(self, commits: Iterable[str]) -> None:
+        """Keep these commits' builds where they are, for a request that may reuse them
+        (`StepRequest.reuse`); a pool that keeps none builds again."""
+        ...
+
+    def close(self) -> None: ...
+
 RAY_INSTALL_HINT = (
     "--executor ray needs Ray, which is not installed here: pip install 'tritonbisect[ray]'"
 )
@@ -100,7 +114,7 @@ def make_pool(
     *,
     first_commits: Sequence[str] = (),
     note: Callable[[str], None] = lambda _text: None,
-) -> WorkerPool | RayPool:
+) -> StepPool:
     """The worker pool of `settings.kind` for steps on `repo` with `recipe`; a Ray node is
     sent `first_commits` (the range's bad, then its good) before anything else."""
     if settings.kind == "local":

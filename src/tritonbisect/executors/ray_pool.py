@@ -26,7 +26,7 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
@@ -292,6 +292,10 @@ class RayPool:
         except Exception:  # noqa: BLE001 - the worker is gone: the step's result says so
             return 0
         return mirror.apply(chunks) if chunks else 0
+
+    def keep_builds(self, commits: Iterable[str]) -> None:
+        """A Ray actor's checkout is not kept for a later step: a re-test builds again (or
+        installs from the shared cache)."""
 
     # --- the end --------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ from tritonbisect.hunt.night_steps import (
     as_endpoint,
 )
 from tritonbisect.hunt.targets import HuntTarget
+from tritonbisect.session.observer import Display
 from tritonbisect.session.session import Session, counters_of, drive
 from tritonbisect.session.settings import BisectSettings
 
@@ -101,7 +102,7 @@ class Night:
         settings: BisectSettings,
         state: HuntState,
         options: NightOptions,
-        ui: Any,
+        ui: Display,
         *,
         hunt_dir: Path,
         bisect_argv: Callable[[str, str], list[str]],

@@ -4,12 +4,15 @@ the artifact cache when the bisect needs it)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any
 
+from tritonbisect.executors.choose import StepPool
 from tritonbisect.session.journal import Journal
+from tritonbisect.session.observer import Display
 from tritonbisect.session.session import PhaseSpec
 from tritonbisect.session.settings import BisectSettings
 
@@ -24,7 +27,8 @@ ROLE_LAST_GOOD = "last-good"  # does the last good still pass? (else: the enviro
 
 
 class Prober:
-    def __init__(self, spec: PhaseSpec, settings: BisectSettings, night_dir: Path, ui: Any, subject: Any) -> None:
+    def __init__(self, spec: PhaseSpec, settings: BisectSettings, night_dir: Path, ui: Display,
+                 subject: Callable[[str], str]) -> None:
         from tritonbisect.builds.recipes import recipe_from_config
 
         self.spec = spec
@@ -35,9 +39,9 @@ class Prober:
         self.recipe = recipe_from_config(spec.recipe_name, spec.recipe_config)
         self.journal = Journal(night_dir / NIGHT_JOURNAL)
         self.records: list[dict[str, Any]] = []
-        self._pool: Any = None
+        self._pool: StepPool | None = None
 
-    def _make_pool(self) -> Any:
+    def _make_pool(self) -> StepPool:
         """One worker on the session's executor (local threads, or a Ray actor)."""
         import dataclasses
 
@@ -50,7 +54,7 @@ class Prober:
         policy = paired_or_not(s.policy(), self.recipe, self.ui)
         return phase_pool(s, self.spec, History(self.spec.repo).repo_id(), self.recipe, policy,
                           executor=dataclasses.replace(s.executor, jobs=1),
-                          note=getattr(self.ui, "note", lambda _text: None))
+                          note=self.ui.note)
 
     def step(
         self, commit: str, role: str, *, record: bool = False, baseline: tuple[float, ...] | None = None,

@@ -7,9 +7,10 @@ plain lines. Both write to stderr, so `--json` keeps stdout to the one JSON obje
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any
 
 from tritonbisect.core.perf import change_text, summary_of
@@ -221,6 +222,15 @@ class RichUI(PlainUI):
             open_cases = tuple(getattr(progress, "open_cases", ()) or ())
             if open_cases:
                 self._status += f" | open cases: {open_text(open_cases)}"
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The live status line stops while a question is on the terminal."""
+        self.live.stop()
+        try:
+            yield
+        finally:
+            self.live.start()
 
     def close(self) -> None:
         self.live.stop()

@@ -5,28 +5,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from tritonbisect.search.classic import Candidates, Found, Inconclusive
+from tritonbisect.search.classic import Found, Inconclusive
 from tritonbisect.session.confirm import Confirmed
 from tritonbisect.session.evidence import candidate_states, candidates_summary
 from tritonbisect.session.flakiness import Flakiness
-from tritonbisect.session.handle import SessionHandle
-from tritonbisect.session.names import CommitNames
-from tritonbisect.session.phase_journal import PhaseJournal
-from tritonbisect.session.phases import STATUS_FOUND, STATUS_INCONCLUSIVE, PhaseState
+from tritonbisect.session.phase_context import PhaseContext
+from tritonbisect.session.phases import STATUS_FOUND, STATUS_INCONCLUSIVE
 
 
 class Answer:
     """Writes a phase's answer into its state and tells the display (see the module docstring)."""
 
-    def __init__(self, session: SessionHandle, phase: PhaseState, cands: Candidates, journal: PhaseJournal,
-                 flakiness: Flakiness, names: CommitNames, ui: Any) -> None:
-        self.session = session  # saved with the answer; the display is told about it
-        self.phase = phase
-        self.cands = cands
-        self.journal = journal
+    def __init__(self, ctx: PhaseContext, flakiness: Flakiness) -> None:
+        self.session = ctx.session  # saved with the answer; the display is told about it
+        self.phase = ctx.phase
+        self.cands = ctx.cands
+        self.journal = ctx.journal
         self.flakiness = flakiness
-        self.names = names
-        self.ui = ui
+        self.names = ctx.names
+        self.ui = ctx.ui
 
     def _said(self) -> None:
         self.session.save()

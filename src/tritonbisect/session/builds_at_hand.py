@@ -22,7 +22,7 @@ from typing import Any
 from tritonbisect.core.outcome import Verdict
 from tritonbisect.executors.runner import Reuse
 from tritonbisect.search.classic import Candidates
-from tritonbisect.session.phase_journal import PhaseJournal
+from tritonbisect.session.phase_context import PhaseContext
 
 _INSTALLS = re.compile(r"\b(install|develop)\b")
 
@@ -38,10 +38,11 @@ def _build_command(recipe: Any) -> str | None:
 class BuildsAtHand:
     """See the module docstring."""
 
-    def __init__(self, spec: Any, recipe: Any, journal: PhaseJournal, ui: Any) -> None:
+    def __init__(self, ctx: PhaseContext, recipe: Any) -> None:
+        spec = ctx.spec
         self.recipe = recipe
-        self.journal = journal
-        self.ui = ui
+        self.journal = ctx.journal
+        self.ui = ctx.ui
         caches_builds = bool(getattr(recipe, "caches_builds", True))
         # the "command" recipe says caches_builds = False itself: no special case by name here
         self.caches = spec.prefer_cached and caches_builds

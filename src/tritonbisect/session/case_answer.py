@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tritonbisect.core.outcome import Verdict
-from tritonbisect.search.classic import Candidates, Found
+from tritonbisect.search.classic import Found
 from tritonbisect.session.case_evidence import (
     CaseSplit,
     case_evidence,
@@ -32,13 +32,11 @@ from tritonbisect.session.case_evidence import (
 from tritonbisect.session.evidence import candidate_states, candidates_summary
 from tritonbisect.session.flakiness import Flakiness
 from tritonbisect.session.handle import SessionHandle
-from tritonbisect.session.names import CommitNames
-from tritonbisect.session.phase_journal import PhaseJournal
+from tritonbisect.session.phase_context import PhaseContext
 from tritonbisect.session.phases import (
     STATUS_FOUND,
     STATUS_INCONCLUSIVE,
     STATUS_INVALID,
-    PhaseState,
 )
 from tritonbisect.session.strategy import CasesFound
 
@@ -100,15 +98,14 @@ def _names(names: list[str], most: int = 6) -> str:
 class CaseAnswer:
     """Writes the answer of a phase over cases (see the module docstring)."""
 
-    def __init__(self, session: SessionHandle, phase: PhaseState, cands: Candidates, journal: PhaseJournal,
-                 flakiness: Flakiness, names: CommitNames, ui: Any) -> None:
-        self.session = session
-        self.phase = phase
-        self.cands = cands
-        self.journal = journal
+    def __init__(self, ctx: PhaseContext, flakiness: Flakiness) -> None:
+        self.session = ctx.session
+        self.phase = ctx.phase
+        self.cands = ctx.cands
+        self.journal = ctx.journal
         self.flakiness = flakiness
-        self.names = names
-        self.ui = ui
+        self.names = ctx.names
+        self.ui = ctx.ui
 
     def settle(self, found: CasesFound, parents: Mapping[str, str], confirmed: Mapping[str, Mapping[str, Any]]) -> None:
         """Each case's answer from the search and the confirmation's records (culprit and

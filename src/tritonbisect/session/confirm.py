@@ -4,17 +4,14 @@ still holds the commit's build), and a person's verdict is not re-tested."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tritonbisect.core.outcome import Verdict
-from tritonbisect.search.classic import Candidates
 from tritonbisect.session.builds_at_hand import BuildsAtHand
 from tritonbisect.session.journal import ROLE_CONFIRM
-from tritonbisect.session.names import CommitNames
-from tritonbisect.session.phase_journal import PhaseJournal
-from tritonbisect.session.phases import PhaseSpec
+from tritonbisect.session.phase_context import PhaseContext
 from tritonbisect.session.step_queue import StepQueue
 
 OBSERVED = (Verdict.GOOD, Verdict.BAD, Verdict.SKIP)
@@ -45,19 +42,18 @@ class TakenBack:
 class Confirmation:
     """See the module docstring."""
 
-    def __init__(self, spec: PhaseSpec, cands: Candidates, history: Any, journal: PhaseJournal,
-                 queue: StepQueue, builds: BuildsAtHand, names: CommitNames, ui: Any, *,
-                 one_at_a_time: bool, abort: Callable[[str], None], paired: bool = False) -> None:
-        self.spec = spec
-        self.cands = cands
-        self.history = history
-        self.journal = journal
+    def __init__(self, ctx: PhaseContext, queue: StepQueue, builds: BuildsAtHand, *, one_at_a_time: bool,
+                 paired: bool = False) -> None:
+        self.spec = ctx.spec
+        self.cands = ctx.cands
+        self.history = ctx.history
+        self.journal = ctx.journal
         self.queue = queue
         self.builds = builds
-        self.names = names
-        self.ui = ui
+        self.names = ctx.names
+        self.ui = ctx.ui
         self.one_at_a_time = one_at_a_time  # judged by hand: the checkout shown is the one judged
-        self.abort = abort
+        self.abort = ctx.abort
         # --perf-design paired: each culprit is an A/B against its parent (the sandwich's second half)
         self.paired = paired
 

@@ -5,7 +5,6 @@ run again under --flaky detect), else the phase ends with the evidence."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 from tritonbisect.core.outcome import Verdict
@@ -14,9 +13,7 @@ from tritonbisect.session.case_evidence import CaseSplit, split_cases
 from tritonbisect.session.evidence import undone_seqs
 from tritonbisect.session.flakiness import Flakiness
 from tritonbisect.session.journal import ROLE_ENDPOINT
-from tritonbisect.session.names import CommitNames
-from tritonbisect.session.phase_journal import PhaseJournal
-from tritonbisect.session.phases import PhaseSpec
+from tritonbisect.session.phase_context import PhaseContext
 from tritonbisect.session.step_queue import StepQueue
 
 OBSERVED = (Verdict.GOOD, Verdict.BAD, Verdict.SKIP)
@@ -25,21 +22,20 @@ OBSERVED = (Verdict.GOOD, Verdict.BAD, Verdict.SKIP)
 class EndpointCheck:
     """Runs the endpoint steps still missing from the journal and judges them."""
 
-    def __init__(self, spec: PhaseSpec, journal: PhaseJournal, queue: StepQueue, flakiness: Flakiness,
-                 names: CommitNames, ui: Any, *, fixed: bool, perf: bool, needs_record: bool,
-                 abort: Callable[[str], None], paired: bool = False) -> None:
-        self.spec = spec
-        self.journal = journal
+    def __init__(self, ctx: PhaseContext, queue: StepQueue, flakiness: Flakiness, *, fixed: bool, perf: bool,
+                 needs_record: bool, paired: bool = False) -> None:
+        self.spec = ctx.spec
+        self.journal = ctx.journal
         self.queue = queue
         self.flakiness = flakiness
-        self.names = names
-        self.ui = ui
+        self.names = ctx.names
+        self.ui = ctx.ui
         self.fixed = fixed  # --regress fixed: the good commit fails, the bad (fixed) one passes
         self.perf = perf  # --regress perf: the good endpoint measures the reference
         # --perf-design paired: the bad endpoint is an A/B against the good one (the sandwich's first half)
         self.paired = paired
         self.needs_record = needs_record  # the good endpoint records the oracle's golden output
-        self.abort = abort
+        self.abort = ctx.abort
         # the test reports cases (a kernel each, say): which of them the endpoints bracket
         self.split: CaseSplit | None = None
 

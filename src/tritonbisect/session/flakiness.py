@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tritonbisect.search import bayes
 
 if TYPE_CHECKING:  # pragma: no cover
     from tritonbisect.search.classic import Candidates
     from tritonbisect.session.evidence import Evidence
+    from tritonbisect.session.observer import Display
     from tritonbisect.session.phase_hint import PhaseHint
 
 FLAKY_MODES = ("detect", "auto", "off")
@@ -91,7 +92,7 @@ class Flakiness:
     """One phase's view of its test's flakiness; whether it searches flake-aware is decided
     when the search starts and never goes back (see the module docstring)."""
 
-    def __init__(self, settings: SearchSettings, hint: PhaseHint, ui: Any) -> None:
+    def __init__(self, settings: SearchSettings, hint: PhaseHint, ui: Display) -> None:
         self.settings = settings
         self.hint = hint
         self.ui = ui

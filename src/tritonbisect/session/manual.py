@@ -15,11 +15,9 @@ are the person's own: they are recorded as given, not tested.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
@@ -27,6 +25,7 @@ from tritonbisect.core.errors import InputError
 from tritonbisect.core.outcome import Kind, Verdict
 
 if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.observer import Display
     from tritonbisect.session.phase_journal import PhaseJournal
     from tritonbisect.session.step_queue import StepQueue
 
@@ -89,20 +88,6 @@ def ready_info(rec_or_log: Any) -> dict[str, str]:
     return info
 
 
-@contextlib.contextmanager
-def paused(ui: Any) -> Iterator[None]:
-    """Stop the live status line (rich) while a question is on the terminal."""
-    live = getattr(ui, "live", None)
-    if live is None:
-        yield
-        return
-    live.stop()
-    try:
-        yield
-    finally:
-        live.start()
-
-
 class JudgedPhase(Protocol):
     """What the judge uses of the phase it judges for (session/phase_run.py)."""
 
@@ -121,7 +106,7 @@ class JudgedPhase(Protocol):
 class ManualJudge:
     """Asks a person for each step's verdict; see the module docstring."""
 
-    def __init__(self, ui: Any, *, stdin: IO[str] | None = None, out: IO[str] | None = None) -> None:
+    def __init__(self, ui: Display, *, stdin: IO[str] | None = None, out: IO[str] | None = None) -> None:
         self.ui = ui
         self.stdin = stdin or sys.stdin
         self._out = out
@@ -178,7 +163,7 @@ class ManualJudge:
 
     def _ask(self, run: JudgedPhase, result: Any, role: str) -> str:
         info = ready_info({"tests": result.tests})
-        with paused(self.ui):
+        with self.ui.paused():
             self._describe(run, result, role, info)
             while True:
                 self.out.write(_PROMPT)
@@ -222,7 +207,7 @@ class ManualJudge:
         self.out.flush()
 
     def _say(self, text: str) -> None:
-        with paused(self.ui):
+        with self.ui.paused():
             self.out.write(f"tritonbisect: {text}\n")
             self.out.flush()
 

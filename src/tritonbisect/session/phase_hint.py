@@ -10,10 +10,13 @@ are stored in session.json under extra["hint"][phase] for the report and the JSO
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonbisect.core.errors import InputError
 from tritonbisect.search import prior
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.phase_context import PhaseContext
 
 _HINTS: dict[tuple, Any] = {}
 
@@ -66,12 +69,12 @@ class PhaseHint:
     """The hint as one phase sees it: its prior over the phase's commits (computed once, when
     first asked; that first time prints what it weighs) and its verdict at the end."""
 
-    def __init__(self, settings: HintSettings, spec: Any, cands: Any, ui: Any, extra: dict[str, Any]) -> None:
-        self.settings = settings
-        self.spec = spec
-        self.cands = cands
-        self.ui = ui
-        self.extra = extra  # session.json's extra: the hint's facts go under extra["hint"][phase]
+    def __init__(self, ctx: PhaseContext) -> None:
+        self.settings = ctx.settings.hint
+        self.spec = ctx.spec
+        self.cands = ctx.cands
+        self.ui = ctx.ui
+        self.extra = ctx.session.extra  # session.json's extra: the hint's facts go under extra["hint"][phase]
         self._asked = False
         self._prior: list[float] | None = None
         self._commits: frozenset[str] = frozenset()

@@ -7,12 +7,11 @@ resumed phase replays the journal and goes on without re-running finished steps.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from tritonbisect.builds.recipes import recipe_from_config, test_spec_of
-from tritonbisect.core.history import History
-from tritonbisect.search.classic import Candidates, Found, Inconclusive, steps_left
+from tritonbisect.builds.recipes import Recipe, recipe_from_config, test_spec_of
+from tritonbisect.core.outcome import Policy
+from tritonbisect.search.classic import Found, Inconclusive, steps_left
 from tritonbisect.session.answer import Answer
 from tritonbisect.session.builds_at_hand import BuildsAtHand, builds_install_outside
 from tritonbisect.session.case_answer import CaseAnswer, record_split, split_line
@@ -22,9 +21,10 @@ from tritonbisect.session.endpoints import EndpointCheck
 from tritonbisect.session.flakiness import Flakiness
 from tritonbisect.session.handle import SessionHandle
 from tritonbisect.session.manual import ManualJudge
-from tritonbisect.session.names import CommitNames
+from tritonbisect.session.observer import Display, Progress
+from tritonbisect.session.phase_context import PhaseContext
+from tritonbisect.session.phase_context import candidates_of as candidates_of  # re-exported
 from tritonbisect.session.phase_hint import PhaseHint
-from tritonbisect.session.phase_journal import PhaseJournal
 from tritonbisect.session.phases import STATUS_ABORTED, STATUS_INVALID, PhaseState
 from tritonbisect.session.search_loop import SearchLoop
 from tritonbisect.session.step_queue import StepQueue
@@ -34,19 +34,8 @@ from tritonbisect.session.strategy_classic import ClassicSearch
 from tritonbisect.session.strategy_flaky import FlakeAwareSearch
 from tritonbisect.session.worker_pool import phase_pool
 
-_CANDIDATES: dict[tuple[str, str, str, bool], Any] = {}
 
-
-def candidates_of(history: Any, good: str, bad: str, *, first_parent: bool = False) -> Any:
-    """`history.candidates(...)`, remembered for this process (a command validates the range
-    before it creates the session; the phase then reuses the result)."""
-    key = (str(history.root), good, bad, bool(first_parent))
-    if key not in _CANDIDATES:
-        _CANDIDATES[key] = history.candidates(good, bad, first_parent=first_parent)
-    return _CANDIDATES[key]
-
-
-def paired_or_not(policy: Any, recipe: Any, ui: Any) -> Any:
+def paired_or_not(policy: Policy, recipe: Recipe, ui: Display) -> Policy:
     """The phase's policy: --perf-design paired needs each side's build to stay in its own
     checkout; a build command that installs outside it (`pip install -e .`, `make install`)
     leaves only the latest build in place, so such a phase is judged unpaired (said once)."""
@@ -61,59 +50,36 @@ def paired_or_not(policy: Any, recipe: Any, ui: Any) -> Any:
     return dataclasses.replace(policy, perf=dataclasses.replace(perf, design="unpaired"))
 
 
-@dataclass
-class Progress:
-    remaining: int  # culprits still possible
-    steps_left: int  # estimated rounds of tests left
-    done: int  # steps finished in this phase
-    in_flight: int
-    open_cases: tuple[str, ...] = ()  # a test that reports cases: those whose culprit is sought
-
-
 class PhaseRun:
     """Orchestrates one phase: the endpoint check (endpoints.py), a search loop (search_loop.py)
     driving a strategy (strategy_classic.py, strategy_flaky.py), the confirmation (confirm.py)
     and the answer (answer.py); steps go through one StepQueue (step_queue.py)."""
 
-    def __init__(self, session: SessionHandle, phase: PhaseState, ui: Any) -> None:
-        spec = phase.spec
+    def __init__(self, session: SessionHandle, phase: PhaseState, ui: Display) -> None:
+        self.ctx = ctx = PhaseContext.for_phase(session, phase, ui, abort=self._abort)
         self.session = session
         self.phase = phase
-        self.spec = spec
+        self.spec = spec = phase.spec
         self.ui = ui
         self.settings = session.settings
-        self.history = History(spec.repo)
-        if spec.candidates:
-            self.cands = Candidates.linear(spec.candidates)
-        else:
-            self.cands = candidates_of(self.history, spec.good, spec.bad, first_parent=spec.first_parent)
-        in_set = frozenset(self.cands.order)
+        self.history = ctx.history
+        self.cands = ctx.cands
+        self.journal = ctx.journal
+        self.names = ctx.names
         self.recipe = recipe_from_config(spec.recipe_name, spec.recipe_config)
         self.policy = paired_or_not(self.settings.policy(), self.recipe, ui)
-        # read once: phases share the journal
-        self.journal = PhaseJournal(session.journal, spec.name, session.journal.records())
-        labels = (session.extra.get("labels") or {}).get(spec.name) or {}
-        self.names = CommitNames(self.history, labels, [spec.good, *self.cands.order])
-        self.queue = StepQueue(self.journal, ui, steps_dir=session.dir / "steps",
-                               subject=self.subject, baseline=self._perf_baseline,
-                               reference=self._perf_reference)
-        self.hint = PhaseHint(self.settings.hint, spec, self.cands, ui, session.extra)
+        self.queue = StepQueue(ctx, baseline=self._perf_baseline, reference=self._perf_reference)
+        self.hint = PhaseHint(ctx)
         self.flakiness = Flakiness(self.settings.search, self.hint, ui)
-        self.builds = BuildsAtHand(spec, self.recipe, self.journal, ui)
-        self.loop = SearchLoop(
-            self.queue, ui, jobs=self.settings.executor.jobs, in_set=in_set, builds=self.builds,
-            commits=self.cands.order, subject=self.subject, progress=self.progress, abort=self._abort,
-        )
+        self.builds = BuildsAtHand(ctx, self.recipe)
+        self.loop = SearchLoop(ctx, self.queue, self.builds, progress=self.progress)
         self.judge = ManualJudge(ui) if self.settings.test.manual else None
         if self.judge is not None:  # --manual: a person gives the verdict (session/manual.py)
             self.queue.judge = self._judged
-        self.confirmation = Confirmation(
-            spec, self.cands, self.history, self.journal, self.queue, self.builds, self.names, ui,
-            one_at_a_time=self.judge is not None, abort=self._abort,
-            paired=self.policy.perf is not None and self.policy.perf.paired,
-        )
-        self.answer = Answer(session, phase, self.cands, self.journal, self.flakiness, self.names, ui)
-        self.case_answer = CaseAnswer(session, phase, self.cands, self.journal, self.flakiness, self.names, ui)
+        self.confirmation = Confirmation(ctx, self.queue, self.builds, one_at_a_time=self.judge is not None,
+                                         paired=self.policy.perf is not None and self.policy.perf.paired)
+        self.answer = Answer(ctx, self.flakiness)
+        self.case_answer = CaseAnswer(ctx, self.flakiness)
         self.strategy: Strategy | None = None  # the search running (for the display)
         self.classic: ClassicSearch | None = None  # the last classic search (its verdicts)
         self.split: CaseSplit | None = None  # the test reports cases: what the endpoints say of each
@@ -194,10 +160,9 @@ class PhaseRun:
         self.queue.keep_builds(self.builds.to_keep(self.cands, {}, spec.good))
         test_spec = test_spec_of(self.recipe)
         check = EndpointCheck(
-            spec, self.journal, self.queue, self.flakiness, self.names, self.ui,
-            fixed=self.policy.regress == "fixed", perf=self.policy.perf is not None,
+            self.ctx, self.queue, self.flakiness, fixed=self.policy.regress == "fixed",
+            perf=self.policy.perf is not None, needs_record=bool(test_spec and test_spec.record_command),
             paired=self.policy.perf is not None and self.policy.perf.paired,
-            needs_record=bool(test_spec and test_spec.record_command), abort=self._abort,
         )
         problems = check.run()
         if problems is None:
@@ -224,10 +189,7 @@ class PhaseRun:
         if self.split is not None:
             return self._cases_search(self.split)
         if not self.flakiness.decide(self.journal.evidence()):
-            self.classic = ClassicSearch(
-                self.cands, self.journal, self.flakiness, self.builds, self.ui,
-                jobs=self.settings.executor.jobs, good=self.spec.good,
-            )
+            self.classic = ClassicSearch(self.ctx, self.flakiness, self.builds)
             self.strategy = self.classic
             outcome = self.loop.run(self.classic)
             if not isinstance(outcome, Switched):
@@ -239,15 +201,13 @@ class PhaseRun:
         if self.flakiness.rate or self.flakiness.mode == "auto" or settings.hint.wanted:
             self.ui.note("the flake-aware and hint-guided searches are single-case: with several cases "
                          "the search stays classic (contradictions are re-tested, then skipped)")
-        self.cases = CasesSearch(self.cands, self.journal, self.builds, self.ui, jobs=settings.executor.jobs,
-                                 good=self.spec.good, cases=split.regressed)
+        self.cases = CasesSearch(self.ctx, self.builds, cases=split.regressed)
         self.strategy = self.cases
         outcome = self.loop.run(self.cases)
         return outcome if isinstance(outcome, CasesFound) else None  # it never hands over
 
     def _flake_aware_search(self) -> Found | Inconclusive | None:
-        self.strategy = FlakeAwareSearch(self.cands, self.journal, self.flakiness, self.builds, self.ui,
-                                         jobs=self.settings.executor.jobs, good=self.spec.good)
+        self.strategy = FlakeAwareSearch(self.ctx, self.flakiness, self.builds)
         outcome = self.loop.run(self.strategy)
         return outcome if isinstance(outcome, (Found, Inconclusive)) else None  # it never hands over
 

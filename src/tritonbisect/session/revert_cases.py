@@ -25,6 +25,7 @@ from tritonbisect.core.outcome import Verdict
 from tritonbisect.session.case_answer import cases_state
 from tritonbisect.session.case_evidence import case_view
 from tritonbisect.session.handle import SessionHandle
+from tritonbisect.session.observer import Display
 from tritonbisect.session.phases import RESUMABLE, STATUS_RUNNING, PhaseSpec, PhaseState
 from tritonbisect.session.revert_check import (
     CONFLICT,
@@ -71,7 +72,7 @@ def _together(verdicts: list[str]) -> str:
     return FIXES
 
 
-def after_phase(session: SessionHandle, phase: PhaseState, ui: Any) -> None:
+def after_phase(session: SessionHandle, phase: PhaseState, ui: Display) -> None:
     """Verify the culprits of the cases of `phase`'s root phase, and search again for the
     cases a revert leaves failing (see the module docstring). Idempotent: verify steps are
     read from the journal and follow-up phases found again, so a resume that ends in a
@@ -94,7 +95,7 @@ def is_follow_up(session: SessionHandle, phase: PhaseState) -> bool:
     return phase.spec.only_cases is not None and root_of(session, phase.spec.name) != phase.spec.name
 
 
-def _verify_tree(session: SessionHandle, phase: PhaseState, root: str, ui: Any) -> None:
+def _verify_tree(session: SessionHandle, phase: PhaseState, root: str, ui: Display) -> None:
     """Verify each culprit of `phase`'s cases; search again for the cases still failing."""
     if not applies_to(session, phase):
         return

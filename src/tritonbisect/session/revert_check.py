@@ -25,6 +25,7 @@ from typing import Any
 
 from tritonbisect.core.outcome import Verdict
 from tritonbisect.session.handle import SessionHandle
+from tritonbisect.session.observer import Display
 from tritonbisect.session.phases import (
     RESUMABLE,
     STATUS_FOUND,
@@ -84,7 +85,7 @@ def journaled(session: SessionHandle, phase: str, bad: str, reverts: list[str]) 
     return None
 
 
-def run_verify(session: SessionHandle, phase: PhaseState, reverts: list[str], ui: Any) -> dict[str, Any] | None:
+def run_verify(session: SessionHandle, phase: PhaseState, reverts: list[str], ui: Display) -> dict[str, Any] | None:
     """Build and test the bad commit with `reverts` undone; the journaled record (None: the
     step aborted, which is said)."""
     import json
@@ -141,7 +142,7 @@ def _names(commits: list[str]) -> str:
     return ", ".join(c[:12] for c in commits)
 
 
-def verify(session: SessionHandle, phase: PhaseState, ui: Any) -> dict[str, Any] | None:
+def verify(session: SessionHandle, phase: PhaseState, ui: Display) -> dict[str, Any] | None:
     """The revert verdict of the phase's culprit (run once; a resume reads the journal)."""
     assert phase.culprit is not None
     _, _, earlier = reverts_of(phase.spec)
@@ -208,7 +209,7 @@ def applies_to(session: SessionHandle, phase: PhaseState) -> bool:
     )
 
 
-def after_phase(session: SessionHandle, phase: PhaseState, ui: Any) -> None:
+def after_phase(session: SessionHandle, phase: PhaseState, ui: Display) -> None:
     """Verify the phase's culprit by revert; while the revert applies and the case still
     fails, find the next culprit with the earlier ones reverted, and verify it."""
     from tritonbisect.session.phase_run import PhaseRun

@@ -6,11 +6,12 @@ flake-aware search, or an abort."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from tritonbisect.search.classic import Found, Inconclusive
 from tritonbisect.session.builds_at_hand import BuildsAtHand, built
 from tritonbisect.session.journal import ROLE_SEARCH
+from tritonbisect.session.observer import Progress
+from tritonbisect.session.phase_context import PhaseContext
 from tritonbisect.session.step_queue import StepQueue
 from tritonbisect.session.strategy import CasesFound, Strategy, Switched
 
@@ -21,19 +22,18 @@ _STUCK_AFTER = 2
 class SearchLoop:
     """See the module docstring."""
 
-    def __init__(self, queue: StepQueue, ui: Any, *, jobs: int, in_set: frozenset[str],
-                 builds: BuildsAtHand, commits: tuple[str, ...], subject: Callable[[str], str],
-                 progress: Callable[[], Any], abort: Callable[[str], None]) -> None:
+    def __init__(self, ctx: PhaseContext, queue: StepQueue, builds: BuildsAtHand, *,
+                 progress: Callable[[], Progress]) -> None:
         self.queue = queue
-        self.ui = ui
+        self.ui = ctx.ui
         self.phase = queue.phase
-        self.jobs = jobs
-        self.in_set = in_set
+        self.jobs = ctx.jobs
+        self.in_set = frozenset(ctx.cands.order)
         self.builds = builds
-        self.commits = commits
-        self.subject = subject
+        self.commits = ctx.cands.order
+        self.subject = ctx.subject
         self.progress = progress
-        self.abort = abort
+        self.abort = ctx.abort
 
     def run(self, strategy: Strategy) -> Found | Inconclusive | CasesFound | Switched | None:
         """Search with `strategy` until it answers or hands over; None when the phase aborted."""

@@ -41,6 +41,7 @@ from tritonbisect.session.journal import (
     atomic_write_json,
     read_json_file,
 )
+from tritonbisect.session.observer import Display
 from tritonbisect.session.phase_run import PhaseRun
 from tritonbisect.session.phase_run import candidates_of as candidates_of  # re-exported
 from tritonbisect.session.phases import (
@@ -283,7 +284,7 @@ class Session:
 
     # running -------------------------------------------------------------------------------
 
-    def run(self, ui: Any = None) -> SessionResult:
+    def run(self, ui: Display | None = None) -> SessionResult:
         """Run the current phase to its end (holding the session lock)."""
         from tritonbisect.session.observer import NullUI
 
@@ -326,7 +327,7 @@ class Session:
             return SessionResult.of_phase(self.id, self._phases[min(self.current_phase, len(self._phases) - 1)])
 
 
-def drive(session: Session, ui: Any = None) -> SessionResult:
+def drive(session: Session, ui: Display | None = None) -> SessionResult:
     """Run the session's phases; when one ends and a workflow is set, let it add the next."""
     with session.locked():
         while True:
@@ -337,7 +338,7 @@ def drive(session: Session, ui: Any = None) -> SessionResult:
                 return result
 
 
-def _after_phase(session: Session, phase: PhaseState, ui: Any) -> None:
+def _after_phase(session: Session, phase: PhaseState, ui: Display) -> None:
     """What runs when a phase ends, in the phase's lock and Ctrl-C handling: the revert
     check of its culprit (--verify-revert), which may bisect again for a second culprit, or
     of each culprit of its cases, which may bisect again the cases a revert left failing."""

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from tritonbisect.core.outcome import Verdict
+from tritonbisect.executors.choose import StepPool
 from tritonbisect.executors.runner import Reuse, StepRequest, StepResult
-from tritonbisect.session.phase_journal import PhaseJournal
+from tritonbisect.session.phase_context import PhaseContext
 
 # A person's verdict (session/manual.py): the step's result as judged, and what the journal
 # record says of the judging.
@@ -50,29 +51,23 @@ class StepQueue:
     """Runs a phase's steps on a worker pool (see the module docstring)."""
 
     def __init__(
-        self,
-        journal: PhaseJournal,
-        ui: Any,
-        *,
-        steps_dir: Path,
-        subject: Callable[[str], str],
-        baseline: Callable[[str], tuple[float, ...] | None] = lambda _commit: None,
+        self, ctx: PhaseContext, *, baseline: Callable[[str], tuple[float, ...] | None] = lambda _commit: None,
         reference: Callable[[str], str | None] = lambda _commit: None,
     ) -> None:
-        self.journal = journal
-        self.ui = ui
-        self.phase = journal.phase
-        self.steps_dir = steps_dir
-        self.subject = subject
+        self.journal = ctx.journal
+        self.ui = ctx.ui
+        self.phase = ctx.journal.phase
+        self.steps_dir = ctx.steps_dir
+        self.subject = ctx.subject
         self.baseline = baseline
         self.reference = reference  # --perf-design paired: what a step is paired with by default
         self.judge: Judge | None = None
-        self.pool: Any = None
+        self.pool: StepPool | None = None
         self._steps: dict[Future[StepResult], InFlight] = {}
-        self._dir_counter = len(list(steps_dir.iterdir())) if steps_dir.is_dir() else 0
+        self._dir_counter = len(list(self.steps_dir.iterdir())) if self.steps_dir.is_dir() else 0
 
     @contextlib.contextmanager
-    def running_on(self, pool: Any) -> Iterator[StepQueue]:
+    def running_on(self, pool: StepPool) -> Iterator[StepQueue]:
         """Steps run on `pool` inside the block; leaving it (Ctrl-C included) stops what runs
         and closes the pool."""
         self.pool = pool
@@ -102,9 +97,9 @@ class StepQueue:
             baseline=self.baseline(commit), reuse=reuse,
             reference=reference or self.reference(commit), verify=verify,
         )
-        running = getattr(self.ui, "step_running", None)
-        if running is not None:  # where it runs (a Ray node), once a worker takes it
-            request.notify = lambda stage, node: running(commit, stage, node)
+        # where it runs (a Ray node), once a worker takes it
+        request.notify = lambda stage, node: self.ui.step_running(commit, stage, node)
+        assert self.pool is not None, "steps start inside running_on"
         future = self.pool.submit(request)
         self.ui.step_started(self.phase, commit, role, self.subject(commit))
         return request, future
@@ -128,12 +123,11 @@ class StepQueue:
         """Ask the pool to keep these commits' builds where they are (see executors/runner.py),
         and, while it keeps any, those of the steps that ended and were not heard back yet:
         the next call, once they are, says whether they stay."""
-        keep = getattr(self.pool, "keep_builds", None)
-        if keep is not None:
+        if self.pool is not None:
             commits = list(commits)
             if commits:
                 commits += [s.commit for s in self._steps.values() if s.future.done() and not s.cancelled]
-            keep(commits)
+            self.pool.keep_builds(commits)
 
     # what runs -----------------------------------------------------------------------------
 
@@ -186,9 +180,7 @@ class StepQueue:
 
     def _stopped(self, commit: str) -> None:
         """The display stops showing a step that will never be heard back."""
-        stopped = getattr(self.ui, "step_stopped", None)
-        if stopped is not None:
-            stopped(commit)
+        self.ui.step_stopped(commit)
 
     def cancel_all(self) -> None:
         for step in self._steps.values():

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 from tritonbisect.core.outcome import Verdict
 from tritonbisect.search import classic
@@ -19,7 +18,7 @@ from tritonbisect.search.cases import CasesStep, next_step_cases
 from tritonbisect.session.builds_at_hand import BuildsAtHand
 from tritonbisect.session.case_evidence import case_verdicts
 from tritonbisect.session.journal import ROLE_SEARCH
-from tritonbisect.session.phase_journal import PhaseJournal
+from tritonbisect.session.phase_context import PhaseContext
 from tritonbisect.session.step_queue import InFlight
 from tritonbisect.session.strategy import CasesFound, Plan
 
@@ -34,15 +33,14 @@ class CasesSearch:
 
     label = "search over cases"
 
-    def __init__(self, cands: classic.Candidates, journal: PhaseJournal, builds: BuildsAtHand, ui: Any, *,
-                 jobs: int, good: str, cases: Sequence[str]) -> None:
-        self.cands = cands
-        self.in_set = frozenset(cands.order)
-        self.journal = journal
+    def __init__(self, ctx: PhaseContext, builds: BuildsAtHand, *, cases: Sequence[str]) -> None:
+        self.cands = ctx.cands
+        self.in_set = frozenset(ctx.cands.order)
+        self.journal = journal = ctx.journal
         self.builds = builds
-        self.ui = ui
-        self.jobs = jobs
-        self.good = good
+        self.ui = ctx.ui
+        self.jobs = ctx.jobs
+        self.good = ctx.good
         self.cases = list(cases)
         # per case, verdicts set aside: a commit that keeps contradicting that case's history
         self.overrides: dict[str, dict[str, Verdict]] = {}

@@ -14,7 +14,7 @@ from tritonbisect.session.builds_at_hand import BuildsAtHand
 from tritonbisect.session.evidence import classic_verdicts
 from tritonbisect.session.flakiness import Flakiness
 from tritonbisect.session.journal import ROLE_SEARCH
-from tritonbisect.session.phase_journal import PhaseJournal
+from tritonbisect.session.phase_context import PhaseContext
 from tritonbisect.session.step_queue import InFlight
 from tritonbisect.session.strategy import Plan
 
@@ -25,16 +25,15 @@ class ClassicSearch:
 
     label = "search"
 
-    def __init__(self, cands: search.Candidates, journal: PhaseJournal, flakiness: Flakiness,
-                 builds: BuildsAtHand, ui: Any, *, jobs: int, good: str) -> None:
-        self.cands = cands
-        self.in_set = frozenset(cands.order)
-        self.journal = journal
+    def __init__(self, ctx: PhaseContext, flakiness: Flakiness, builds: BuildsAtHand) -> None:
+        self.cands = ctx.cands
+        self.in_set = frozenset(ctx.cands.order)
+        self.journal = journal = ctx.journal
         self.flakiness = flakiness
         self.builds = builds
-        self.ui = ui
-        self.jobs = jobs
-        self.good = good
+        self.ui = ctx.ui
+        self.jobs = ctx.jobs
+        self.good = ctx.good
         # verdicts the search set aside: a commit that keeps contradicting the history
         self.overrides: dict[str, Verdict] = {}
         # re-tests of each commit, so that one contradicting twice is skipped, not re-tested

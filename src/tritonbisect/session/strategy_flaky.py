@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 from tritonbisect.search import bayes_step
 from tritonbisect.search import classic as search
@@ -18,7 +17,7 @@ from tritonbisect.search.bayes import binary_entropy
 from tritonbisect.session.builds_at_hand import BuildsAtHand
 from tritonbisect.session.evidence import classic_verdicts
 from tritonbisect.session.flakiness import Flakiness
-from tritonbisect.session.phase_journal import PhaseJournal
+from tritonbisect.session.phase_context import PhaseContext
 from tritonbisect.session.step_queue import InFlight
 from tritonbisect.session.strategy import Plan
 
@@ -28,18 +27,17 @@ class FlakeAwareSearch:
 
     label = "flake-aware search"
 
-    def __init__(self, cands: search.Candidates, journal: PhaseJournal, flakiness: Flakiness,
-                 builds: BuildsAtHand, ui: Any, *, jobs: int, good: str) -> None:
-        self.cands = cands
+    def __init__(self, ctx: PhaseContext, flakiness: Flakiness, builds: BuildsAtHand) -> None:
+        self.cands = ctx.cands
         self.builds = builds
-        self.good = good
-        self.journal = journal
+        self.good = ctx.good
+        self.journal = ctx.journal
         self.flakiness = flakiness
-        self.ui = ui
-        self.jobs = jobs
+        self.ui = ctx.ui
+        self.jobs = ctx.jobs
         self.model = flakiness.model()
         self.confidence = flakiness.confidence
-        self.budget = flakiness.test_budget(len(cands.order))
+        self.budget = flakiness.test_budget(len(ctx.cands.order))
 
     def plan(self, *, free: int, flying: frozenset[str], live: int, cached: frozenset[str]) -> Plan:
         ev = self.journal.evidence()

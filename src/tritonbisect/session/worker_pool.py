@@ -4,18 +4,13 @@ the phase's repository, recipe and policy."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from tritonbisect.builds.recipes import Recipe
 from tritonbisect.core.outcome import Policy
-from tritonbisect.executors.choose import make_pool
+from tritonbisect.executors.choose import StepPool, make_pool
 from tritonbisect.executors.pool_settings import ExecutorSettings
 from tritonbisect.session.phases import PhaseSpec
 from tritonbisect.session.settings import BisectSettings
-
-if TYPE_CHECKING:  # pragma: no cover
-    from tritonbisect.executors.local_pool import WorkerPool
-    from tritonbisect.executors.ray_pool import RayPool
 
 
 def phase_pool(
@@ -27,7 +22,7 @@ def phase_pool(
     *,
     executor: ExecutorSettings | None = None,
     note: Callable[[str], None] = lambda _text: None,
-) -> WorkerPool | RayPool:
+) -> StepPool:
     """The worker pool of one phase, on the session's executor (or `executor`, a variant of it)."""
     return make_pool(
         executor or settings.executor, spec.repo, settings.workdir, repo_id, recipe, policy,
