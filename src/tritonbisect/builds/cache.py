@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import fcntl
 import hashlib
 import json
 import logging
@@ -32,6 +31,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tritonbisect.core.lock import locked
 
 log = logging.getLogger("tritonbisect.builds.cache")
 
@@ -184,15 +185,8 @@ class ArtifactCache:
 
     # --- locking and staging -----------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def lock(self, shared: bool = False) -> Iterator[None]:
-        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+    def lock(self, shared: bool = False) -> contextlib.AbstractContextManager[None]:
+        return locked(self._lock_path, shared=shared)
 
     def staging_dir(self, prefix: str = "stage-") -> Path:
         """A fresh directory on the cache's filesystem (for builds put with move=True)."""

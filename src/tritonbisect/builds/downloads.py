@@ -29,11 +29,12 @@ is adopted. The store itself is read-only inside the sandbox.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+
+from tritonbisect.core.lock import locked
 
 STORE = "downloads"
 VERSION_FILE = "version.txt"
@@ -48,15 +49,8 @@ def worker_home(workdir: Path, tag: str) -> Path:
     return Path(workdir) / "triton-home" / tag
 
 
-@contextlib.contextmanager
-def _locked(store: Path) -> Iterator[None]:
-    store.mkdir(parents=True, exist_ok=True)
-    fd = os.open(store / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+def _locked(store: Path) -> contextlib.AbstractContextManager[None]:
+    return locked(store / ".lock", mkdir=True)
 
 
 def _entries(root: Path) -> Iterator[tuple[str, str, Path]]:

@@ -11,9 +11,7 @@ with it.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
-import os
 import re
 import sys
 import threading
@@ -22,6 +20,7 @@ from pathlib import Path
 from tritonbisect.builds.env import EnvError, TargetEnv
 from tritonbisect.builds.recipes import StepContext
 from tritonbisect.builds.toolchain import build_requires
+from tritonbisect.core.lock import FileLock
 
 
 class EnvPool:
@@ -31,7 +30,7 @@ class EnvPool:
         self.venv = venv
         self.python = python
         self._envs: dict[int, TargetEnv] = {}
-        self._locks: list[int] = []
+        self._locks: list[FileLock] = []
         self._mutex = threading.Lock()
         self._described: dict[Path, str] = {}
 
@@ -87,19 +86,19 @@ class EnvPool:
         locks = workdir / "locks"
         locks.mkdir(parents=True, exist_ok=True)
         digest = hashlib.sha256(str(root).encode()).hexdigest()[:16]
-        fd = os.open(locks / f"venv-{digest}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        lock = FileLock(locks / f"venv-{digest}.lock")
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if not lock.acquire(wait=False):
+                return False
         except OSError:
-            os.close(fd)
             return False
-        self._locks.append(fd)  # held while this recipe lives
+        self._locks.append(lock)  # held while this recipe lives
         return True
 
     def close(self) -> None:
-        for fd in self._locks:
+        for lock in self._locks:
             with contextlib.suppress(OSError):
-                os.close(fd)
+                lock.release()
         self._locks.clear()
 
     def __del__(self) -> None:

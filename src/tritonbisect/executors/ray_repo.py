@@ -17,14 +17,14 @@ the user's repository is not ours to add refs to).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
+from tritonbisect.core.lock import locked
 from tritonbisect.core.process import GitError, git
 
 NODE_DIR_ENV = "TRITONBISECT_NODE_DIR"
@@ -63,16 +63,9 @@ class NodeRepo:
                 if not (self.path / ".git").exists():
                     git(["init", "-q", str(self.path)], cwd=self.path.parent)
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self) -> contextlib.AbstractContextManager[None]:
         """The node-wide lock of this clone (git commands that change it take it)."""
-        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+        return locked(self._lock_path)
 
     def has(self, commit: str) -> bool:
         try:

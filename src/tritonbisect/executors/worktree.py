@@ -13,23 +13,23 @@ a build may rewrite the worktree's `.git`, and git never reads it.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 from pathlib import Path
 
 from tritonbisect.core.gitrun import Pinned, claimed_repository, pin_worktree, restore_dotgit
+from tritonbisect.core.lock import FileLock
 from tritonbisect.core.process import GitError, git, git_common_dir, kill_strays
 
 
 class Worktree:
     """A worker's own checkout, locked for the lifetime of the worker."""
 
-    def __init__(self, repo: Path, root: Path, index: int, lock_fd: int, pinned: Pinned,
+    def __init__(self, repo: Path, root: Path, index: int, lock: FileLock, pinned: Pinned,
                  kind: str = "w") -> None:
         self.repo = repo
         self.path = root / f"{kind}{index}"
         self.index = index
-        self._lock_fd = lock_fd
+        self._lock = lock
         self.pinned = pinned  # its git folder, as the repository records it
 
     def restore(self) -> None:
@@ -42,11 +42,8 @@ class Worktree:
         git(["clean", "-ffdq"], cwd=self.path)
 
     def release(self) -> None:
-        if self._lock_fd >= 0:
-            with contextlib.suppress(OSError):
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-                os.close(self._lock_fd)
-            self._lock_fd = -1
+        with contextlib.suppress(OSError):
+            self._lock.release()
 
 
 def acquire_worktree(repo: Path, workdir: Path, repo_id: str, *, start: int = 0, sandboxed: bool = False) -> Worktree:
@@ -68,19 +65,15 @@ def acquire_worktree(repo: Path, workdir: Path, repo_id: str, *, start: int = 0,
     index = start
     while True:
         lock_path = root / f"{kind}{index}.lock"
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+        lock = FileLock(lock_path)
+        if not lock.acquire(wait=False):
             index += 1
             continue
         path = root / f"{kind}{index}"
         pinned = pin_worktree(repo_common, path)
         if pinned is None and (path.exists() or path.is_symlink()):
             if _of_another_clone(path, repo_common):
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
+                lock.release()
                 index += 1
                 continue
             _remove(path)
@@ -89,12 +82,11 @@ def acquire_worktree(repo: Path, workdir: Path, repo_id: str, *, start: int = 0,
             git(["worktree", "add", "--detach", "-f", str(path), "HEAD"], cwd=repo)
             pinned = pin_worktree(repo_common, path)
             if pinned is None:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
+                lock.release()
                 raise GitError(f"git worktree add made no worktree of {repo} at {path}")
         else:
             kill_strays(path)
-        return Worktree(repo, root, index, fd, pinned, kind)
+        return Worktree(repo, root, index, lock, pinned, kind)
 
 
 def _of_another_clone(path: Path, repo_common: Path) -> bool:

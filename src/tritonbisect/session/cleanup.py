@@ -20,7 +20,6 @@ A worktree locked by a running worker, and a session being run, are left alone.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 from collections.abc import Iterable, Iterator
@@ -30,6 +29,7 @@ from typing import Any
 
 from tritonbisect.core.errors import InputError
 from tritonbisect.core.gitrun import claimed_repository
+from tritonbisect.core.lock import FileLock
 from tritonbisect.core.process import git, git_common_dir
 
 # Folders of the workdir that --all removes; the cache ones survive --keep-cache.
@@ -114,22 +114,20 @@ def session_worktrees(session: Any, workdir: Path) -> list[KeptWorktree]:
 def _slot_lock(path: Path) -> Iterator[bool]:
     """Hold the worker slot's lock (w<i>.lock beside w<i>) while removing; False when a
     running worker holds it."""
-    lock = path.parent / f"{path.name}.lock"
-    if not lock.exists():
+    path = path.parent / f"{path.name}.lock"
+    if not path.exists():
         yield True
         return
-    fd = os.open(lock, os.O_RDWR)
+    lock = FileLock(path, create=False)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
+        if not lock.acquire(wait=False):
+            yield not path.exists()  # gone meanwhile: nobody holds it
             return
         yield True
         with contextlib.suppress(OSError):
-            lock.unlink()
+            path.unlink()
     finally:
-        os.close(fd)
+        lock.release()
 
 
 def remove_worktrees(worktrees: Iterable[KeptWorktree], workdir: Path, report: CleanReport) -> None:
