@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tritonbisect.core.gitrun import run_git
+from tritonbisect.core.gitrun import git
 
 N_COMMITS = 48
 CULPRIT_INDEX = 33  # 0-based; commit 0 is the good endpoint
@@ -98,10 +97,7 @@ def _git(repo: Path, *args: str, input: bytes | None = None) -> str:
         GIT_COMMITTER_EMAIL="demo@example.com",
         GIT_CONFIG_NOSYSTEM="1",
     )
-    proc = run_git(args, cwd=repo, env=env, input=input, text=False)
-    if proc.returncode != 0:
-        raise subprocess.CalledProcessError(proc.returncode, proc.args, proc.stdout, proc.stderr)
-    return proc.stdout.decode()
+    return git(args, cwd=repo, env=env, input=input, text=False).decode()
 
 
 def make_demo_repo(path: Path) -> DemoSample:

@@ -12,12 +12,13 @@ import shutil
 import threading
 from pathlib import Path
 
-from tritonbisect.core.gitrun import pin_worktree, run_git
+from tritonbisect.core.gitrun import GitError, pin_worktree, run_git
+from tritonbisect.core.gitrun import git as run_checked
 from tritonbisect.core.process import clean_env
 from tritonbisect.core.secrets import without_secrets
 
 
-class GitFailure(Exception):
+class GitFailure(GitError):
     """A git operation on a helper worktree failed (INFRA)."""
 
 
@@ -50,11 +51,10 @@ def checkout_worktree(repo: Path, path: Path, commit: str) -> Path:
     outputs (e.g. python/build) kept for incremental builds."""
 
     def git(*args: str, cwd: Path) -> str:
-        proc = run_git(args, cwd=cwd, timeout=600, env=base_build_env())
-        if proc.returncode != 0:
-            raise GitFailure(f"git {' '.join(args)} failed in {cwd}: "
-                             f"{(proc.stderr.strip().splitlines() or [''])[-1]}")
-        return proc.stdout
+        try:
+            return run_checked(args, cwd=cwd, timeout=600, env=base_build_env(), where=True)
+        except GitError as exc:
+            raise GitFailure(exc.message, status=exc.status) from None
 
     common = Path(git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=repo).strip())
     with _WT_LOCK:

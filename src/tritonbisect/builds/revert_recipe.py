@@ -69,10 +69,9 @@ def _git(worktree: Path, *args: str, env: Mapping[str, str] | None = None) -> su
 
 def _checked(proc: subprocess.CompletedProcess[str], what: str) -> str:
     if proc.returncode != 0:
-        from tritonbisect.core.process import GitError
+        from tritonbisect.core.gitrun import failed
 
-        lines = (proc.stderr or proc.stdout).strip().splitlines()
-        raise GitError(f"git {what} failed: {lines[-1] if lines else proc.returncode}")
+        raise failed(proc, what.split())
     return proc.stdout
 
 

@@ -24,13 +24,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tritonbisect.core.gitrun import pin, run_git
+from tritonbisect.core.gitrun import GitError, git, pin, run_git
 
 MIRRORS = "mirrors"
 _MIRROR_LOCK = threading.Lock()  # one clone/fetch of a mirror at a time in this process
 
 
-class SubmoduleError(Exception):
+class SubmoduleError(GitError):
     """A submodule could not be brought to its commit (INFRA: network, a missing commit)."""
 
 
@@ -49,11 +49,10 @@ class SubmoduleUpdate:
 
 
 def _git(cwd: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
-    proc = run_git(args, cwd=Path(cwd), env=env, extra_env={"LC_ALL": "C"}, timeout=3600)
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or [str(proc.returncode)])[-1]
-        raise SubmoduleError(f"git {' '.join(args[:2])} in {cwd}: {last}")
-    return proc.stdout
+    try:
+        return git(args, cwd=Path(cwd), env=env, extra_env={"LC_ALL": "C"}, timeout=3600, where=True)
+    except GitError as exc:
+        raise SubmoduleError(exc.message, status=exc.status) from None
 
 
 def _has(repo: Path, sha: str, env: Mapping[str, str] | None) -> bool:

@@ -211,7 +211,7 @@ def replay_cmd(logfile: Path, repo: Path, build_cmd: str | None, **kwargs: Any) 
 
 
 def git_rev_list(root: Path, left: str, right: str) -> list[str]:
-    from tritonbisect.core.process import GitError, git
+    from tritonbisect.core.gitrun import GitError, git
 
     try:
         out = git(["rev-list", f"{left or 'HEAD'}..{right or 'HEAD'}", "--"], cwd=root)

@@ -71,9 +71,8 @@ def run_step(
 
     from tritonbisect.builds.recipes import StepContext, TestSpec
     from tritonbisect.core.errors import InputError
-    from tritonbisect.core.gitrun import pin_checkout
+    from tritonbisect.core.gitrun import git, pin_checkout
     from tritonbisect.core.outcome import EXIT_CODE_OF_VERDICT, InfraRule, Policy, Verdict
-    from tritonbisect.core.process import git
     from tritonbisect.core.secrets import hide_env, pass_through
     from tritonbisect.core.step_args import (
         check_test_command,

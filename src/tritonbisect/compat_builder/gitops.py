@@ -10,23 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from tritonbisect.core.errors import InputError
-from tritonbisect.core.gitrun import pin_worktree, run_git
+from tritonbisect.core.gitrun import GitError, pin_worktree, run_git
+from tritonbisect.core.gitrun import git as run_checked
 
 COMMIT_NAME = "compat-builder"
 COMMIT_EMAIL = "compat-builder@tritonbisect.invalid"
 
 
-class GitError(InputError):
-    pass
-
-
 def git(cwd: Path, *args: str, env: Mapping[str, str] | None = None, check: bool = True) -> str:
-    proc = run_git(args, cwd=Path(cwd), extra_env={"LC_ALL": "C", **(env or {})}, errors="replace")
-    if check and proc.returncode != 0:
-        detail = (proc.stderr or proc.stdout).strip().splitlines()
-        raise GitError(f"git {' '.join(args[:3])} failed in {cwd}: {detail[-1] if detail else proc.returncode}")
-    return proc.stdout
+    return run_checked(args, cwd=Path(cwd), extra_env={"LC_ALL": "C", **(env or {})}, check=check, where=True)
 
 
 def ok(cwd: Path, *args: str) -> bool:

@@ -29,6 +29,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, overload
+
+from tritonbisect.core.errors import TritonBisectError
 
 # Options that win over every config file a repository may carry.
 SAFE_OPTIONS = (
@@ -249,10 +252,16 @@ def _is_bare(folder: Path) -> bool:
     return (folder / "HEAD").is_file() and (folder / "objects").is_dir() and not (folder / ".git").exists()
 
 
+# what git has no use for and a hook or a helper it runs could print (a Ray worker's cluster token)
+_SECRET_VARS = ("RAY_AUTH_TOKEN",)
+
+
 def git_env(base: Mapping[str, str] | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a git process: `base` (default: ours) without the variables that
-    redirect git, never prompting on a terminal, plus `extra`."""
+    redirect git (nor a secret git has no use for), never prompting on a terminal, plus `extra`."""
     env = without_location(os.environ if base is None else base)
+    for name in _SECRET_VARS:
+        env.pop(name, None)
     env["GIT_TERMINAL_PROMPT"] = "0"
     env.update(extra or {})
     return env
@@ -284,6 +293,69 @@ def run_git(
     )
 
 
-__all__ = ["LOCATION_VARS", "SAFE_OPTIONS", "Pinned", "all_pinned", "claimed_repository", "git_argv", "git_env", "pin",
+class GitError(TritonBisectError):
+    """A git command the tool ran failed, or git could not do what the tool asked: one line
+    (the command and the last line git said), exit 2 where it reaches the command line.
+    `status` is git's exit code when git ran."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _said(out: str | bytes) -> str:
+    text = out.decode("utf-8", "replace") if isinstance(out, bytes) else out
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else ""
+
+
+def failed(proc: subprocess.CompletedProcess, args: Sequence[str], cwd: Path | None = None) -> GitError:
+    """The GitError of a finished git process that exited non-zero."""
+    where = f" in {cwd}" if cwd is not None else ""
+    said = _said(proc.stderr) or _said(proc.stdout) or f"exit {proc.returncode}"
+    return GitError(f"git {' '.join(str(a) for a in args[:3])} failed{where}: {said}", status=proc.returncode)
+
+
+@overload
+def git(args: Sequence[str], *, cwd: Path, check: bool = ..., input: str | None = ...,
+        env: Mapping[str, str] | None = ..., extra_env: Mapping[str, str] | None = ...,
+        timeout: float | None = ..., text: Literal[True] = ..., where: bool = ...) -> str: ...
+
+
+@overload
+def git(args: Sequence[str], *, cwd: Path, check: bool = ..., input: bytes | None = ...,
+        env: Mapping[str, str] | None = ..., extra_env: Mapping[str, str] | None = ...,
+        timeout: float | None = ..., text: Literal[False], where: bool = ...) -> bytes: ...
+
+
+@overload
+def git(args: Sequence[str], *, cwd: Path, check: bool = ..., input: str | bytes | None = ...,
+        env: Mapping[str, str] | None = ..., extra_env: Mapping[str, str] | None = ...,
+        timeout: float | None = ..., text: bool, where: bool = ...) -> str | bytes: ...
+
+
+def git(args: Sequence[str], *, cwd: Path, check: bool = True, input: str | bytes | None = None,
+        env: Mapping[str, str] | None = None, extra_env: Mapping[str, str] | None = None,
+        timeout: float | None = None, text: bool = True, where: bool = False) -> str | bytes:
+    """What git printed (see the module docstring for how it runs); GitError when it fails and
+    `check` (`where`: the message names the folder). Text is decoded leniently: what a
+    repository holds need not be UTF-8."""
+    proc = run_git(args, cwd=Path(cwd), env=env, extra_env=extra_env, input=input, text=text,
+                   timeout=timeout, errors="replace")
+    if check and proc.returncode != 0:
+        raise failed(proc, args, Path(cwd) if where else None)
+    return proc.stdout
+
+
+def git_common_dir(path: Path) -> Path | None:
+    """The repository a checkout or worktree at `path` belongs to; None when it is none."""
+    try:
+        out = git(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=path).strip()
+    except (GitError, OSError):
+        return None
+    return Path(out).resolve() if out else None
+
+
+__all__ = ["LOCATION_VARS", "GitError", "failed", "git", "git_common_dir", "SAFE_OPTIONS", "Pinned", "all_pinned", "claimed_repository", "git_argv", "git_env", "pin",
            "pin_checkout", "pin_worktree", "pinned", "restore_dotgit", "run_git", "unpin",
            "without_location", "worktree_admin_dir"]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal, overload
 
 from tritonbisect.core.errors import InputError
-from tritonbisect.core.gitrun import run_git
+from tritonbisect.core.gitrun import GitError, git, run_git
 from tritonbisect.core.process import clean_env
 from tritonbisect.search.classic import Candidates
 
@@ -32,14 +32,6 @@ class CommitInfo:
     author: str
     email: str
     date: str  # author date, strict ISO 8601
-
-
-class GitCommandError(RuntimeError):
-    """A git command of History exited non-zero (`status` is its exit code)."""
-
-    def __init__(self, args: tuple[str, ...], status: int, stderr: str) -> None:
-        super().__init__(f"git {' '.join(args[:3])} exited {status}: {stderr.strip()[-300:]}")
-        self.status = status
 
 
 class History:
@@ -70,11 +62,7 @@ class History:
     def _git(self, *args: str, text: Literal[False]) -> bytes: ...
 
     def _git(self, *args: str, text: bool = True) -> str | bytes:
-        proc = run_git(args, cwd=self.root, env=clean_env(), text=text)
-        if proc.returncode != 0:
-            err = proc.stderr if text else proc.stderr.decode("utf-8", "replace")
-            raise GitCommandError(args, proc.returncode, err)
-        return proc.stdout
+        return git(args, cwd=self.root, text=text)
 
     def __repr__(self) -> str:
         return f"History({str(self.root)!r})"
@@ -88,7 +76,7 @@ class History:
             raise InputError(f"unknown revision '{rev}' in {self.root}")
         try:
             out = self._git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
-        except GitCommandError:
+        except GitError:
             raise InputError(f"unknown revision '{rev}' in {self.root}") from None
         sha = out.strip()
         if not _SHA.match(sha):
@@ -99,7 +87,7 @@ class History:
         """Whether commit a is an ancestor of (or equal to) commit b."""
         try:
             self._git("merge-base", "--is-ancestor", "--end-of-options", a, b)
-        except GitCommandError as exc:
+        except GitError as exc:
             if exc.status == 1:
                 return False
             raise InputError(f"cannot compare {a} and {b} in {self.root}") from None
@@ -173,7 +161,7 @@ class History:
         """{full sha: subject} for many commits with one git call (a report or a phase shows the
         subject of every step; one `git log` per step would cost a process each). `known_only`:
         leave out what is not a commit of this repository (one more call) instead of failing."""
-        from tritonbisect.core.process import git
+        from tritonbisect.core.gitrun import git
 
         if known_only and shas:
             checked = git(["cat-file", "--batch-check=%(objectname) %(objecttype)"], cwd=self.root,
@@ -212,7 +200,7 @@ class History:
         for spec in ("HEAD", "--all"):
             try:
                 out = self._git("log", "--max-parents=0", "--format=%ct %H", spec)
-            except GitCommandError:
+            except GitError:
                 continue
             if out.strip():
                 return oldest_root(out)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tritonbisect.core.files import open_nofollow
-from tritonbisect.core.gitrun import run_git, without_location
+from tritonbisect.core.gitrun import without_location
 from tritonbisect.core.loglimit import LogPump, log_limit
 
 TAIL_BYTES = 64 * 1024
@@ -294,32 +294,6 @@ def tail_lines(path: Path | None, lines: int = 20) -> str:
     text = read_tail(path, 16 * 1024)
     return "\n".join(text.rstrip("\n").splitlines()[-lines:])
 
-
-
-# --- git -----------------------------------------------------------------------------------
-
-
-class GitError(RuntimeError):
-    pass
-
-
-def git(args: Sequence[str], *, cwd: Path, check: bool = True, input: str | None = None) -> str:
-    """git's output (see core.gitrun: hooks off, a checkout's pinned git folder); GitError
-    when it fails and `check`."""
-    proc = run_git(args, cwd=cwd, env=clean_env(), input=input)
-    if check and proc.returncode != 0:
-        msg = (proc.stderr or proc.stdout).strip().splitlines()
-        raise GitError(f"git {' '.join(args[:3])} failed: {msg[-1] if msg else proc.returncode}")
-    return proc.stdout
-
-
-def git_common_dir(path: Path) -> Path | None:
-    """The repository a checkout or worktree at `path` belongs to; None when it is none."""
-    try:
-        out = git(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=path).strip()
-    except (GitError, OSError):
-        return None
-    return Path(out).resolve() if out else None
 
 
 def kill_strays(path: Path) -> list[int]:

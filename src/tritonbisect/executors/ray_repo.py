@@ -24,8 +24,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from tritonbisect.core.gitrun import GitError, git
 from tritonbisect.core.lock import locked
-from tritonbisect.core.process import GitError, git
 
 NODE_DIR_ENV = "TRITONBISECT_NODE_DIR"
 _SHIPPED = "refs/tritonbisect/shipped/"

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from tritonbisect.builds.recipes import PrepareResult, Recipe, StepContext, TestRun
 from tritonbisect.core.clock import now_iso
+from tritonbisect.core.gitrun import GitError
 from tritonbisect.core.outcome import Kind, Policy, Verdict, case_kinds, classify_test
-from tritonbisect.core.process import CancelToken, GitError, read_tail
+from tritonbisect.core.process import CancelToken, read_tail
 from tritonbisect.executors.worktree import Worktree
 
 if TYPE_CHECKING:  # pragma: no cover

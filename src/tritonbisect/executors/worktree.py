@@ -16,9 +16,17 @@ import contextlib
 import os
 from pathlib import Path
 
-from tritonbisect.core.gitrun import Pinned, claimed_repository, pin_worktree, restore_dotgit
+from tritonbisect.core.gitrun import (
+    GitError,
+    Pinned,
+    claimed_repository,
+    git,
+    git_common_dir,
+    pin_worktree,
+    restore_dotgit,
+)
 from tritonbisect.core.lock import FileLock
-from tritonbisect.core.process import GitError, git, git_common_dir, kill_strays
+from tritonbisect.core.process import kill_strays
 
 
 class Worktree:

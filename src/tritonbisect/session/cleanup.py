@@ -28,9 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from tritonbisect.core.errors import InputError
-from tritonbisect.core.gitrun import claimed_repository
+from tritonbisect.core.gitrun import claimed_repository, git, git_common_dir
 from tritonbisect.core.lock import FileLock
-from tritonbisect.core.process import git, git_common_dir
 
 # Folders of the workdir that --all removes; the cache ones survive --keep-cache.
 _SCRATCH = ("step-logs", "oracles", "triton-cache")

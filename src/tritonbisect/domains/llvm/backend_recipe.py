@@ -24,8 +24,8 @@ from typing import Any
 
 from tritonbisect.builds.gitutil import GitFailure
 from tritonbisect.builds.recipes import PrepareResult, StepContext
+from tritonbisect.core.gitrun import GitError
 from tritonbisect.core.outcome import Kind
-from tritonbisect.core.process import GitError
 from tritonbisect.domains.llvm.triton_recipe import LLVMTritonRecipe
 from tritonbisect.domains.triton.backend_libs import Override, backend_llvm
 

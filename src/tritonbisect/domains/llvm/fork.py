@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from tritonbisect.core.errors import InputError
+from tritonbisect.core.gitrun import GitError, git
 from tritonbisect.core.history import History
-from tritonbisect.core.process import GitError, git
 
 UPSTREAM_BRANCHES = (
     "refs/remotes/upstream/main", "refs/remotes/origin/main", "refs/heads/main",

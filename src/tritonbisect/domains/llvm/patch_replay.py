@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritonbisect.core.gitrun import run_git
-from tritonbisect.core.process import GitError, clean_env
+from tritonbisect.core.gitrun import failed, run_git
+from tritonbisect.core.process import clean_env
 
 REPLAY_FILE = "fork-patches.json"
 _IDENTITY = {
@@ -63,8 +63,7 @@ def _git(worktree: Path, *args: str, data: bytes | None = None,
 
 def _ok(proc: subprocess.CompletedProcess[bytes], what: str) -> str:
     if proc.returncode != 0:
-        lines = (proc.stderr or proc.stdout).decode(errors="replace").strip().splitlines()
-        raise GitError(f"git {what} failed: {lines[-1] if lines else proc.returncode}")
+        raise failed(proc, what.split())
     return proc.stdout.decode(errors="replace")
 
 

@@ -32,7 +32,7 @@ from tritonbisect.builds.wheel_index import (
     version_key,
 )
 from tritonbisect.core.errors import AbortError, InputError
-from tritonbisect.core.gitrun import run_git
+from tritonbisect.core.gitrun import git, run_git
 from tritonbisect.session.phases import PhaseSpec
 
 LADDER_FILE = "WHEEL.json"
@@ -158,10 +158,7 @@ def ancestry_order(versions: Sequence[str], checkout: Path) -> tuple[list[str] |
 
 
 def _git(repo: Path, *args: str, input_: str | None = None, env: Mapping[str, str] | None = None) -> str:
-    proc = run_git(args, cwd=Path(repo), input=input_, extra_env={**_GIT_ENV, **(env or {})})
-    if proc.returncode != 0:
-        raise InputError(f"git {' '.join(args[:2])} in {repo} failed: {proc.stderr.strip()[-200:]}")
-    return proc.stdout.strip()
+    return git(args, cwd=Path(repo), input=input_, extra_env={**_GIT_ENV, **(env or {})}, where=True).strip()
 
 
 def make_ladder(workdir: Path, package: str, rungs: Sequence[Rung]) -> tuple[Path, list[str]]:
