@@ -159,3 +159,22 @@ def test_wheels_names_the_first_release_that_cannot_launch_it(flash_attn_oracle,
     assert code == 0, err[-3000:]
     assert (res["last_good"], res["first_bad"]) == ("3.2.0", "3.3.0")
     assert "out_of_resources" in err
+
+
+def test_the_runtime_oracle_and_the_reducer_tell_it_apart(tmp_path):
+    from tritonbisect.oracles import runtime_template
+    from tritonbisect.reduce.verdict import bad_signature
+
+    class OutOfResources(Exception):  # Triton's triton.runtime.errors.OutOfResources, by name
+        pass
+
+    try:
+        raise RuntimeError("launch") from OutOfResources("out of resource: shared memory")
+    except RuntimeError as exc:
+        assert runtime_template.error_kind(exc) == "out_of_resources"
+    assert runtime_template.EXIT_OF_STATUS["out_of_resources"] == 6
+    # the reducer keeps a candidate that is still past the same limit, by however much
+    result = tmp_path / "bad.json"
+    result.write_text(json.dumps({"status": "out_of_resources", "reason": "shared memory: 114688 ...",
+                                  "over_limits": [{"limit": "shared memory", "needed": 114688, "allowed": 101376}]}))
+    assert bad_signature(6, None, result, tmp_path / "log")[0] == "out_of_resources: shared memory"

@@ -144,3 +144,16 @@ def test_the_decorator_configs_are_read_not_evaluated():
     assert decorator_configs(source, "other", ["BLOCK"]) == [
         {"constexprs": {"BLOCK": 32}, "options": {"num_warps": 2}, "from": "decorator"}]
     assert decorator_configs(None, "kernel", ["BLOCK"]) == []
+
+
+def test_what_lowers_the_exceeded_limit_goes_first():
+    ctx = _ctx({"num_warps": 8, "num_stages": 4}, constexprs={"BLOCK_N": 128})
+    tried = [ch.Change(options=(("num_warps", 4),)), ch.Change(options=(("num_stages", 5),)),
+             ch.Change(constexprs=(("BLOCK_N", 64),)), ch.Change(options=(("num_stages", 3),)),
+             ch.Change(options=(("maxnreg", 128),))]
+    shared = [{"limit": "shared memory", "needed": 131072, "allowed": 101376}]
+    assert _described(ch.prefer(tried, ctx, shared)) == ["BLOCK_N=64", "num_stages=3", "num_warps=4",
+                                                          "num_stages=5", "maxnreg=128"]
+    threads = [{"limit": "threads", "needed": 512, "allowed": 256}]
+    assert _described(ch.prefer(tried, ctx, threads))[:2] == ["num_warps=4", "maxnreg=128"]
+    assert ch.prefer(tried, ctx, []) == tried

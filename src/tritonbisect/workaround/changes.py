@@ -218,6 +218,32 @@ def singles(ctx: dict[str, Any], facts: Facts, good: Facts | None = None, *, ptx
     return out
 
 
+def _lowers(change: Change, key: str, current: Any) -> bool:
+    value = dict(change.options).get(key, dict(change.constexprs).get(key))
+    return isinstance(value, int) and isinstance(current, int) and value < current
+
+
+def prefer(changes: list[Change], ctx: dict[str, Any], over_limits: list[dict[str, Any]]) -> list[Change]:
+    """The same changes, those that lower what the exceeded limits measure first: fewer stages
+    and smaller blocks for shared or tensor memory, fewer warps and a register cap for threads."""
+    limits = {str(o.get("limit")) for o in over_limits}
+    options, constexprs = _options(ctx), _constexprs(ctx)
+    blocks = [k for k in constexprs if "BLOCK" in k.upper()]
+
+    def first(change: Change) -> bool:
+        if limits & {"shared memory", "tensor memory"}:
+            if _lowers(change, "num_stages", options.get("num_stages") or 3):
+                return True
+            if any(_lowers(change, k, constexprs[k]) for k in blocks):
+                return True
+        if limits & {"threads", "registers per thread"}:
+            return _lowers(change, "num_warps", options.get("num_warps") or 4) or \
+                dict(change.options).get("maxnreg") is not None
+        return False
+
+    return sorted(changes, key=lambda c: not first(c))
+
+
 def pairs(movers: list[Change], ranked: list[Change], limit: int) -> list[Change]:
     """Combinations of two single changes, at least one of which moved the failure (`movers`,
     nearest to passing first; `ranked`: every change, nearest first), at most `limit`, those of

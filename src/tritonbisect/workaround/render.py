@@ -90,6 +90,7 @@ def as_json(result: Result, context: dict[str, Any]) -> dict[str, Any]:
         "compiled": result.compiled,
         "seconds": result.seconds,
         "seconds_to_first": result.first_seconds,
+        "candidates_to_first": result.first_candidates,
         "notes": result.notes,
         "candidates": [{"change": t.change.to_dict(), "outcome": t.status, "reason": t.reason[:300]}
                        for t in result.trials],

@@ -59,6 +59,7 @@ class Result:
     trials: list[Trial]
     seconds: float
     first_seconds: float | None  # from the start until the first passing change was known
+    first_candidates: int | None  # candidates judged until then (the first passing one included)
     compiled: int  # candidates compiled (cache hits not counted)
     notes: list[str] = field(default_factory=list)
 
@@ -117,6 +118,7 @@ def run_search(oracle: OracleDir, settings: Settings, work: Path, cache_dir: Pat
                          "(`tritonbisect repro TRACE --kernel K --mode compile`, no GPU needed)")
     t0 = time.monotonic()
     first: list[float] = []
+    first_count: list[int] = []
     bad_facts = probe(settings.bad_python, {**_environ(), **settings.env}, role="bad")
     good_facts = probe(settings.good_python, {**_environ(), **settings.env}, role="good") \
         if settings.good_python else None
@@ -124,9 +126,13 @@ def run_search(oracle: OracleDir, settings: Settings, work: Path, cache_dir: Pat
     good = Side(settings.good_python, good_facts.fingerprint, dict(settings.env)) \
         if settings.good_python and good_facts else None
 
+    heard_count: list[int] = []
+
     def heard(trial: Trial) -> None:
+        heard_count.append(1)
         if trial.passed and not first:
             first.append(time.monotonic() - t0)
+            first_count.append(len(heard_count))  # the baselines are run apart: not counted
         progress(f"{'PASS' if trial.passed else trial.status:>16}  {trial.change.describe()}"
                  + ("" if trial.passed else f": {trial.reason[:160]}"))
 
@@ -170,7 +176,7 @@ def run_search(oracle: OracleDir, settings: Settings, work: Path, cache_dir: Pat
         args += [a for t in _candidate_thresholds(baseline, settings.thresholds) for a in ("--codegen-threshold", t)]
 
     candidates = ch.singles(oracle.original.context, bad_facts, good_facts, ptxas=_ptxas_wanted(baseline, reference))
-    candidates = candidates[: settings.max_candidates]
+    candidates = ch.prefer(candidates, oracle.original.context, baseline.over_limits)[: settings.max_candidates]
     progress(f"{len(candidates)} single changes ...")
     trials = [t for t in runner.run_all(bad, candidates, args, golden_text) if not options_dropped(t)]
     if not any(t.passed for t in trials) and len(trials) < settings.max_candidates:
@@ -190,7 +196,7 @@ def run_search(oracle: OracleDir, settings: Settings, work: Path, cache_dir: Pat
     target = dict((oracle.original.context.get("job") or {}).get("target") or {})
     return Result(oracle.kernel, target, bad_facts.version, good_facts.version if good_facts else None, baseline,
                   reference, found, trials, round(time.monotonic() - t0, 3),
-                  round(first[0], 3) if first else None, runner.ran, notes)
+                  round(first[0], 3) if first else None, first_count[0] if first_count else None, runner.ran, notes)
 
 
 def _environ() -> dict[str, str]:
