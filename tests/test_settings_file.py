@@ -59,10 +59,11 @@ def test_a_format_1_session_reports_and_resumes_to_the_same_culprit(tmp_path: Pa
     status = tb("status", sid, cwd=repo, home=home)
     assert status.returncode == 0, status.stderr
     assert "phase main: running, 23 commits in range" in status.stdout and "4 steps" in status.stdout
-    # the settings it wrote, and the settings added since (`pass_env`, the infra patterns) at their defaults
+    # the settings it wrote, and the settings added since (`pass_env`, the infra patterns, the
+    # compile-time clock) at their defaults
     added = {k: v for k, v in flat_settings(BisectSettings()).items() if k not in data["settings"]}
     assert set(added) == {"pass_env", "infra_patterns", "builtin_infra_patterns", "workaround", "perf_design",
-                          "verify_samples"}
+                          "verify_samples", "compile_clock"}
     expected = {**{k: v for k, v in data["settings"].items() if k != "json"}, **added}
     assert _report_settings(repo, home, sid) == expected
     before = journal(home, sid)

@@ -8,6 +8,11 @@ MLIR_ENABLE_DUMP=1 it prints the IR before every pass to stderr in MLIR's own fo
 
     // -----// IR Dump Before TritonGPUCoalesce (tritongpu-coalesce) ('builtin.module' operation) //----- //
 
+Like the real backends, the stages are added by `backend.add_stages(stages, options)` and run
+in order from the source's own; every pass does a fixed amount of CPU work (`_work`), and
+under MLIR_ENABLE_TIMING=1 each stage prints MLIR's "Execution time report" of its passes to
+stderr, as the real pass managers do.
+
 History (commits oldest first; `truth` names them):
     0           the toy, every pass well-behaved
     1 .. c-1    fillers (notes)
@@ -15,7 +20,9 @@ History (commits oldest first; `truth` names them):
                 (`planted`: "error" -> TritonGPURemoveLayoutConversions later rejects that
                 layout, a compile error; "crash" -> it aborts, SIGABRT). The same commit
                 also renames SSA values and moves locations in ConvertTritonToTritonGPU: noise that
-                narrowing must not count as a difference.
+                narrowing must not count as a difference. `planted="slow"`: the culprit
+                compiles the same IR, but TritonGPURemoveLayoutConversions does `slow` times
+                the whole pipeline's work more (0.2: a compile about 20% slower).
     c+1 .. n-1  fillers
 
 Like the real tree, the passes are also declared in include/triton/Dialect/TritonGPU/Transforms/
@@ -38,6 +45,8 @@ BUILD_COMMAND = "rm -rf build && mkdir -p build && cp -r python/triton build/"
 ARTIFACT = "build"
 PLANTED_PASS = "TritonGPUCoalesce"
 FAILING_PASS = "TritonGPURemoveLayoutConversions"
+SLOW_PASS = "TritonGPURemoveLayoutConversions"  # planted="slow": the pass whose time grows
+WORK = 50_000  # iterations of every pass's work: a few ms each
 
 _BACKENDS = '''
 import collections
@@ -51,6 +60,7 @@ import dataclasses
 import os
 import re
 import sys
+import time
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +78,10 @@ class Backend:
         known = {f.name for f in dataclasses.fields(Options)}
         return Options(**{k: v for k, v in opts.items() if k in known})
 
+    def add_stages(self, stages, options):
+        for stage, passes in PIPELINES:
+            stages[stage] = (lambda passes: lambda ir, metadata: run_pipeline(ir, passes, options))(passes)
+
 
 def make_backend(target):
     return Backend(target)
@@ -80,6 +94,17 @@ class CompiledKernel:
 
 
 # --- passes ------------------------------------------------------------------------------
+
+WORK = @@WORK@@  # iterations of every pass's own work
+
+
+def _work(units):
+    """Fixed CPU work (some tens of nanoseconds an iteration), as a real pass's is."""
+    x = 1
+    for _ in range(int(units)):
+        x = (x * 1103515245 + 12345) & 0x7FFFFFFF
+    return x
+
 
 def combine_ops(ir, opts):
     return ir.replace("arith.addi %a, %zero", "%a")
@@ -107,6 +132,7 @@ def coalesce(ir, opts):
 
 
 def remove_layout_conversions(ir, opts):
+@@SLOW@@
     if "sizePerThread = [1]" in ir:
 @@FAIL@@
     return ir.replace("ttg.convert_layout", "ttg.convert_layout_folded")
@@ -140,22 +166,45 @@ PIPELINES = [
 ]
 
 
+def _on(name):
+    return os.environ.get(name, "0") not in ("", "0")
+
+
+def run_pipeline(ir, passes, opts):
+    dump, timing = _on("MLIR_ENABLE_DUMP"), _on("MLIR_ENABLE_TIMING")
+    times = []
+    for name, arg, fn in passes:
+        if dump:
+            sys.stderr.write("// -----// IR Dump Before %s (%s) ('builtin.module' operation) //----- //\\n%s\\n\\n"
+                             % (name, arg, ir))
+            sys.stderr.flush()
+        t0 = time.perf_counter()
+        _work(WORK)
+        ir = fn(ir, opts)
+        times.append((name, time.perf_counter() - t0))
+    if timing:  # MLIR's own report of a pass manager's run
+        total = sum(t for _, t in times) or 1e-9
+        rule = "===" + "-" * 73 + "==="
+        rows = "".join("  %9.4f (%5.1f%%)  %s\\n" % (t, 100 * t / total, name) for name, t in times)
+        sys.stderr.write("%s\\n%s... Execution time report ...\\n%s\\n  Total Execution Time: %.4f seconds\\n\\n"
+                         "  ----Wall Time----  ----Name----\\n%s  %9.4f (100.0%%)  Total\\n"
+                         % (rule, " " * 25, rule, total, rows, total))
+        sys.stderr.flush()
+    return ir
+
+
 def compile(src, target=None, options=None):
     with open(src, encoding="utf-8") as fh:
         ir = fh.read()
     backend = make_backend(target)
     opts = backend.parse_options(dict(options or {}))
-    dump = os.environ.get("MLIR_ENABLE_DUMP", "0") not in ("", "0")
+    stages = {}
+    backend.add_stages(stages, opts)
     start = src.rsplit(".", 1)[-1]
-    names = [name for name, _ in PIPELINES]
+    names = list(stages)
     asm = {start: ir}
-    for stage, passes in PIPELINES[names.index(start) + 1 if start in names else 0:]:
-        for name, arg, fn in passes:
-            if dump:
-                sys.stderr.write("// -----// IR Dump Before %s (%s) ('builtin.module' operation) //----- //\\n%s\\n\\n"
-                                 % (name, arg, ir))
-                sys.stderr.flush()
-            ir = fn(ir, opts)
+    for stage in names[names.index(start) + 1 if start in names else 0:]:
+        ir = stages[stage](ir, {})
         asm[stage] = ir
     return CompiledKernel(asm, {"num_warps": opts.num_warps, "num_stages": opts.num_stages, "name": "kernel"})
 '''
@@ -171,7 +220,10 @@ _FAIL = {
     "crash": '''        sys.stderr.write("Assertion `vec > 1' failed.\\n")
         sys.stderr.flush()
         os.abort()''',
+    "slow": '''        raise RuntimeError("unreachable: the slow culprit keeps the layout")''',
 }
+# the slow culprit's pass iterates to a fixpoint: `slow` times the whole pipeline's work more
+_SLOW = "    _work(WORK * len([p for _, ps in PIPELINES for p in ps]) * %r)"
 
 INIT = '''__version__ = "3.6.0+toy"
 from triton.compiler import compile  # noqa: E402,F401
@@ -204,17 +256,23 @@ def _pass_cpp(name: str, struct: str, body: str) -> str:
             f"{body}  }}\n}};\n")
 
 
-def _files(*, culprit: bool, planted: str, note: int, touched: list[int] | None = None) -> dict[str, str]:
+def _files(*, culprit: bool, planted: str, note: int, touched: list[int] | None = None,
+           work: int = WORK, slow: float = 0.0) -> dict[str, str]:
+    slowed = culprit and planted == "slow"
+    culprit = culprit and planted != "slow"  # the slow culprit compiles the same IR
     compiler = _COMPILER.replace("@@CANON@@", _CANON_NOISE if culprit else "")
     compiler = compiler.replace("@@COALESCE@@", _COALESCE_BUG if culprit else "")
     compiler = compiler.replace("@@FAIL@@", _FAIL[planted])
+    compiler = compiler.replace("@@SLOW@@", _SLOW % slow if slowed else "")
+    compiler = compiler.replace("@@WORK@@", str(int(work)))
+    remove = "    // fold conversions\n" + ("    // again, until nothing changes\n" if slowed else "")
     coalesce = "    unsigned perThread = " + ("1" if culprit else "4") + ";\n"
     coalesce += "".join(f"    // tuned in change {i}\n" for i in touched or [])
     return {
         "include/triton/Dialect/TritonGPU/Transforms/Passes.td": _PASSES_TD,
         "lib/Dialect/TritonGPU/Transforms/Coalesce.cpp": _pass_cpp("TritonGPUCoalesce", "CoalescePass", coalesce),
         "lib/Dialect/TritonGPU/Transforms/RemoveLayoutConversions.cpp": _pass_cpp(
-            "TritonGPURemoveLayoutConversions", "RemoveLayoutConversionsPass", "    // fold conversions\n"),
+            "TritonGPURemoveLayoutConversions", "RemoveLayoutConversionsPass", remove),
         "NOTES": f"change {note}\n",
         ".gitignore": "build/\n__pycache__/\n",
         "python/triton/__init__.py": INIT,
@@ -234,8 +292,10 @@ def _git(repo: Path, *args: str, when: int = 0) -> str:
 
 
 def make_pass_triton(path: Path, *, commits: int = 8, culprit: int = 5, planted: str = "error",
-                     touch_pass: tuple[int, ...] = ()) -> dict[str, Any]:
-    """Write the toy repository at `path`; return its truth (order, culprit, parent, ttir, ...)."""
+                     touch_pass: tuple[int, ...] = (), work: int = WORK, slow: float = 0.5) -> dict[str, Any]:
+    """Write the toy repository at `path`; return its truth (order, culprit, parent, ttir, ...).
+    `work`: iterations of every pass's work; `slow` (planted="slow"): the culprit's extra work,
+    a share of the whole pipeline's."""
     if planted not in _FAIL:
         raise ValueError(f"planted must be one of {sorted(_FAIL)}")
     if not 0 < culprit < commits:
@@ -245,12 +305,14 @@ def make_pass_triton(path: Path, *, commits: int = 8, culprit: int = 5, planted:
     order = []
     for i in range(commits):
         touched = [t for t in touch_pass if t <= i and t != culprit]
-        for rel, text in _files(culprit=i >= culprit, planted=planted, note=i, touched=touched).items():
+        for rel, text in _files(culprit=i >= culprit, planted=planted, note=i, touched=touched, work=work,
+                                slow=slow).items():
             dest = path / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_text(text, encoding="utf-8")
         _git(path, "add", "-A")
-        subject = f"[BACKEND] Coalesce: pick the vector width from the layout ({i})" if i == culprit else f"change {i}"
+        subject = (f"[BACKEND] {'RemoveLayoutConversions: iterate to a fixpoint' if planted == 'slow' else 'Coalesce: pick the vector width from the layout'} ({i})"
+                   if i == culprit else f"change {i}")
         _git(path, "commit", "-q", "-m", subject, when=i)
         order.append(_git(path, "rev-parse", "HEAD"))
     (path.parent / "add_kernel.ttir").write_text(TTIR, encoding="utf-8")
@@ -258,7 +320,7 @@ def make_pass_triton(path: Path, *, commits: int = 8, culprit: int = 5, planted:
         "order": order,
         "culprit": order[culprit],
         "parent": order[culprit - 1],
-        "planted_pass": PLANTED_PASS,
+        "planted_pass": SLOW_PASS if planted == "slow" else PLANTED_PASS,
         "failing_pass": FAILING_PASS,
         "ttir": str(path.parent / "add_kernel.ttir"),
         "build": BUILD_COMMAND,

@@ -156,17 +156,18 @@ def narrow_after(session: Session, result: Any, *, quiet: bool) -> dict[str, Any
     """--narrow: name the compiler pass the culprit changed; a failure is a note."""
     if not session.settings.follow_ups.narrow or result.status != "found":
         return None
-    from tritonbisect.commands.narrow import echo_narrowing
+    from tritonbisect.commands.narrow import echo_narrowing, echo_time_narrowing
     from tritonbisect.core.errors import TritonBisectError
-    from tritonbisect.narrow.narrowing import narrow_session
+    from tritonbisect.narrow.narrowing import narrow_session, wants_time
 
+    timed = wants_time(session)  # a compile-time culprit: which part of the compile grew
     try:
-        narrowed = narrow_session(session)
+        narrowed = narrow_session(session, time_it=timed)
     except TritonBisectError as exc:
         echo(f"tritonbisect: --narrow: {exc}", err=True)
         return None
     if not quiet:
-        echo_narrowing(narrowed)
+        (echo_time_narrowing if timed else echo_narrowing)(narrowed)
     return narrowed
 
 

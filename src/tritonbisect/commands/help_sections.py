@@ -46,8 +46,9 @@ OPTION_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Where to look, and checking the answer", (
         "prefer_pass", "prefer_files", "verify_revert", "reduce_after", "reduce_level", "reduce_jobs",
         "reduce_timeout", "session_id", "level_text")),
-    ("Performance (--regress perf)", (
-        "threshold", "perf_design", "significance", "max_samples", "verify_samples", "higher_is_better")),
+    ("Performance (--regress perf, compile-time)", (
+        "threshold", "perf_design", "significance", "max_samples", "verify_samples", "higher_is_better",
+        "compile_clock")),
     ("Published builds", (
         "wheel_index", "wheels_mode", "wheel_package", "wheel_feed", "feed", "index_urls", "find_links", "pre",
         "installer")),

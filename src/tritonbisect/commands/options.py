@@ -22,6 +22,7 @@ from tritonbisect.commands.help_sections import hidden_alias
 from tritonbisect.core.errors import InputError
 from tritonbisect.core.outcome import (
     BUILD_FAILURE_MODES,
+    METRIC_MODES,
     REGRESS_MODES,
     VerdictSettings,
     check_infra_pattern,
@@ -285,7 +286,7 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
         raise InputError("--timeout must be a positive number of seconds")
     jobs = kwargs.get("jobs") or 1
     regress = kwargs.get("regress") or "fail"
-    repeat = kwargs.get("repeat") or (DEFAULT_SAMPLES if regress == "perf" else 1)
+    repeat = kwargs.get("repeat") or (DEFAULT_SAMPLES if regress in METRIC_MODES else 1)
     if jobs < 1 or repeat < 1:
         raise InputError("--jobs and --repeat must be at least 1")
     perf = perf_options(kwargs, regress=regress, repeat=repeat)
@@ -361,7 +362,8 @@ def compile_oracle_options() -> list[Callable[[F], F]]:
     return [
         click.option("--oracle", type=click.Choice(["runtime", "compile", "ir"]), default="runtime", show_default=True, help="With --repro: runtime runs the launch and compares outputs; compile cross-compiles the kernel for the traced GPU, no GPU needed (pass/compile_error/crash); ir compiles the recorded IR (--from), and IR a commit cannot read is skipped."),
         click.option("--from", "ir_from", type=click.Choice(["ttir", "ttgir", "source"]), default=None, help="With --oracle ir: which recorded IR to compile (default ttir; source: the Python source, as --oracle compile)."),
-        click.option("--check", "check", multiple=True, type=click.Choice(["codegen"]), help="With --oracle compile: codegen statistics past a threshold (vs the good commit's) make a commit bad."),
+        click.option("--check", "check", multiple=True, type=click.Choice(["codegen", "compile-time"]), help="With --oracle compile: codegen statistics past a threshold (vs the good commit's) make a commit bad; compile-time: each run times the compile (its metric; --regress compile-time implies it)."),
+        click.option("--compile-clock", type=click.Choice(["cpu", "wall"]), default=None, help="With --regress compile-time: time the compile in CPU seconds (default: the compile's own and ptxas's, which other work on the machine barely moves) or wall-clock seconds."),
         click.option("--codegen-threshold", "codegen_thresholds", multiple=True, metavar="METRIC=LIMIT", help="With --check codegen: check only these metrics, e.g. spills=0, regs=10%, 'ptx.wgmma=0' (repeatable)."),
         click.option("--narrow", is_flag=True, help="With --oracle compile|ir: once the culprit is found, compile the kernel at it and its parent (cached builds) under MLIR_ENABLE_DUMP=1 and name the first pass whose output differs."),
         click.option("--reduce", "reduce_after", is_flag=True, help="With --repro: once the culprit is found, shrink the oracle's kernel, IR and inputs with its parent (good) and it (bad) from their cached builds, as `reduce --session` does; the report shows the reduced kernel."),
@@ -377,6 +379,15 @@ def compile_oracle_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """The compile oracle's fields of TestSettings, validated."""
     oracle = kwargs.get("oracle") or "runtime"
     check = list(kwargs.get("check") or ())
+    if (kwargs.get("regress") or "fail") == "compile-time":
+        if oracle not in ("compile", "ir") or not kwargs.get("repro"):
+            raise InputError("--regress compile-time times the compile oracle's compile: give --repro TRACE "
+                             "--kernel K --oracle compile (or --oracle ir)")
+        if "compile-time" not in check:
+            check.append("compile-time")
+    clock = kwargs.get("compile_clock")
+    if clock and "compile-time" not in check:
+        raise InputError("--compile-clock goes with --regress compile-time (or --check compile-time)")
     thresholds = list(kwargs.get("codegen_thresholds") or ())
     target = kwargs.get("compile_target")
     ir_from = kwargs.get("ir_from")
@@ -386,7 +397,7 @@ def compile_oracle_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
         raise InputError(f"--oracle {oracle} goes with --repro TRACE (the trace of the kernel to compile)")
     if oracle in ("compile", "ir") and kwargs.get("launches"):
         raise InputError(f"--oracle {oracle} compiles one kernel: give --kernel K, not --launches")
-    if oracle == "ir" and (ir_from or "ttir") != "source" and check:
+    if oracle == "ir" and (ir_from or "ttir") != "source" and "codegen" in check:
         raise InputError("--check codegen goes with --oracle compile (or --oracle ir --from source)")
     if (check or target) and oracle not in ("compile", "ir"):
         raise InputError("--check and --compile-target go with --oracle compile")
@@ -404,7 +415,7 @@ def compile_oracle_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 
         parse_target_text(target)
     return {"oracle": oracle, "check": check, "codegen_thresholds": thresholds, "compile_target": target,
-            "ir_from": (ir_from or "ttir") if oracle == "ir" else "source"}
+            "ir_from": (ir_from or "ttir") if oracle == "ir" else "source", "compile_clock": clock or "cpu"}
 
 
 def _narrow_and_reduce(kwargs: Mapping[str, Any], oracle: str) -> tuple[bool, ReduceOptions]:
@@ -456,9 +467,9 @@ def perf_options(kwargs: Mapping[str, Any], *, regress: str, repeat: int) -> Per
                                ("--perf-design", "perf_design"), ("--verify-samples", "verify_samples"))
         if kwargs.get(key) not in (None, False)
     ]
-    if regress != "perf":
+    if regress not in METRIC_MODES:
         if given:
-            raise InputError(f"{given[0]} goes with --regress perf")
+            raise InputError(f"{given[0]} goes with --regress perf (or compile-time)")
         return PerfOptions()
     try:
         threshold = parse_threshold(kwargs["threshold"]) if kwargs.get("threshold") is not None else None

@@ -56,8 +56,10 @@ TEST_FAILURE_KINDS = frozenset(
      Kind.OUT_OF_RESOURCES}
 )
 
-# "perf": a step is bad when its metric is worse than the good endpoint's (bisect.perf)
-REGRESS_MODES = ("fail", "crash", "mismatch", "compile_error", "out_of_resources", "fixed", "perf")
+# "perf": a step is bad when its metric is worse than the good endpoint's (core.perf);
+# "compile-time": the same, the metric being the compile oracle's compile time
+REGRESS_MODES = ("fail", "crash", "mismatch", "compile_error", "out_of_resources", "fixed", "perf", "compile-time")
+METRIC_MODES = ("perf", "compile-time")  # judged from repeated samples of a metric (core.perf)
 BUILD_FAILURE_MODES = ("skip", "abort", "bad")
 
 
@@ -150,10 +152,12 @@ class Policy:
 
     `regress` picks which kinds count as the regression:
       fail           every test failure kind is bad (default)
-      crash / mismatch / compile_error / out_of_resources / perf
+      crash / mismatch / compile_error / out_of_resources / perf / compile-time
                      only that kind is bad (perf: slower than the good endpoint, judged
-                     from repeated samples by `bisect.perf`); a pass is good; other failures are skipped,
-                     because they hide whether the narrowed symptom is present
+                     from repeated samples by `core.perf`; compile-time: the same for the
+                     compile oracle's compile time, a slow compile being a PERF); a pass is
+                     good; other failures are skipped, because they hide whether the narrowed
+                     symptom is present (a kernel that does not compile has no compile time)
       fixed          find the commit that fixed it: failures are "good" (the old state),
                      a pass is "bad" (the new state)
     """
@@ -172,8 +176,8 @@ class Policy:
             raise ValueError(f"unknown regress mode {self.regress!r}; choose from {REGRESS_MODES}")
         if self.on_build_failure not in BUILD_FAILURE_MODES:
             raise ValueError(f"unknown build-failure mode {self.on_build_failure!r}")
-        if (self.perf is None) != (self.regress != "perf"):
-            raise ValueError("perf settings go with regress='perf', and it needs them")
+        if (self.perf is None) != (self.regress not in METRIC_MODES):
+            raise ValueError("perf settings go with regress='perf' or 'compile-time', and they need them")
         object.__setattr__(self, "mapping", self._build_mapping())
 
     def _build_mapping(self) -> dict[Kind, Verdict]:
@@ -191,7 +195,7 @@ class Policy:
             m[Kind.PASS] = Verdict.BAD
             m.update({k: Verdict.GOOD for k in TEST_FAILURE_KINDS})
         else:
-            target = Kind(self.regress)
+            target = Kind.PERF if self.regress in METRIC_MODES else Kind(self.regress)
             m[Kind.PASS] = Verdict.GOOD
             m.update({k: Verdict.SKIP for k in TEST_FAILURE_KINDS})
             m[target] = Verdict.BAD

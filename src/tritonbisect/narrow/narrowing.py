@@ -32,6 +32,7 @@ from tritonbisect.narrow.compare import after_the_dumps, compare_pipelines
 from tritonbisect.narrow.compilers import Environment, builds_for
 from tritonbisect.narrow.failure import failure, stage_of
 from tritonbisect.narrow.lit_test import lit_test
+from tritonbisect.narrow.timing import DEFAULT_SAMPLES, time_compiles
 from tritonbisect.oracles.compile.standalone import tb_codegen, tb_runner
 from tritonbisect.reports.version_names import VersionNames
 from tritonbisect.session.session import Session
@@ -159,8 +160,17 @@ def narrow_compiles(job: dict[str, Any], parent: Environment, culprit: Environme
     return result, runs
 
 
-def narrow_session(session: Session, *, timeout: float = 600.0, keep: Path | None = None) -> dict[str, Any]:
-    """Narrow the session's culprit to a pass; the result is saved in the session and returned."""
+def wants_time(session: Session) -> bool:
+    """Whether the session bisected a compile time (--regress compile-time): narrowing it asks
+    which part of the compile grew, not which pass's output changed."""
+    return session.settings.verdicts.regress == "compile-time"
+
+
+def narrow_session(session: Session, *, timeout: float = 600.0, keep: Path | None = None,
+                   time_it: bool = False, samples: int = DEFAULT_SAMPLES) -> dict[str, Any]:
+    """Narrow the session's culprit to a pass; the result is saved in the session and returned.
+    `time_it`: name the part of the compile whose time grew most instead (narrow --time),
+    from `samples` timed compiles on each side."""
     t0 = time.monotonic()
     phase = culprit_phase(session)
     culprit = str(phase.culprit)
@@ -178,7 +188,10 @@ def narrow_session(session: Session, *, timeout: float = 600.0, keep: Path | Non
             root = scratch / role
             root.mkdir()
             envs.append(builds.environment(commit, root))
-        result, _runs = narrow_compiles(job, envs[0], envs[1], scratch, timeout=timeout, codegen=codegen)
+        if time_it:
+            result = time_compiles(job, envs[0], envs[1], scratch, samples=samples, timeout=timeout)
+        else:
+            result, _runs = narrow_compiles(job, envs[0], envs[1], scratch, timeout=timeout, codegen=codegen)
     finally:
         if keep is None:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -195,6 +208,11 @@ def narrow_session(session: Session, *, timeout: float = 600.0, keep: Path | Non
     names = VersionNames.of(session, phase)
     if names is not None:  # `wheels`: the versions the ladder's commits stand for
         result["versions"] = {"package": names.package, "culprit": names.name(culprit), "parent": names.name(parent)}
+    if time_it:
+        result["dumps"] = None
+        session.extra["narrow_time"] = result
+        session.save()
+        return result
     if phase.spec.recipe_name != "wheel":  # a version ladder has no sources: `wheels` fills it in
         from tritonbisect.narrow.next_hint import next_hint, rerun_command
 

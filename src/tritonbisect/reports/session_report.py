@@ -21,7 +21,7 @@ from tritonbisect.reports.extras import (
 )
 from tritonbisect.reports.reduced import reduced_lines
 from tritonbisect.reports.version_names import VersionNames
-from tritonbisect.reports.where import where_lines
+from tritonbisect.reports.where import time_lines, where_lines
 from tritonbisect.session.session import Session, counters_of
 from tritonbisect.session.settings_file import flat_settings
 
@@ -181,6 +181,7 @@ def report_data(session: Session) -> dict[str, Any]:
         "phases": phases,
         "revert": session.extra.get("revert"),  # --verify-revert: each culprit's revert verdict
         "narrow": session.extra.get("narrow"),  # `narrow` / --narrow: where in the compiler
+        "narrow_time": session.extra.get("narrow_time"),  # `narrow --time`: where the compile time grew
         "reduce": session.extra.get("reduce"),  # `reduce --session` / --reduce: the reduced kernel
     }
 
@@ -389,6 +390,7 @@ def render_markdown(session: Session) -> str:
         out.append("")
         out.extend(pin_report(session))
     out.extend(where_lines(session.extra.get("narrow")))
+    out.extend(time_lines(session.extra.get("narrow_time")))
     out.extend(reduced_lines(session.extra.get("reduce"), scrub=scrub))
     out.append("")
     out.append("### Reproduce")

@@ -18,7 +18,7 @@ from tritonbisect.reports.extras import (
 )
 from tritonbisect.reports.reduced import reduced_lines
 from tritonbisect.reports.version_names import Installs, VersionNames, install_cell
-from tritonbisect.reports.where import where_lines
+from tritonbisect.reports.where import time_lines, where_lines
 
 
 def _cell(text: Any) -> str:
@@ -83,6 +83,7 @@ def render(session: Any, data: Mapping[str, Any], names: VersionNames, *,
         lines = failing_output_lines(log, scrub, "###", session_dir=Path(session.dir), session_id=session.id)
         out += [_summary(line, shown) for line in lines]
     out += [names.scrub(line) for line in where_lines(session.extra.get("narrow"))]
+    out += [names.scrub(line) for line in time_lines(session.extra.get("narrow_time"))]
     out += [names.scrub(line) for line in reduced_lines(session.extra.get("reduce"), scrub=scrub)]
     out += ["", "### Reproduce", "", "```sh",
             scrub("tritonbisect " + shlex.join(session.argv)) if session.argv else scrub(data["command"]), "```",

@@ -71,3 +71,48 @@ def where_lines(data: Mapping[str, Any] | None, level: str = "###") -> list[str]
             if first.get(key) is not None:
                 out += ["", f"<details><summary>{title}</summary>", "", *_fence(first[key]), "", "</details>"]
     return out
+
+
+def time_line(result: Mapping[str, Any]) -> str:
+    """One line of a `narrow --time` result: the part that grew most, with both times."""
+    grew = result.get("grew_most")
+    n = result.get("samples") or {}
+    fastest = f"fastest of {n.get('parent')} and {n.get('culprit')} compiles"
+    if not grew:
+        return f"no part of the compile grew ({fastest})"
+    share = result.get("share")
+    of = f", {share:.0%} of the timed growth" if share is not None else ""
+    only = " (only in the culprit's compile)" if grew.get("only") == "culprit" else ""
+    return (f"{grew['text']}: {grew['parent']:.3f} s → {grew['culprit']:.3f} s "
+            f"(+{grew['change']:.3f} s{of}; {fastest}){only}")
+
+
+def _seconds(side: Mapping[str, Any], key: str) -> str:
+    value = side.get(key)
+    return "?" if value is None else f"{value:.3f} s"
+
+
+def time_lines(data: Mapping[str, Any] | None, level: str = "###") -> list[str]:
+    """Markdown lines of the section "Where the compile time grew", or [] when the session's
+    culprit was not timed (`narrow --time`)."""
+    if not data:
+        return []
+    compile_ = data.get("compile") or {}
+    p, c = compile_.get("parent") or {}, compile_.get("culprit") or {}
+    versions = data.get("versions")
+    if versions:
+        sides = f"{versions.get('package')} {versions.get('parent')} and {versions.get('culprit')}"
+    else:
+        sides = f"the parent `{str(data.get('parent'))[:12]}` and the culprit `{str(data.get('culprit'))[:12]}`"
+    n = data.get("samples") or {}
+    out = ["", f"{level} Where the compile time grew", "",
+           f"Kernel `{data.get('kernel')}` compiled {n.get('parent')} times with {sides}, each in a fresh process "
+           "with MLIR_ENABLE_TIMING=1 and LLVM_ENABLE_TIMING=1; the fastest compile of each side counts.", "",
+           f"- **Grew most:** {time_line(data)}",
+           f"- **Compile:** {_seconds(p, 'seconds')} → {_seconds(c, 'seconds')} wall, "
+           f"{_seconds(p, 'cpu_seconds')} → {_seconds(c, 'cpu_seconds')} of CPU"]
+    parts = list(data.get("parts") or [])
+    if parts:
+        out += ["", "| part of the compile | parent (s) | culprit (s) | change (s) |", "| --- | --- | --- | --- |"]
+        out += [f"| {x['text']} | {x['parent']:.3f} | {x['culprit']:.3f} | {x['change']:+.3f} |" for x in parts]
+    return out

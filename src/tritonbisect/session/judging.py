@@ -27,11 +27,21 @@ class TestSettings:
     kernel: str | None = None
     launch_id: int | None = None
     oracle: str = "runtime"  # --oracle runtime|compile|ir
-    check: list[str] = field(default_factory=list)  # --check codegen
+    check: list[str] = field(default_factory=list)  # --check codegen / compile-time
     codegen_thresholds: list[str] = field(default_factory=list)  # --codegen-threshold METRIC=LIMIT
     compile_target: str | None = None  # --compile-target BACKEND:ARCH
     ir_from: str = "source"  # --oracle ir --from ttir|ttgir: which recorded IR to compile
+    compile_clock: str = "cpu"  # --compile-clock: what the compile-time check measures
     manual: bool = False  # no --test, or --manual: a person judges each commit
+
+    def oracle_args(self) -> list[str]:
+        """What the compile oracle's command adds for --check compile-time: its clock, and no
+        launch limits (a kernel that compiles has a compile time, whether or not a GPU would
+        launch it) unless codegen is checked too."""
+        if "compile-time" not in self.check:
+            return []
+        out = [] if "codegen" in self.check else ["--no-limits"]
+        return out + (["--compile-clock", self.compile_clock] if self.compile_clock != "cpu" else [])
 
     @property
     def wanted(self) -> bool:
@@ -90,7 +100,8 @@ class TestSettings:
         stage = self.ir_from if self.oracle == "ir" and self.ir_from in held else tr.default_stage(kernel)
         generate_ir_oracle(tr, kernel, out_dir, stage=stage, launch_id=self.launch_id, timeout=timeout,
                            target=self.compile_target)
-        return compile_commands(out_dir, timeout=timeout, check=self.check, thresholds=self.codegen_thresholds)
+        return compile_commands(out_dir, timeout=timeout, check=self.check, thresholds=self.codegen_thresholds,
+                                extra=self.oracle_args())
 
     def _repro_spec(self, repro: str, timeout: float | None, out_dir: Path | None, oracles_dir: Path) -> TestSpec:
         from tritonbisect.traces.reader import reading
@@ -115,13 +126,15 @@ class TestSettings:
             from tritonbisect.oracles.compile.ir_oracle import ir_test_spec
 
             return ir_test_spec(trace.resolve(), self.kernel or "", self.launch_id, out_dir, stage=self.ir_from,
-                                timeout=timeout, target=self.compile_target)
+                                timeout=timeout, target=self.compile_target,
+                                check=[c for c in self.check if c == "compile-time"], extra=self.oracle_args())
         if self.oracle in ("compile", "ir"):
             from tritonbisect.oracles.compile.folder import compile_test_spec
 
             return compile_test_spec(
                 trace.resolve(), self.kernel or "", self.launch_id, out_dir, timeout=timeout,
                 check=self.check, thresholds=self.codegen_thresholds, target=self.compile_target,
+                extra=self.oracle_args(),
             )
         try:
             return bisect_test.repro_test_spec(

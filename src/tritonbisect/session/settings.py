@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tritonbisect.builds.recipes import TestSpec
-from tritonbisect.core.outcome import Policy, VerdictSettings
+from tritonbisect.core.outcome import METRIC_MODES, Policy, VerdictSettings
 from tritonbisect.core.perf import PerfOptions, PerfSettings
 from tritonbisect.core.step_args import default_workdir
 from tritonbisect.executors.pool_settings import ExecutorSettings
@@ -44,8 +44,8 @@ class BisectSettings:
                       perf=self.perf_settings())
 
     def perf_settings(self) -> PerfSettings | None:
-        """How steps are judged under --regress perf (None under any other mode)."""
-        if self.verdicts.regress != "perf":
+        """How steps are judged under --regress perf or compile-time (None under any other mode)."""
+        if self.verdicts.regress not in METRIC_MODES:
             return None
         return self.perf.resolve(self.executor.repeat)
 

@@ -83,6 +83,7 @@ FLAT_LAYOUT: dict[str, tuple[str, str]] = {
     "sandbox": ("executor", "sandbox"),
     "pass_env": ("executor", "pass_env"),
     "workaround": ("follow_ups", "workaround"),
+    "compile_clock": ("test", "compile_clock"),
 }
 
 T = TypeVar("T")

@@ -6,7 +6,7 @@ unless the kernel's own source imports it):
     compile_repro.py       the oracle (see standalone/compile_repro.py)
     compile_context.json   target, options, parameters and their specialization, provenance
     kernel_source.py       the kernel cut out of the traced source (shared with the runtime oracle)
-    tb_runner.py tb_child.py tb_bridge.py tb_codegen.py tb_limits.py   its standard-library helpers
+    tb_runner.py tb_child.py tb_bridge.py tb_codegen.py tb_limits.py tb_timing.py   its standard-library helpers
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ SCRIPT_NAME = "compile_repro.py"
 CONTEXT_NAME = "compile_context.json"
 SOURCE_NAME = "kernel_source.py"
 GOLDEN_NAME = "golden_codegen.json"
-HELPERS = ("tb_runner.py", "tb_child.py", "tb_bridge.py", "tb_codegen.py", "tb_limits.py")
+HELPERS = ("tb_runner.py", "tb_child.py", "tb_bridge.py", "tb_codegen.py", "tb_limits.py", "tb_timing.py")
 DEFAULT_TIMEOUT = 600.0
 TRACED_KEYS = ("shared", "num_warps", "num_stages", "num_ctas", "tmem_size", "global_scratch_size", "triton_version")
 
@@ -166,22 +166,27 @@ def compile_commands(
     check: list[str] | tuple[str, ...] = (),
     thresholds: list[str] | tuple[str, ...] = (),
     target: str | None = None,
+    extra: list[str] | tuple[str, ...] = (),
 ) -> TestSpec:
-    """Record the codegen golden at the good commit; compile (and check) everywhere else."""
+    """Record the codegen golden at the good commit; compile (and check) everywhere else.
+    `extra`: more arguments of the oracle's test command (--no-limits, --compile-clock)."""
     out = Path(out_dir).resolve()
     script = shlex.quote(str(out / SCRIPT_NAME))
     golden = shlex.quote(str(out / GOLDEN_NAME))
-    extra = ""
+    opts = ""
     if timeout:
         # leave the engine's own timeout room to see the oracle's structured "timeout" result
-        extra += f" --timeout {max(1.0, min(timeout - 5.0, timeout * 0.95)):g}"
+        opts += f" --timeout {max(1.0, min(timeout - 5.0, timeout * 0.95)):g}"
     if target:
-        extra += f" --target {shlex.quote(target)}"
+        opts += f" --target {shlex.quote(target)}"
     checks = "".join(f" --check {shlex.quote(c)}" for c in check)
     checks += "".join(f" --threshold {shlex.quote(t)}" for t in thresholds)
+    checks += "".join(f" {shlex.quote(a)}" for a in extra)
+    if "compile-time" in check and "codegen" not in check:  # only the time: no golden to record
+        return TestSpec(command=f"python {script}{checks}{opts}")
     return TestSpec(
-        command=f"python {script} --golden {golden}{checks}{extra}",
-        record_command=f"python {script} --record-golden {golden}{extra}",
+        command=f"python {script} --golden {golden}{checks}{opts}",
+        record_command=f"python {script} --record-golden {golden}{opts}",
     )
 
 
@@ -195,9 +200,10 @@ def compile_test_spec(
     check: list[str] | tuple[str, ...] = (),
     thresholds: list[str] | tuple[str, ...] = (),
     target: str | None = None,
+    extra: list[str] | tuple[str, ...] = (),
 ) -> TestSpec:
     """The TestSpec of `--repro TRACE --oracle compile` (the oracle folder is written to out_dir)."""
     if not kernel:
         raise InputError("--repro needs --kernel K (the kernel to compile)")
     generate_compile_oracle(trace, kernel, out_dir, launch_id=launch_id, target=target, timeout=timeout)
-    return compile_commands(out_dir, timeout=timeout, check=check, thresholds=thresholds)
+    return compile_commands(out_dir, timeout=timeout, check=check, thresholds=thresholds, extra=extra)

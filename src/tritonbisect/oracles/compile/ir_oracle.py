@@ -126,15 +126,16 @@ def generate_ir_file_oracle(ir_file: Path, target: str, out_dir: Path | str, *, 
 
 
 def ir_test_spec(trace: Path, kernel: str, launch_id: int | None, out_dir: Path, *, stage: str,
-                 timeout: float | None = None, target: str | None = None) -> TestSpec:
+                 timeout: float | None = None, target: str | None = None,
+                 check: list[str] | tuple[str, ...] = (), extra: list[str] | tuple[str, ...] = ()) -> TestSpec:
     """The TestSpec of `--repro TRACE --oracle ir --from ttir|ttgir` (or `--repro k.ttgir --oracle ir
     --compile-target T`: an IR file, no trace)."""
     if trace.suffix in (".ttir", ".ttgir") and trace.is_file():
         if not target:
             raise InputError(f"--repro {trace.name} (an IR file) needs --compile-target, e.g. cuda:90")
         generate_ir_file_oracle(trace, target, out_dir, timeout=timeout)
-        return compile_commands(out_dir, timeout=timeout)
+        return compile_commands(out_dir, timeout=timeout, check=check, extra=extra)
     if not kernel:
         raise InputError("--repro needs --kernel K (the kernel whose IR to compile)")
     generate_ir_oracle(trace, kernel, out_dir, stage=stage, launch_id=launch_id, target=target, timeout=timeout)
-    return compile_commands(out_dir, timeout=timeout)
+    return compile_commands(out_dir, timeout=timeout, check=check, extra=extra)

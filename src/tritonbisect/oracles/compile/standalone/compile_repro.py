@@ -9,6 +9,13 @@ Triton of the Python running it, in a child process, and reports how that went:
     python compile_repro.py                                  # compile once: pass / compile_error / crash
     python compile_repro.py --record-golden golden_codegen.json   # at a known-good Triton: save codegen statistics
     python compile_repro.py --golden golden_codegen.json --check codegen [--codegen-threshold spills=0 ...]
+    python compile_repro.py --check compile-time [--pass-times]   # how long the compile takes (a metric)
+
+--check compile-time times the compile itself (in its fresh child process with a fresh
+TRITON_CACHE_DIR and TRITON_ALWAYS_COMPILE=1, once Triton is imported and has hashed its own
+files), prints TRITONBISECT_METRIC=<seconds> and writes "metric" into the result: CPU seconds
+by default (the child's and ptxas's), --compile-clock wall for elapsed ones. A kernel that
+does not compile has no time: its outcome is the failure's own.
 
 Exit codes: 0 pass, 1 codegen differs past a threshold (--check codegen), 2 usage error
 (the oracle's own inputs or harness), 3 compile error, 4 crash (signal/abort in the
@@ -35,6 +42,7 @@ if HERE not in sys.path:
 import tb_codegen  # noqa: E402
 import tb_limits  # noqa: E402
 import tb_runner  # noqa: E402
+import tb_timing  # noqa: E402
 
 CONTEXT = "compile_context.json"
 DEFAULT_GOLDEN = "golden_codegen.json"
@@ -96,8 +104,15 @@ def parse_args(argv):
     mode.add_argument("--record-golden", metavar="PATH", help="compile and save the codegen statistics as the golden")
     mode.add_argument("--golden", metavar="PATH", help="compare the codegen statistics against this golden "
                       "(default: %s beside the script, when it exists)" % _escaped(DEFAULT_GOLDEN))
-    p.add_argument("--check", action="append", default=[], choices=["codegen"],
-                   help="codegen: a difference past a threshold is a failure (exit 1), not only reported")
+    p.add_argument("--check", action="append", default=[], choices=["codegen", "compile-time"],
+                   help="codegen: a difference past a threshold is a failure (exit 1), not only reported; "
+                        "compile-time: time the compile and report it as the metric (TRITONBISECT_METRIC)")
+    p.add_argument("--compile-clock", choices=tb_timing.CLOCKS, default="cpu",
+                   help="with --check compile-time: the compile's CPU seconds (default; what other work on the "
+                        "machine barely moves) or its wall-clock seconds")
+    p.add_argument("--pass-times", action="store_true",
+                   help="with --check compile-time: also record where the time goes, per MLIR pass and LLVM "
+                        "code-generation pass (MLIR_ENABLE_TIMING=1, LLVM_ENABLE_TIMING=1)")
     # --codegen-threshold and --compile-target, as the bisectors name them; --threshold and
     # --target, the first spellings, still work
     p.add_argument("--codegen-threshold", dest="threshold", action="append", default=[], metavar="METRIC=LIMIT",
@@ -175,6 +190,16 @@ def run(args, data):
             raise Outcome("usage_error", str(exc)) from None
     elif args.threshold:
         raise Outcome("usage_error", "--codegen-threshold goes with --check codegen")
+    timing = "compile-time" in args.check
+    if (args.pass_times or args.compile_clock != "cpu") and not timing:
+        raise Outcome("usage_error", "--%s goes with --check compile-time"
+                      % ("pass-times" if args.pass_times else "compile-clock"))
+    env = dict(os.environ)
+    if timing:  # time the compile itself: every stage timed inside the child, no cache hit
+        job["timing"] = True
+        env["TRITON_ALWAYS_COMPILE"] = "1"
+        if args.pass_times:
+            env.update(tb_timing.TIMING_ENV)
     golden_path = args.golden
     if golden_path is None and args.record_golden is None:
         default = os.path.join(HERE, DEFAULT_GOLDEN)
@@ -187,14 +212,24 @@ def run(args, data):
     timeout = args.timeout if args.timeout is not None else ctx.get("timeout", 600)
     work = tempfile.mkdtemp(prefix="tb-compile-")
     try:
-        res = tb_runner.compile_in_child(job, work, timeout=timeout)
+        res = tb_runner.compile_in_child(job, work, timeout=timeout, env=env)
         data["compile"] = res.to_dict()
         data["triton_version"] = res.triton_version or res.child.get("triton_version")
         if not res.ok:
-            raise Outcome(res.status, res.reason)
-        stats, notes = tb_codegen.collect(res.artifacts, res.metadata, res.triton_dir)
-        data["stats"] = stats
-        data["notes"] = notes
+            raise Outcome(res.status, res.reason + ("; no compile time: it did not compile" if timing else ""))
+        if timing:
+            stderr = None
+            if args.pass_times:
+                with open(os.path.join(work, "child.stderr"), encoding="utf-8", errors="replace") as fh:
+                    stderr = fh.read()
+            data["compile_time"] = tb_timing.record(res.child, stderr, args.compile_clock)
+            data["metric"] = data["compile_time"]["metric"]
+        # only the time asked for: no codegen statistics to read out of the binary (seconds of cuobjdump)
+        time_only = timing and args.no_limits and golden is None and not args.record_golden and not checking
+        stats, notes = ({}, []) if time_only else tb_codegen.collect(res.artifacts, res.metadata, res.triton_dir)
+        if not time_only:
+            data["stats"] = stats
+            data["notes"] = notes
         if args.keep:
             data["artifacts"] = keep_artifacts(res.artifacts, args.keep)
     finally:
@@ -220,7 +255,8 @@ def run(args, data):
         raise Outcome("pass", "recorded golden %s: compiled for %s with triton %s (%s)"
                       % (path, where, data["triton_version"], headline), recorded=path)
     if golden is None:
-        raise Outcome("pass", "compiled for %s with triton %s (%s)" % (where, data["triton_version"], headline))
+        raise Outcome("pass", "compiled for %s with triton %s%s"
+                      % (where, data["triton_version"], " (%s)" % headline if stats else ""))
 
     diffs = tb_codegen.compare(golden["stats"], stats, thresholds or tb_codegen.parse_thresholds(None))
     data["golden"] = golden_path
@@ -258,11 +294,15 @@ def main(argv=None):
         traceback.print_exc()
         out = Outcome("usage_error", "compile oracle failure: %s: %s" % (type(exc).__name__, exc))
     data.update(out.extra)
+    if data.get("compile_time") and out.status not in ("usage_error", "timeout"):
+        out.reason += "; compile time " + tb_timing.describe(data["compile_time"])
     data["status"] = out.status
     data["reason"] = out.reason
     data["seconds"] = round(time.time() - t0, 3)
     write_result(paths, data)
     print("%s: %s" % (out.status.upper(), out.reason), flush=True)
+    if data.get("metric") is not None:
+        print("TRITONBISECT_METRIC=%r" % data["metric"], flush=True)
     if out.status not in ("pass",) and data.get("compile", {}).get("stderr_tail"):
         print(data["compile"]["stderr_tail"][-2000:], file=sys.stderr)
     return EXIT_OF_STATUS.get(out.status, 2)

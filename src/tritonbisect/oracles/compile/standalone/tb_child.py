@@ -39,6 +39,14 @@ class Progress:
             fh.flush()
 
 
+def cpu_seconds():
+    """CPU seconds of this process and of its children it waited for (ptxas)."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def write_json(path, data):
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -121,8 +129,17 @@ def run(job, out_dir, progress):
     else:
         raise tb_bridge.BridgeError("unknown job kind %r" % (what["kind"],))
 
+    timer = None
+    if job.get("timing"):  # where the time goes: each stage timed from inside triton.compile
+        import tb_timing
+
+        tb_timing.warm_up()
+        timer = tb_timing.Timer()
+        timer.install(backend, src if what["kind"] == "python" else None)
     progress.enter("compile")
+    started, cpu_started = time.perf_counter(), cpu_seconds()
     kernel = triton.compile(src, target=target, options=options)
+    compile_seconds, compile_cpu = time.perf_counter() - started, cpu_seconds() - cpu_started
 
     progress.enter("collect")
     asm = dict(getattr(kernel, "asm", {}) or {})
@@ -137,6 +154,9 @@ def run(job, out_dir, progress):
         "dropped_options": dropped,
         "metadata": metadata,
         "artifacts": files,
+        "compile_seconds": round(compile_seconds, 6),
+        "compile_cpu_seconds": round(compile_cpu, 6),
+        "timing": timer.to_dict() if timer is not None else None,
     }
 
 
