@@ -44,7 +44,7 @@ def test_run_names_the_culprit_and_the_pass_whose_time_grew(tmp_path: Path) -> N
     home = tmp_path / "home"
     proc = _cli("run", "--repo", str(tmp_path / "toy" / "repo"), "--good", truth["order"][0], "--bad",
                 truth["order"][-1], *_toy_args(truth), "--regress", "compile-time", "--perf-threshold", "20%",
-                "--repeat", "3", "--max-samples", "6", "--narrow", "--workdir", str(home), "--json")
+                "--narrow", "--workdir", str(home), "--json")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     result = _last_json(proc)
     assert result["status"] == "found" and result["culprit"] == truth["culprit"]
@@ -87,7 +87,7 @@ def test_a_compile_time_within_the_threshold_is_good(tmp_path: Path) -> None:
     truth = make_pass_triton(tmp_path / "toy" / "repo", planted="slow", slow=0.05)
     proc = _cli("run", "--repo", str(tmp_path / "toy" / "repo"), "--good", truth["order"][0], "--bad",
                 truth["order"][-1], *_toy_args(truth), "--regress", "compile-time", "--perf-threshold", "30%",
-                "--repeat", "3", "--max-samples", "9", "--workdir", str(tmp_path / "home"), "--json")
+                "--workdir", str(tmp_path / "home"), "--json")
     result = _last_json(proc)
     assert proc.returncode != 0 and result["status"] != "found", proc.stderr[-3000:]
     assert "the bad endpoint" in proc.stderr or "bad commit" in proc.stderr or "within" in proc.stderr
@@ -98,8 +98,7 @@ def test_hunt_watches_the_compile_time_night_after_night(tmp_path: Path) -> None
     home = tmp_path / "home"
     argv = ["hunt", "--state", str(home / "state.json"), "--workdir", str(home), "--repo",
             str(tmp_path / "toy" / "repo"), *_toy_args(truth, artifact=False), "--regress", "compile-time",
-            "--perf-threshold",
-            "20%", "--repeat", "3", "--max-samples", "6", "--issue-body", str(home / "issue.md"), "--json"]
+            "--perf-threshold", "20%", "--issue-body", str(home / "issue.md"), "--json"]
     first = _cli(*argv, "--bad", truth["order"][2])
     assert first.returncode == 0 and _last_json(first)["status"] == "green", first.stderr[-3000:]
     second = _cli(*argv, "--bad", truth["order"][-1])

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def _sandwiches(session: Any) -> dict[str, Any]:
     """Each phase's A/B figures under --perf-design paired (core/perf_paired.py)."""
-    if session.settings.verdicts.regress != "perf":
+    if session.settings.perf_settings() is None:  # neither --regress perf nor compile-time
         return {}
     from tritonbisect.core.perf_paired import sandwich_of
 

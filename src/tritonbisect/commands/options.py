@@ -483,10 +483,12 @@ def perf_options(kwargs: Mapping[str, Any], *, regress: str, repeat: int) -> Per
         design=kwargs.get("perf_design") or "paired",
         verify_samples=kwargs.get("verify_samples"),
     )
+    if regress == "compile-time" and options.higher_is_better:
+        raise InputError("--higher-is-better goes with --regress perf (a compile time is better lower)")
     if kwargs.get("verify_samples") is not None and options.design != "paired":
         raise InputError("--verify-samples goes with --perf-design paired (the unpaired design has no A/B)")
     try:
-        options.resolve(repeat)
+        options.resolve(repeat, what=regress)
     except ValueError as exc:
         raise InputError(str(exc)) from None
     return options

@@ -59,6 +59,7 @@ class PerfSettings:
     # UNPAIRED: what sessions written before the paired design was asked (the CLI says PAIRED)
     design: str = UNPAIRED
     verify_samples: int = VERIFY_SAMPLES  # paired: the endpoints' and each culprit's A/B, at most
+    what: str = "perf"  # what a bad verdict is called: "perf", or "compile-time" (--regress compile-time)
 
     def __post_init__(self) -> None:
         if self.samples < 2:
@@ -126,8 +127,9 @@ class PerfOptions:
     design: str | None = None  # None: a session from before --perf-design, judged unpaired
     verify_samples: int | None = None
 
-    def resolve(self, repeat: int) -> PerfSettings:
-        """The settings of `repeat` samples per step; ValueError for values that do not go together."""
+    def resolve(self, repeat: int, *, what: str = "perf") -> PerfSettings:
+        """The settings of `repeat` samples per step (`what`: the regress mode, which names a bad
+        verdict); ValueError for values that do not go together."""
         max_samples = self.max_samples or repeat * MAX_SAMPLES_FACTOR
         return PerfSettings(
             samples=repeat,
@@ -137,6 +139,7 @@ class PerfOptions:
             higher_is_better=bool(self.higher_is_better),
             design=self.design or UNPAIRED,
             verify_samples=self.verify_samples or max(VERIFY_SAMPLES, max_samples),
+            what=what,
         )
 
 
@@ -240,7 +243,7 @@ def judge_step(
     )
     detail = verdict.describe(higher_is_better=perf.higher_is_better)
     if verdict.decision == perfstats.WORSE:
-        reason = f"perf regression: {detail}, beyond the {perf.threshold * 100:g}% threshold"
+        reason = f"{perf.what} regression: {detail}, beyond the {perf.threshold * 100:g}% threshold"
         return PerfDecision(Kind.PERF, policy.verdict(Kind.PERF), reason, record)
     if verdict.decision == perfstats.WITHIN:
         reason = f"within the {perf.threshold * 100:g}% threshold: {detail}"

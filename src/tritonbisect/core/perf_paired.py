@@ -111,7 +111,7 @@ def judge_pairs(
     detail = f"{found.text()} {against} ({found.method}, {n} pairs, {found.confidence * 100:g}% CI)"
     limit = f"the {perf.threshold * 100:g}% threshold"
     if found.decision == pairstats.WORSE:
-        return PerfDecision(Kind.PERF, policy.verdict(Kind.PERF), f"perf regression: {detail}, beyond {limit}", record)
+        return PerfDecision(Kind.PERF, policy.verdict(Kind.PERF), f"{perf.what} regression: {detail}, beyond {limit}", record)
     if found.decision == pairstats.WITHIN:
         return PerfDecision(Kind.PASS, policy.verdict(Kind.PASS), f"within {limit}: {detail}", record)
     reason = (f"flaky: undecided after {n} pairs (the bound): {detail} straddles {limit}; "

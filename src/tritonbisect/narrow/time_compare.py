@@ -20,7 +20,8 @@ from typing import Any
 
 Breakdown = Sequence[Mapping[str, Any]]  # one compile's parts: name, kind, stage, seconds, runs
 
-KIND_WORDS = {"mlir": "MLIR pass", "llvm": "LLVM code-generation pass", "stage": "compile stage"}
+KIND_WORDS = {"mlir": "MLIR pass", "llvm": "LLVM code-generation pass", "rest": "MLIR pass manager",
+              "stage": "compile stage"}
 SHOWN = 8  # parts that grew listed (and the 3 that shrank most)
 NOTICED = 0.0005  # a part whose time moved less is not listed (seconds)
 
@@ -73,7 +74,7 @@ def stage_floors(stages_per_run: Sequence[Sequence[Mapping[str, Any]]]) -> dict[
 def describe_part(part: Mapping[str, Any]) -> str:
     """`TritonGPURemoveLayoutConversions (MLIR pass, ttgir stage)`."""
     kind = KIND_WORDS.get(str(part.get("kind")), str(part.get("kind")))
-    if part.get("kind") == "stage":
+    if part.get("kind") in ("stage", "rest"):  # their names say what and where
         return str(part.get("name"))
     stage = part.get("stage")
     where = f", {stage} stage" if stage and stage != "several" else (", several stages" if stage else "")

@@ -47,7 +47,7 @@ class BisectSettings:
         """How steps are judged under --regress perf or compile-time (None under any other mode)."""
         if self.verdicts.regress not in METRIC_MODES:
             return None
-        return self.perf.resolve(self.executor.repeat)
+        return self.perf.resolve(self.executor.repeat, what=self.verdicts.regress)
 
     def test_spec(
         self,

@@ -18,8 +18,9 @@ whose offsets hold it; `breakdown` makes the flat list narrowing compares:
     {"name": "TritonGPURemoveLayoutConversions", "kind": "mlir", "stage": "ttgir",
      "seconds": 0.08, "runs": 4}
 
-kinds: mlir, llvm (a code-generator pass), stage (a stage's time outside its timed passes:
-"ptxas" for cubin, "LLVM IR translation and optimization" for llir, the frontend, ...).
+kinds: mlir, llvm (a code-generator pass), rest (an MLIR pass manager's time outside its
+passes, its report's Rest), stage (a stage's time outside its timed passes: "ptxas" for
+cubin, "LLVM IR translation and optimization" for llir, the frontend, ...).
 Standard library only; copied verbatim into compile-oracle folders.
 """
 
@@ -61,11 +62,16 @@ def _stderr_offset():
         return None
 
 
+KEY = "tritonbisect-compile-time"  # the cache key's Triton part in a timed compile
+
+
 def warm_up():
-    """Do what the first triton.compile of a process does once whatever the kernel, so that the
-    time taken is the kernel's compile: import the code generator (3.9's imports Gluon, half a
-    second where the installer wrote no .pyc files) and hash this Triton's own files and
-    libtriton.so (`triton_key`, over a second for a 500 MB library)."""
+    """Keep out of the time what the first triton.compile of a process does whatever the kernel:
+    import the code generator (3.9's imports Gluon: half a second where the installer wrote no
+    .pyc files), and hash Triton's own files and libtriton.so (`triton_key`, over a second of
+    CPU for a 500 MB library), which a fresh TRITON_CACHE_DIR and TRITON_ALWAYS_COMPILE=1 make
+    pointless: a constant stands for it, as in Triton's own compile workers (3.9's
+    _compile_warmup_pool). Returns whether this Triton has a triton_key."""
     with contextlib.suppress(ImportError):
         __import__("triton.compiler.code_generator")
     for module_name in ("triton.runtime.cache", "triton.compiler.compiler"):
@@ -73,9 +79,8 @@ def warm_up():
             module = __import__(module_name, fromlist=["triton_key"])
         except ImportError:
             continue
-        key = getattr(module, "triton_key", None)
-        if callable(key):
-            key()
+        if callable(getattr(module, "triton_key", None)):
+            setattr(module, "triton_key", lambda: KEY)  # noqa: B010 (a module found at run time)
             return True
     return False
 
@@ -237,9 +242,10 @@ def breakdown(timing, stderr_text):
     for report in parse_reports(stderr_text or ""):
         stage = _stage_of(report["offset"], stages)
         for name, seconds in report["passes"]:
+            kind = report["kind"]
             if name == REST:  # each pass manager's own: the stage tells them apart
-                name = "MLIR time outside the passes, %s stage (the report's Rest)" % (stage or "?")
-            add(name, report["kind"], stage, seconds)
+                name, kind = "MLIR time outside the passes, %s stage (the report's Rest)" % (stage or "?"), "rest"
+            add(name, kind, stage, seconds)
             if stage is not None:
                 timed_in[stage] = timed_in.get(stage, 0.0) + seconds
     for st in stages:
