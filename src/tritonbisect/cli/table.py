@@ -24,14 +24,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "llvm": ("tritonbisect.domains.llvm.command:llvm_cmd", "Bisect llvm-project, building at each LLVM commit a Triton that builds against it."),
     "torch": ("tritonbisect.domains.torch.command:torch_cmd", "Bisect PyTorch, with the Triton each commit pins."),
     "pairs": ("tritonbisect.domains.llvm.command:pairs_cmd", "Binary search over the map's (Triton, LLVM) pairs, then over the first bad pair's LLVM range."),
-    "cache": ("tritonbisect.commands.artifact_cache:cache_group", "Built artifacts (wheels, LLVM installs) and recorded build failures."),
+    "cache": ("tritonbisect.commands.artifact_cache:cache_group", "Built artifacts (wheels, LLVM installs), downloaded wheels and recorded build failures."),
     # oracle
-    "info": ("tritonbisect.commands.oracle:info", "Kernels, launches (id, grid, arguments), compile parameters, Triton version and target of a tritonparse trace (a file, or a folder of files)."),
+    "info": ("tritonbisect.commands.oracle:info", "Kernels, launches (id, grid, arguments), compile parameters, Triton version and target of a tritonparse trace (a file, or a folder of files), or of what PyTorch and Triton wrote while debugging: Inductor output code, a TORCH_COMPILE_DEBUG or TORCH_TRACE folder, a TRITON_KERNEL_DUMP folder, an MLIR reproducer (told by content)."),
     "repro": ("tritonbisect.commands.oracle:repro", "Write a standalone reproducer oracle (repro.py, context.json, blobs/) for one launch; with --mode compile, a compile oracle (compile_repro.py) that needs no GPU; with --launches, a whole-program replay (replay.py)."),
     "trace": ("tritonbisect.commands.oracle:trace", "Run a program with tracing in tritonparse's format, recording each launch's tensors before and (after a device sync) after the kernel ran: `tritonbisect trace --out DIR -- python app.py`."),
     "reduce": ("tritonbisect.commands.reduce:reduce_cmd", "Shrink a failing oracle's kernel and inputs while the good Triton passes and the bad one still fails the same way."),
-    "workaround": ("tritonbisect.commands.workaround:workaround_cmd", "Find the launch options, configs and Triton switches that make the bad Triton pass a compile oracle, cheapest first."),
-    "narrow": ("tritonbisect.commands.narrow:narrow_cmd", "Name the compiler pass where the culprit's IR first differs from its parent's (cached builds, MLIR_ENABLE_DUMP=1)."),
+    "workaround": ("tritonbisect.commands.workaround:workaround_cmd", "Find the changes (launch options, configs, Triton's own switches) that make the bad Triton pass ORACLE_DIR."),
+    "narrow": ("tritonbisect.commands.narrow:narrow_cmd", "Name the compiler pass where the culprit's IR first differs from its parent's (cached builds, MLIR_ENABLE_DUMP=1), or with --time the one whose compile time grew most."),
     # hunt
     "hunt": ("tritonbisect.commands.hunt:hunt_cmd", "One night of CI regression hunting: test the head; bisect and report only what is new."),
     # corrections

@@ -116,3 +116,6 @@ def search_and_print(oracle: Any, settings: Any, home: Path, json_out: bool, *, 
     elif not quiet:
         click.echo(render.text(result, oracle.original.context))
     return data
+
+
+COMMANDS: list[click.Command] = [workaround_cmd]
