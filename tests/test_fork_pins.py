@@ -123,4 +123,5 @@ def test_a_pin_the_checkout_lacks_says_what_to_fetch(tmp_path):
     assert msg == (f"LLVM commit 4611156032e1 (new LLVM pin of abc) is a commit of triton-lang/llvm-project, "
                    f"not in {tmp_path}; fetch it: git -C {tmp_path} fetch "
                    "https://github.com/triton-lang/llvm-project 4611156032e1ebac68b2b8f6107b1475a7c60800")
-    assert "git -C" in missing_pin_message(tmp_path, "a" * 40, "good", None)
+    upstream = missing_pin_message(tmp_path, "a" * 40, "good", None)
+    assert "a" * 40 in upstream and f"git -C {tmp_path} fetch origin" in upstream

@@ -147,11 +147,13 @@ def fork_range(history: History, good: str, bad: str) -> ForkRange | None:
 
 
 def missing_pin_message(llvm_dir: Path, sha: str, what: str, repository: str | None) -> str:
-    """One line: the pinned commit is not in the checkout, and what to fetch."""
+    """One line: the pinned commit is not in the checkout, and what to fetch. The whole sha is in
+    it (in the fetch command, or named when the command is a plain fetch): an abbreviated one
+    can be neither fetched nor looked for on the forge."""
     if repository and repository != "llvm/llvm-project":
         return (f"LLVM commit {sha[:12]} ({what}) is a commit of {repository}, not in {llvm_dir}; fetch "
                 f"it: git -C {llvm_dir} fetch https://github.com/{repository} {sha}")
-    return (f"LLVM commit {sha[:12]} ({what}) not found in {llvm_dir}; fetch it first "
+    return (f"LLVM commit {sha} ({what}) not found in {llvm_dir}; fetch it first "
             f"(git -C {llvm_dir} fetch origin)")
 
 
