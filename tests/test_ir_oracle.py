@@ -20,7 +20,14 @@ import pytest
 
 from compile_support import PLANTS, needs_triton, plant, run_oracle
 from oracle_support import cli, needs_traces, scenario
-from tritonbisect.core.outcome import REGRESS_MODES, Kind, Policy, Verdict, classify_test
+from tritonbisect.core.outcome import (
+    METRIC_MODES,
+    REGRESS_MODES,
+    Kind,
+    Policy,
+    Verdict,
+    classify_test,
+)
 from tritonbisect.core.perf import PerfSettings
 from tritonbisect.oracles.compile.standalone import tb_runner
 from tritonbisect.reports.session_report import unreadable_ir_lines
@@ -147,7 +154,7 @@ def test_bisector_options_for_the_ir_oracle() -> None:
 def test_unreadable_ir_is_a_skip_under_every_policy() -> None:
     for regress in REGRESS_MODES:
         perf = PerfSettings(samples=5, max_samples=20, threshold=0.05, significance=0.01,
-                            higher_is_better=False) if regress == "perf" else None
+                            higher_is_better=False) if regress in METRIC_MODES else None
         for on_build_failure in ("skip", "abort", "bad"):
             policy = Policy(regress=regress, on_build_failure=on_build_failure, perf=perf)
             assert policy.verdict(Kind.UNREADABLE_IR) is Verdict.SKIP
