@@ -128,9 +128,10 @@ _COMMIT = re.compile(r"[0-9a-f]{4,64}")
 _COMMITS = ("bump", "old_llvm", "new_llvm", "current_triton", "current_good", "incompatible")
 
 
-# the fields of its attempts, fixes and probes that are read back (provenance, usage)
+# the fields of its attempts, fixes and probes that are read back (provenance, usage); a fix
+# made by hand has no model (null)
 _RECORD_FIELDS: dict[str, Any] = {
-    "commit": str, "model": str, "files": list[str], "build_scripts": list[str], "attempts": list[dict[str, Any]],
+    "commit": str, "model": str | None, "files": list[str], "build_scripts": list[str], "attempts": list[dict[str, Any]],
     "usage": dict[str, int],
 }
 
