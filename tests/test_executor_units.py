@@ -230,3 +230,23 @@ def test_live_display_shows_where_each_running_step_is():
     finally:
         ui.close()
     assert f"{'a' * 12} (build@cpu-1)" in text and f"{'b' * 12} (test@gpu-2)" in text
+
+
+def test_a_worker_worktree_whose_folder_was_evicted_is_made_again(tmp_path):
+    import shutil
+
+    from tritonbisect.core.gitrun import git
+    from tritonbisect.executors.worktree import acquire_worktree
+
+    repo, workdir = tmp_path / "repo", tmp_path / "work"
+    shas = linear(repo, 3, culprit=2)
+    tree = acquire_worktree(repo, workdir, "r")
+    tree.checkout(shas[1])
+    tree.release()
+    # the workdir (a CI cache) is lost while the repository still records the worktree
+    shutil.rmtree(workdir)
+    tree = acquire_worktree(repo, workdir, "r")
+    tree.checkout(shas[0])
+    assert git(["rev-parse", "HEAD"], cwd=tree.path).strip() == shas[0]
+    assert (tree.path / ".git").is_file()
+    tree.release()

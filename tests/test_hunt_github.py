@@ -278,7 +278,7 @@ def test_action_reuses_an_issue_of_a_lost_state(tmp_path: Path) -> None:
     shutil.rmtree(night.home / ".cache")  # the cache is evicted
     night.list_answer.write_text("42\n")
     runner, out, _ = night.run(args=f"--repo . --build '{BUILD}' --good HEAD~4")
-    assert out["status"] == "new"
+    assert out["status"] == "new", _dump(runner)
     calls = night.gh_calls()
     assert [c["argv"][:3] for c in calls] == [["issue", "list", "--state"], ["issue", "comment", "42"]]
 

@@ -78,7 +78,10 @@ def acquire_worktree(repo: Path, workdir: Path, repo_id: str, *, start: int = 0,
             index += 1
             continue
         path = root / f"{kind}{index}"
-        pinned = pin_worktree(repo_common, path)
+        # a worktree the repository still records but whose folder is gone (an evicted
+        # cache) is made again below; pinning it would write into a folder that is not there
+        present = path.is_dir() and not path.is_symlink()
+        pinned = pin_worktree(repo_common, path) if present else None
         if pinned is None and (path.exists() or path.is_symlink()):
             if _of_another_clone(path, repo_common):
                 lock.release()
