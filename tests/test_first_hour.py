@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine_repo import BUILD, TEST, linear, tb
+from engine_repo import BUILD, TEST, journal, linear, tb
 from tritonbisect.core.errors import InputError
 from tritonbisect.core.history import History
 from tritonbisect.core.step_args import check_test_command
@@ -175,10 +175,22 @@ def test_contradicting_marks_do_not_say_that_buildable_commits_do_not_build(tmp_
     assert tb("mark", sid, shas[5], "bad", cwd=repo, home=home).returncode == 0  # wrong, by hand
     proc = tb("resume", sid, "--json", cwd=repo, home=home)
     out = json.loads(proc.stdout)
-    assert out["status"] == "inconclusive", out
+    # the mark is a hard constraint (the culprit is at or below it) and is never tested again:
+    # the commits below it pass, so the marked commit is the answer, alone (its child, which
+    # the mark excludes, is no candidate)
+    assert out["status"] == "found" and out["culprit"] == shas[5], out
     assert "do not build" not in out["reason"] and "does not build" not in out["reason"]
-    assert "marked bad" in out["reason"] and "never tested" in out["reason"]
-    assert "tritonbisect mark" in out["reason"]
+    records = journal(home, sid)
+    marked_at = max(r["seq"] for r in records if r.get("role") == "mark")
+    resumed = [r for r in records if r.get("role") == "search" and r["seq"] > marked_at]
+    assert resumed and all(r["commit"] in shas[1:5] and r["verdict"] == "good" for r in resumed)
+    # with the commit below it marked untestable, nothing can tell the two apart: the answer
+    # says what is known of each (both marked), not that they do not build
+    assert tb("mark", sid, shas[4], "skip", cwd=repo, home=home).returncode == 0
+    out = json.loads(tb("resume", sid, "--json", cwd=repo, home=home).stdout)
+    assert out["status"] == "inconclusive" and out["candidates"] == [shas[4], shas[5]], out
+    assert "do not build" not in out["reason"] and "does not build" not in out["reason"]
+    assert "1 marked skip, 1 marked bad" in out["reason"]
 
 
 def test_status_names_what_it_shows_and_ctrl_c_says_resume_once(tmp_path: Path) -> None:
