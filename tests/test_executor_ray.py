@@ -76,6 +76,12 @@ def _ray_run(repo: Path, home: Path, address: str, good: str, *extra: str, test:
 
 
 
+# The Ray worker running a test, in the test's shell: the parent of its parent (every command
+# runs under the keeper, core/keeper.py, which a worker's death ends; the keeper's own death
+# is not the worker's)
+_WORKER = "$(read -r _ _ _ ppid _ < /proc/$PPID/stat && echo $ppid)"
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -172,13 +178,14 @@ def test_worker_killed_mid_step_is_retried_on_another_worker(cluster, tmp_path):
     repo, home = tmp_path / "repo", tmp_path / "home"
     shas = linear(repo, 20, culprit=13)
     mark, pids = tmp_path / "killed-once", tmp_path / "pids"
-    # the first test of the bad endpoint reports its worker (its parent) and waits to be killed
+    # the first test of the bad endpoint reports its worker and waits to be killed
     test = (f"if [ \"$TRITONBISECT_COMMIT\" = {shas[-1]} ] && [ ! -e {mark} ]; then "
-            f"touch {mark}; echo $PPID $$ > {pids}; sleep 60; fi; grep -q ok out/state")
+            f"touch {mark}; echo {_WORKER} $$ > {pids}; sleep 60; fi; grep -q ok out/state")
     proc = popen_tb(*_ray_run(repo, home, cluster.address, shas[0], test=test), cwd=repo, home=home)
     try:
         wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 2, what="the step")
         worker, shell = map(int, pids.read_text().split())
+        assert Path(f"/proc/{worker}/cmdline").read_bytes().startswith(b"ray::")
         os.kill(worker, signal.SIGKILL)  # the Ray worker process running the step
         out_text, err = proc.communicate(timeout=240)
     finally:
@@ -306,7 +313,7 @@ def test_a_worker_lost_twice_aborts_with_the_reason(cluster, tmp_path):
     repo, home = tmp_path / "repo", tmp_path / "home"
     shas = linear(repo, 12, culprit=6)
     # every run of this commit's test kills the worker running it
-    test = f"if [ \"$TRITONBISECT_COMMIT\" = {shas[-1]} ]; then kill -9 $PPID; sleep 5; fi; grep -q ok out/state"
+    test = f"if [ \"$TRITONBISECT_COMMIT\" = {shas[-1]} ]; then kill -9 {_WORKER}; sleep 5; fi; grep -q ok out/state"
     proc = tb(*_ray_run(repo, home, cluster.address, shas[0], test=test), cwd=repo, home=home,
               timeout=240)
     assert proc.returncode == 4, proc.stderr[-3000:]
