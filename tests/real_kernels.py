@@ -27,6 +27,7 @@ from real_triton import test_cache_dir
 HERE = Path(__file__).resolve().parent
 PROGRAMS = HERE / "workaround_programs"
 FLASH_ATTN_BWD = PROGRAMS / "flash_attn_bwd.py"
+FLASH_ATTN_FWD = PROGRAMS / "flash_attn_fwd.py"
 TF32X3_GEMM = PROGRAMS / "tf32x3_gemm.py"
 FLASH_ATTN_VERSION = "2.7.4.post1"
 FLASH_ATTN_FILE = "flash_attn/flash_attn_triton.py"

@@ -143,6 +143,20 @@ def test_check_compile_time_reports_the_compile_as_a_metric(matmul_oracle):
 
 
 @needs_triton
+def test_a_hip_target_is_timed_too(matmul_oracle):
+    proc, res = run_oracle(matmul_oracle, "--check", "compile-time", "--pass-times", "--compile-target", "hip:gfx942")
+    if res.get("status") == "usage_error" and "ld.lld" in res.get("reason", ""):
+        pytest.skip("this Triton links HIP code objects with ROCm's ld.lld, which this machine lacks")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    stages = [s["stage"] for s in res["compile_time"]["stages"]]
+    assert stages == ["frontend", "ttir", "ttgir", "llir", "amdgcn", "hsaco"]
+    parts = {p["name"]: p for p in res["compile_time"]["passes"]}
+    assert parts["ConvertTritonAMDGPUToLLVM"]["stage"] == "llir"
+    assert parts["linking the code object (hsaco stage)"]["kind"] == "stage"
+    assert any(p["kind"] == "llvm" and p["stage"] == "amdgcn" for p in parts.values())  # AMDGPU's code generator
+
+
+@needs_triton
 def test_a_slower_stage_is_where_the_time_grew(matmul_oracle, tmp_path):
     # the ttgir stage spins 0.4 s of CPU first: a pass grown slow, as the MLIR timings do not see it
     slow = ('"""Planted compile-time regression: the ttgir stage spins first."""\nimport time\n'

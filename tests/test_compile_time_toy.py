@@ -89,8 +89,11 @@ def test_a_compile_time_within_the_threshold_is_good(tmp_path: Path) -> None:
                 truth["order"][-1], *_toy_args(truth), "--regress", "compile-time", "--perf-threshold", "30%",
                 "--workdir", str(tmp_path / "home"), "--json")
     result = _last_json(proc)
-    assert proc.returncode != 0 and result["status"] != "found", proc.stderr[-3000:]
-    assert "the bad endpoint" in proc.stderr or "bad commit" in proc.stderr or "within" in proc.stderr
+    assert proc.returncode == 3 and result["status"] != "found", proc.stderr[-3000:]  # endpoints invalid
+    journal = [json.loads(line) for line in (Path(result["session_dir"]) / "journal.jsonl").read_text().splitlines()]
+    bad = next(r for r in journal if r["role"] == "endpoint" and r["commit"] == truth["order"][-1])
+    assert bad["kind"] == "pass" and bad["perf"]["decision"] == "within"
+    assert 0 < bad["perf"]["change"] < 0.3
 
 
 def test_hunt_watches_the_compile_time_night_after_night(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ def echo_compile_oracle(trace: Trace, kernel: str, out_dir: Path, *, launch_id: 
     echo(f"  (the golden is {GOLDEN_NAME}; --codegen-threshold METRIC=LIMIT picks what to check, e.g. spills=0)")
     echo(f"  a way around a failing Triton:  tritonbisect workaround {shlex.quote(str(out_dir))} --bad-python PY "
          "(or --bad VERSION)")
+    echo(f"  time the compile:  python {script} --check compile-time --pass-times")
 
 
 def echo_ir_oracle(trace: Path | Trace | None, ir_file: Path | None, stage: str, kernel: str | None, out_dir: Path, *,

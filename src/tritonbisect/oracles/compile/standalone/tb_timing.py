@@ -7,7 +7,7 @@ ttgir, llir, ptx, cubin; amdgcn, hsaco) and the frontend (`src.make_ir`, Python 
 are wrapped, and each records its wall and CPU seconds (the process's and its waited-for
 children's: ptxas runs as one) and the byte offsets of the child's stderr before and after it.
 
-Every release 3.0 to 3.9 prints, with MLIR_ENABLE_TIMING=1, one MLIR "Execution time report"
+Every release from 3.2.0 to 3.9.0 (those checked) prints, with MLIR_ENABLE_TIMING=1, one MLIR "Execution time report"
 per pass-manager run (wall time per pass, nested in pipelines, analyses marked "(A)") and,
 with LLVM_ENABLE_TIMING=1, LLVM's legacy "Pass execution timing report" of the code
 generator (user/system/wall columns). LLVM's optimization pipeline (the llir stage's O3) and
