@@ -116,7 +116,17 @@ def test_files(spec: TestSpec, ctx: StepContext, *, record: bool) -> tuple[str, 
 
 
 class Recipe(Protocol):
+    """How a commit becomes something testable. Every recipe declares all of it: its name (as
+    session.json keeps it), the test it runs (None for one that runs none of its own), and
+    whether its builds go to the artifact cache (a re-test then costs no build)."""
+
     name: str
+
+    @property
+    def test_spec(self) -> TestSpec | None: ...
+
+    @property
+    def caches_builds(self) -> bool: ...
 
     def config(self) -> dict[str, Any]:
         """JSON-able config; `recipe_from_config(name, config)` must rebuild an equal recipe."""
@@ -141,7 +151,6 @@ def recipe_from_config(name: str, config: Mapping[str, Any]) -> Recipe:
     return factory(config)
 
 
-def test_spec_of(recipe: object) -> TestSpec | None:
-    """The TestSpec a recipe runs, when it exposes one (`recipe.test_spec`)."""
-    spec = getattr(recipe, "test_spec", None)
-    return spec if isinstance(spec, TestSpec) else None
+def test_spec_of(recipe: Recipe) -> TestSpec | None:
+    """The TestSpec a recipe runs (None for one that runs none of its own)."""
+    return recipe.test_spec

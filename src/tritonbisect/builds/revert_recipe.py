@@ -26,6 +26,7 @@ from tritonbisect.builds.recipes import (
     Recipe,
     StepContext,
     TestRun,
+    TestSpec,
     recipe_from_config,
 )
 from tritonbisect.core.outcome import Kind
@@ -122,9 +123,15 @@ class RevertRecipe:
         return cls(recipe_from_config(inner["name"], inner["config"]), config.get("reverts") or [])
 
     @property
-    def test_spec(self) -> Any:
+    def test_spec(self) -> TestSpec | None:
         """The inner recipe's test (what the endpoint checks ask for)."""
-        return getattr(self.inner, "test_spec", None)
+        return self.inner.test_spec
+
+    @property
+    def caches_builds(self) -> bool:
+        """As a recipe that caches: the reverted commit is made the same way each time (a
+        fixed identity and date), so its build is the inner recipe's cached one where it has one."""
+        return True
 
     def prepare(self, commit: str, ctx: StepContext) -> PrepareResult:
         try:

@@ -76,7 +76,7 @@ class RayPool:
         self.note = note
         build, test = settings.resources()
         # every recipe but a plain command one caches its builds (as session/builds_at_hand.py assumes)
-        self.split = build != test and bool(getattr(recipe, "caches_builds", True))
+        self.split = build != test and recipe.caches_builds
         if build != test and not self.split:
             note("this recipe keeps no build artifact to move between nodes: each step builds "
                  "and tests on one worker with the test resources")

@@ -43,7 +43,7 @@ class BuildsAtHand:
         self.recipe = recipe
         self.journal = ctx.journal
         self.ui = ctx.ui
-        caches_builds = bool(getattr(recipe, "caches_builds", True))
+        caches_builds = recipe.caches_builds
         # the "command" recipe says caches_builds = False itself: no special case by name here
         self.caches = spec.prefer_cached and caches_builds
         build = None if caches_builds else _build_command(recipe)
@@ -58,19 +58,11 @@ class BuildsAtHand:
         """Commits whose build is known to be cached, so testing them again costs no build.
 
         A recipe that caches builds (`recipe.caches_builds`, true for every recipe but the
-        plain "command" one) has an artifact for every commit this phase built successfully;
-        a recipe may also answer for other commits with `recipe.cached_commits(commits)`.
+        plain "command" one) has an artifact for every commit this phase built successfully.
         """
         if not self.caches:
             return frozenset()
-        out = {r["commit"] for r in self.journal.records if built(r)}
-        hook = getattr(self.recipe, "cached_commits", None)
-        if callable(hook):
-            try:
-                out |= set(hook(list(commits)))
-            except Exception as exc:  # noqa: BLE001 - an optimisation only
-                self.ui.note(f"could not list cached builds: {exc}")
-        return frozenset(out)
+        return frozenset(r["commit"] for r in self.journal.records if built(r))
 
     def to_keep(self, cands: Candidates, verdicts: Mapping[str, str], good: str) -> tuple[str, ...]:
         """The builds to keep in their checkouts: the first bad commit of the range and the
@@ -107,7 +99,7 @@ class BuildsAtHand:
 def builds_install_outside(recipe: Any) -> bool:
     """Whether a recipe's builds change things outside their checkout (a build command that
     installs), so that a checkout stands for its build only until the next build."""
-    if bool(getattr(recipe, "caches_builds", True)):
+    if recipe.caches_builds:
         return False
     build = _build_command(recipe)
     return build is not None and bool(_INSTALLS.search(build))

@@ -364,6 +364,7 @@ class TritonRecipe:
     TRITON_HOME, or LLVM_SYSPATH from --env)."""
 
     name = RECIPE
+    caches_builds = True  # every wheel goes to the artifact cache
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         self._config = dict(config)

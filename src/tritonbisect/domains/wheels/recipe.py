@@ -41,6 +41,7 @@ LADDER_FILE = "WHEEL.json"
 
 class WheelRecipe:
     name = RECIPE
+    caches_builds = True  # a published wheel is downloaded once
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         self._config = dict(config)
