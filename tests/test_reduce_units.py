@@ -199,7 +199,7 @@ def test_oracle_folder_round_trip_and_refusals(tmp_path: Path) -> None:
     out = tmp_path / "out"
     script = oracle_io.write(oracle, Candidate("x = 1\n", oracle.original.context), out, copy_blobs=True)
     ns: dict = {}
-    exec(compile(script.read_text().split("\nEXIT_PASS")[0], "s", "exec"), ns)
+    exec(compile(script.read_text().split("\nHERE = ")[0], "s", "exec"), ns)
     assert ns["KERNEL_SOURCE"] == "\nx = 1\n"
     assert json.loads((out / "context.json").read_text())["args"][0]["init"]["file"] == "blobs/b.bin"
     assert (out / "blobs" / "b.bin").read_bytes() == b"data"

@@ -1,9 +1,9 @@
 """Generate the reproducer oracle folder for one launch of a trace.
 
-The folder holds `repro.py` (standard library + torch + triton only, kernel source embedded),
-`context.json` (arguments, grid, compile parameters, storage layout) and `blobs/` (the
-recorded tensors it needs). It can be copied to another machine. See oracle_template.py for
-what the script does when it runs.
+The folder holds `repro.py` (standard library + torch + triton only, kernel source embedded)
+and its helpers (standalone/: `oracle_*.py`, beside it), `context.json` (arguments, grid,
+compile parameters, storage layout) and `blobs/` (the recorded tensors it needs). It can be
+copied to another machine. See runtime_template.py for what the script does when it runs.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from tritonbisect.oracles.composite_args import (
     tuple_specs,
 )
 from tritonbisect.oracles.kernel_source import KernelSource, extract_kernel_source
+from tritonbisect.oracles.standalone import copy_helpers
 from tritonbisect.traces.ir_content import recorded_ir
 from tritonbisect.traces.reader import Launch, Trace, load_trace, resolve_blob
 from tritonbisect.traces.replayable import refuse_reason
@@ -436,5 +437,6 @@ def generate_oracle(
     script = out / SCRIPT_NAME
     script.write_text(render_script(kernel, ks.text, header), encoding="utf-8")
     script.chmod(0o755)
+    copy_helpers(out)
     (out / CONTEXT_NAME).write_text(json.dumps(context, indent=1) + "\n", encoding="utf-8")
     return Oracle(out_dir=out, script=script, context=context, launch=launch, kernel=ks, warnings=warnings)

@@ -200,6 +200,8 @@ def write(oracle: OracleDir, cand: Candidate, dest: Path, *, copy_blobs: bool = 
             src = Path(init["file"])
             shutil.copyfile(src, dest / "blobs" / src.name)
             init["file"] = f"blobs/{src.name}"
+    for helper in oracle.root.glob("oracle_*.py"):  # the script's standard-library helpers, beside it
+        shutil.copyfile(helper, dest / helper.name)
     script = dest / RUNTIME_SCRIPT
     script.write_text(script_with_source(oracle.script_text, cand.source), encoding="utf-8")
     script.chmod(0o755)
