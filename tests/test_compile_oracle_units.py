@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tritonbisect.commands.options import bisect_settings
 from tritonbisect.core.errors import InputError
 from tritonbisect.mlir.signature import read_signature
+from tritonbisect.options.bisect_options import bisect_settings
 from tritonbisect.oracles.compile import spec
 from tritonbisect.oracles.compile.standalone import tb_codegen, tb_runner
 

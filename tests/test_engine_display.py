@@ -9,8 +9,8 @@ from rich.console import Console
 
 from engine_repo import BUILD, TEST, linear
 from tritonbisect.builds.recipes import TestSpec as Spec
-from tritonbisect.commands.options import bisect_settings
 from tritonbisect.domains.command.recipe import CommandRecipe
+from tritonbisect.options.bisect_options import bisect_settings
 from tritonbisect.reports.display import RichUI
 from tritonbisect.session.session import PhaseSpec, Session, drive
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from engine_repo import tb
-from tritonbisect.commands.options import bisect_settings, check_test_command
 from tritonbisect.core.errors import InputError, SessionLockedError
 from tritonbisect.core.outcome import Kind, Policy, Verdict
 from tritonbisect.executors.runner import combine_runs
+from tritonbisect.options.bisect_options import bisect_settings, check_test_command
 from tritonbisect.session.journal import (
     Journal,
     SessionLock,

@@ -9,8 +9,8 @@ import pytest
 
 from engine_repo import BUILD, TEST, linear
 from tritonbisect.builds.recipes import TestSpec as Spec
-from tritonbisect.commands.options import bisect_settings
 from tritonbisect.domains.command.recipe import CommandRecipe
+from tritonbisect.options.bisect_options import bisect_settings
 from tritonbisect.reports.session_report import render_json, render_markdown
 from tritonbisect.session.observer import NullUI
 from tritonbisect.session.session import PhaseSpec, Session, drive

@@ -400,10 +400,10 @@ def test_a_test_with_a_reference_output_records_it_once_at_a_good_commit(tmp_pat
     """An oracle's golden output (`--repro`: TestSpec.record_command) is recorded at a good
     commit once; later nights compare against it in one test, and the bisect's good endpoint
     is the night's own step (the golden is not recorded again)."""
-    from tritonbisect.commands.options import bisect_settings
     from tritonbisect.domains.command.hunt_target import CommandTarget
     from tritonbisect.hunt.memory import HuntState
     from tritonbisect.hunt.night import Night, NightOptions
+    from tritonbisect.options.bisect_options import bisect_settings
     from tritonbisect.session.observer import NullUI
 
     repo, home = tmp_path / "repo", tmp_path / "home"

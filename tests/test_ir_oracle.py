@@ -139,8 +139,8 @@ def test_input_errors_are_one_line(tmp_path) -> None:
 
 
 def test_bisector_options_for_the_ir_oracle() -> None:
-    from tritonbisect.commands.options import compile_oracle_settings
     from tritonbisect.core.errors import InputError
+    from tritonbisect.options.bisect_options import compile_oracle_settings
 
     assert compile_oracle_settings({"oracle": "ir", "repro": "t"})["ir_from"] == "ttir"
     assert compile_oracle_settings({"oracle": "ir", "repro": "t", "ir_from": "ttgir"})["ir_from"] == "ttgir"

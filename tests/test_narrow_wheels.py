@@ -14,8 +14,8 @@ import pytest
 
 from testing.toyworld.pass_triton import PLANTED_PASS, make_pass_triton
 from tritonbisect.builds.cache import ArtifactCache
-from tritonbisect.commands.options import BisectSettings
 from tritonbisect.narrow.narrowing import narrow_session
+from tritonbisect.options.bisect_options import BisectSettings
 from tritonbisect.oracles.compile.folder import compile_commands
 from tritonbisect.oracles.compile.ir_oracle import generate_ir_file_oracle
 from tritonbisect.session.phases import PhaseSpec

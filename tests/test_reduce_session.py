@@ -24,7 +24,7 @@ from real_triton import test_cache_dir
 from reduce_support import cli, traced_oracle
 from testing.toyworld.pass_triton import make_pass_triton
 from tritonbisect.builds.cache import ArtifactCache
-from tritonbisect.commands.options import BisectSettings
+from tritonbisect.options.bisect_options import BisectSettings
 from tritonbisect.oracles.repro_spec import oracle_commands
 from tritonbisect.session.phases import PhaseSpec
 from tritonbisect.session.session import Session

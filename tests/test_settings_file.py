@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from engine_repo import journal, last_json, linear, tb
-from tritonbisect.commands.options import bisect_settings
 from tritonbisect.core.errors import InputError
+from tritonbisect.options.bisect_options import bisect_settings
 from tritonbisect.session.judging import TestSettings as Judging  # not a test class
 from tritonbisect.session.settings import BisectSettings
 from tritonbisect.session.settings_file import (
@@ -175,7 +175,15 @@ def test_every_setting_has_one_flat_name() -> None:
 
 
 def test_the_reduce_defaults_are_the_reducers() -> None:
-    from tritonbisect.reduce.levels import DEFAULT_JOBS, DEFAULT_TIMEOUT, LEVELS
-    from tritonbisect.session.follow_ups import ReduceOptions
+    """One definition serves `reduce` and a bisect's --reduce-* options; a saved session's
+    reduce settings keep their meaning (the levels a session.json names are the reducer's)."""
+    from tritonbisect.session.follow_ups import (
+        DEFAULT_JOBS,
+        DEFAULT_TIMEOUT,
+        LEVELS,
+        ReduceOptions,
+        parse_levels,
+    )
 
     assert ReduceOptions() == ReduceOptions(levels=list(LEVELS), jobs=DEFAULT_JOBS, timeout=DEFAULT_TIMEOUT)
+    assert parse_levels(",".join(ReduceOptions().levels)) == LEVELS == ("source", "ir", "inputs")

@@ -273,8 +273,8 @@ def test_without_test_and_without_a_terminal_the_run_is_refused(tmp_path: Path) 
 
 def test_a_mark_in_an_earlier_phase_supersedes_the_later_ones(tmp_path: Path) -> None:
     from tritonbisect.builds.recipes import TestSpec
-    from tritonbisect.commands.options import bisect_settings
     from tritonbisect.domains.command.recipe import CommandRecipe
+    from tritonbisect.options.bisect_options import bisect_settings
     from tritonbisect.session.session import PhaseSpec, Session, drive
 
     home = tmp_path / "home"

@@ -174,11 +174,10 @@ def make_demo_repo(path: Path) -> DemoSample:
 
 
 def demo_phase(sample: DemoSample):
-    from tritonbisect.builds.recipes import TestSpec
-    from tritonbisect.domains.command.recipe import CommandRecipe
+    from tritonbisect.builds.recipes import TestSpec, recipe_from_config
     from tritonbisect.session.session import PhaseSpec
 
-    recipe = CommandRecipe(sample.build, TestSpec(sample.test))
+    recipe = recipe_from_config("command", {"build": sample.build, "test": TestSpec(sample.test).to_dict()})
     return PhaseSpec(
         name="main",
         repo=sample.repo,

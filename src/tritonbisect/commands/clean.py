@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from tritonbisect.commands.options import resolve_workdir
 from tritonbisect.core.errors import InputError
+from tritonbisect.options.bisect_options import resolve_workdir
 
 
 @click.command("clean")

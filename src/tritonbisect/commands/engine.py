@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from tritonbisect.commands.echo import echo
-from tritonbisect.commands.options import (
+from tritonbisect.core.errors import unexpected_shapes
+from tritonbisect.options.bisect_options import (
     bisect_settings,
     resolve_workdir,
 )
-from tritonbisect.core.errors import unexpected_shapes
+from tritonbisect.options.launch import workdir_flag
 
 if TYPE_CHECKING:  # pragma: no cover
     from tritonbisect.session.observer import Display
@@ -337,13 +338,6 @@ def _case_lines(session: Any, phase_name: str) -> list[str]:
         except Exception:  # noqa: BLE001 - the repository may be gone: no subjects then
             subjects = {}
     return summary_lines(session, phase_name, lambda c: subjects.get(c, ""))
-
-
-def workdir_flag(session: Any) -> str:
-    """` --workdir DIR` when the session lives outside the default workdir, else ""."""
-    cmd = session.resume_command()
-    i = cmd.find(" --workdir ")
-    return cmd[i:] if i >= 0 else ""
 
 
 # --- resume / status / report ------------------------------------------------------------

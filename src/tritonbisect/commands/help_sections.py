@@ -14,9 +14,10 @@ plain `@click.option` declarations and one option has the same section in every 
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
+
+from tritonbisect.options.alias import AliasOption as AliasOption
+from tritonbisect.options.alias import hidden_alias as hidden_alias
 
 # `tritonbisect --help`: the commands, by task (every command of cli.table.COMMANDS is in one)
 COMMAND_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -68,28 +69,6 @@ OTHER = "Other options"
 FEW_OPTIONS = 8
 _SECTION_OF = {name: title for title, names in OPTION_SECTIONS for name in names}
 _ORDER = {name: i for _, names in OPTION_SECTIONS for i, name in enumerate(names)}
-
-
-class AliasOption(click.Option):
-    """An option whose `hidden_aliases` still parse but are not shown in `--help`: the old
-    spelling of a renamed option keeps working, with no change in behaviour."""
-
-    def __init__(self, *args: Any, hidden_aliases: tuple[str, ...] = (), **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.hidden_aliases = tuple(hidden_aliases)
-
-    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
-        shown = self.opts
-        self.opts = [o for o in shown if o not in self.hidden_aliases]
-        try:
-            return super().get_help_record(ctx)
-        finally:
-            self.opts = shown
-
-
-def hidden_alias(*names: str) -> dict[str, Any]:
-    """Keyword arguments of click.option for an option that also answers to `names`."""
-    return {"cls": AliasOption, "hidden_aliases": names}
 
 
 def option_sections(command: click.Command, ctx: click.Context) -> list[tuple[str, list[click.Option]]]:

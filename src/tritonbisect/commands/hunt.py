@@ -22,22 +22,31 @@ import click
 from click.core import ParameterSource
 
 from tritonbisect.commands.echo import echo
-from tritonbisect.commands.launch import resolve_test
-from tritonbisect.commands.options import (
+from tritonbisect.core.errors import InputError
+from tritonbisect.options.bisect_options import (
     BisectSettings,
     bisect_settings,
     common_bisect_options,
     wants_json,
 )
-from tritonbisect.core.errors import InputError
-from tritonbisect.domains.llvm.llvm_options import llvm_options
-from tritonbisect.domains.triton.triton_options import build_options
+from tritonbisect.options.launch import resolve_test
 
 _dir = click.Path(file_okay=False, path_type=Path)
 _file = click.Path(dir_okay=False, path_type=Path)
 
 # options of the hunt itself: not passed on to the bisect command a report reproduces
 HUNT_ONLY = {"state_path", "bad", "good", "confirm", "summary", "issue_body", "github_output", "json_out"}
+
+
+def bisector_options(f: Any) -> Any:
+    """The options of every bisector the hunt can use, as each brings them (its hunt target,
+    hunt/target_table.py): the hunt names no domain itself."""
+    from tritonbisect.hunt.target_table import hunt_targets
+
+    for factory in reversed(hunt_targets()):
+        for option in reversed(factory.click_options):
+            f = option(f)
+    return f
 
 
 def choose_target(ctx: click.Context, kw: dict[str, Any], settings: BisectSettings):
@@ -117,16 +126,7 @@ def bisect_argv(command: str, args: list[tuple[str, list[str]]], good: str, bad:
 @click.option("--summary", type=_file, help="Write the night's Markdown summary here (it is also appended to $GITHUB_STEP_SUMMARY when set).")
 @click.option("--issue-body", type=_file, help="Write the issue body of a new regression here (and a comment per fixed one beside it: <stem>.fixed-<sha12>.md).")
 @click.option("--github-output", type=_file, help="Append the step outputs here (default: $GITHUB_OUTPUT when set).")
-@click.option("--repo", type=_dir, help="Command bisector: the repository to hunt in, built with --build (default: the current directory).")
-@click.option("--build", "build_cmd", metavar="CMD", help="Command bisector: build command (bash), run in each commit's checkout.")
-@click.option("--triton-dir", type=_dir, help="Triton bisector: the Triton checkout (with --torch-dir: the Triton source of the pinned commits).")
-@click.option("--torch-dir", type=_dir, help="PyTorch bisector: the PyTorch checkout.")
-@click.option("--llvm-dir", type=_dir, help="llvm-project checkout (Triton/PyTorch bisectors), as for `triton`/`torch`.")
-@click.option("--compat-map", type=_file, help="Triton bisector: commits.csv for the LLVM descent.")
-@click.option("--no-descend-llvm", is_flag=True, help="Triton bisector: stop at a culprit that bumps LLVM.")
-@click.option("--use", "use", multiple=True, metavar="FLAG=VAL", help="PyTorch bisector: a USE_* build flag (repeatable).")
-@build_options
-@llvm_options
+@bisector_options
 @common_bisect_options
 @click.pass_context
 def hunt_cmd(ctx: click.Context, state_path: Path, bad: str | None, good: str | None, confirm: int,

@@ -15,8 +15,8 @@ from typing import Any
 import click
 
 from tritonbisect.commands.echo import echo
-from tritonbisect.commands.options import common_bisect_options, resolve_workdir
 from tritonbisect.core.errors import InputError, unexpected_shapes
+from tritonbisect.options.bisect_options import common_bisect_options, resolve_workdir
 
 _workdir_option = click.option(
     "--workdir",
@@ -146,11 +146,11 @@ def replay_cmd(logfile: Path, repo: Path, build_cmd: str | None, **kwargs: Any) 
     and bad commits are the range, every later verdict is recorded as given, and the rest is
     tested with --test (or judged by hand without it).
     """
+    from tritonbisect.builds.recipes import recipe_from_config
     from tritonbisect.commands.engine import execute
-    from tritonbisect.commands.options import bisect_settings, wants_json
     from tritonbisect.core.clock import now_iso
     from tritonbisect.core.history import History
-    from tritonbisect.domains.command.recipe import CommandRecipe
+    from tritonbisect.options.bisect_options import bisect_settings, wants_json
     from tritonbisect.session.bisect_log import BisectLogError, parse, replayed_records
     from tritonbisect.session.session import PhaseSpec, Session, candidates_of
 
@@ -186,7 +186,7 @@ def replay_cmd(logfile: Path, repo: Path, build_cmd: str | None, **kwargs: Any) 
     cands = candidates_of(history, good, bad, first_parent=settings.search.first_parent)  # validates
     in_set = set(cands.order)
     spec = settings.test_spec(repo=Path(history.root), bad=bad, history=history)
-    recipe = CommandRecipe(build_cmd, spec)
+    recipe = recipe_from_config("command", {"build": build_cmd, "test": spec.to_dict()})
     phase = PhaseSpec(name="main", repo=Path(history.root), good=good, bad=bad,
                       recipe_name=recipe.name, recipe_config=recipe.config(),
                       first_parent=settings.search.first_parent)

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from tritonbisect.commands.echo import echo
-from tritonbisect.commands.options import resolve_workdir
+from tritonbisect.options.bisect_options import resolve_workdir
 
 
 def echo_narrowing(result: dict[str, Any]) -> None:

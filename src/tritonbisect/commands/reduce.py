@@ -29,7 +29,7 @@ def _python(path: str, option: str) -> str:
 
 
 def _levels(text: str) -> tuple[str, ...]:
-    from tritonbisect.reduce.levels import parse_levels
+    from tritonbisect.session.follow_ups import parse_levels
 
     return parse_levels(text)
 
@@ -97,7 +97,7 @@ def _check_out(out: Path, oracle_dir: Path) -> None:
 def _reduce_session(session_id: str, oracle_dir: Path | None, workdir: Path | None, out: Path,
                     levels: tuple[str, ...], jobs: int, timeout: float, thresholds: tuple[str, ...],
                     fresh: bool, json_out: bool) -> None:
-    from tritonbisect.commands.options import resolve_workdir
+    from tritonbisect.options.bisect_options import resolve_workdir
     from tritonbisect.reduce import oracle_io
     from tritonbisect.reduce.from_session import endpoints
     from tritonbisect.reports.version_names import VersionNames

@@ -69,7 +69,7 @@ def run_step(
     import dataclasses
     import time
 
-    from tritonbisect.builds.recipes import StepContext, TestSpec
+    from tritonbisect.builds.recipes import StepContext, TestSpec, recipe_from_config
     from tritonbisect.core.errors import InputError
     from tritonbisect.core.gitrun import git, pin_checkout
     from tritonbisect.core.outcome import EXIT_CODE_OF_VERDICT, InfraRule, Policy, Verdict
@@ -80,7 +80,6 @@ def run_step(
         parse_pass_env,
         resolve_workdir,
     )
-    from tritonbisect.domains.command.recipe import CommandRecipe
     from tritonbisect.executors.runner import execute_step, execute_with_retry
 
     if repeat < 1:
@@ -110,7 +109,8 @@ def run_step(
     while log_dir.exists():
         n += 1
         log_dir = root / f"{time.strftime('%Y%m%d-%H%M%S')}-{commit[:12]}-{n}"
-    recipe = CommandRecipe(build_cmd, TestSpec(command), build_timeout=build_timeout)
+    recipe = recipe_from_config("command", {"build": build_cmd, "test": TestSpec(command).to_dict(),
+                                            "build_timeout": build_timeout})
     policy = Policy(regress=regress, on_build_failure=on_build_failure, infra=infra)
     if sandbox:
         from tritonbisect.builds.sandbox import announce

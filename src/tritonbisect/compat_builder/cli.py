@@ -17,7 +17,6 @@ from tritonbisect.builds.sandbox import Sandbox, detect, why_unavailable
 from tritonbisect.cli.entry import run_cli
 from tritonbisect.commands.echo import echo
 from tritonbisect.commands.help_sections import sectioned
-from tritonbisect.commands.options import executor_options, executor_settings, resolve_workdir
 from tritonbisect.compat_builder import gitops
 from tritonbisect.compat_builder.agent import (
     DEFAULT_MODEL,
@@ -43,6 +42,7 @@ from tritonbisect.core.history import History
 from tritonbisect.domains.llvm.compat_map import order_problems, read_map
 from tritonbisect.domains.llvm.fork import fork_range
 from tritonbisect.executors.pool_settings import ExecutorSettings
+from tritonbisect.options.bisect_options import executor_options, executor_settings, resolve_workdir
 
 AI_CHOICES = ("anthropic", "claude-cli", "none")
 _EXECUTOR_KEY = "tritonbisect.executor"

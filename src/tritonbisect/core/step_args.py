@@ -1,5 +1,5 @@
 """Command-line helpers that need neither click nor the bisect machinery: the workdir, --env
-and --test checks. `tritonbisect step` imports them on its fast path; commands/options.py
+and --test checks. `tritonbisect step` imports them on its fast path; options/bisect_options.py
 re-exports them for every other command.
 """
 

@@ -17,7 +17,7 @@ registers itself by being imported: the explicit tables name these modules by
     cli/table.py             command name -> its click command, and its one-line help
 
 A domain module may import builds, executors, session and reports; `command.py` belongs
-with the commands (it may import commands.options and commands.launch) and `hunt_target.py`
+with the commands (it may import options.bisect_options and options.launch) and `hunt_target.py`
 with the hunt (hunt.targets); nothing below a domain imports it (docs/architecture.md states
 the layers, tests/test_architecture.py checks them).
 """

@@ -122,3 +122,6 @@ class TargetFactory:
     chooses: Callable[[dict[str, Any]], bool]
     options: frozenset[str]  # bisector-specific options it accepts (others are refused)
     create: Callable[[dict[str, Any], BisectSettings], HuntTarget]  # test set later
+    # the click options it brings to `tritonbisect hunt` (each declared by one target; another
+    # that accepts it names it in `options`)
+    click_options: tuple[Callable[[Any], Any], ...] = ()

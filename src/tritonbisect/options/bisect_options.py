@@ -18,7 +18,6 @@ from typing import Any, TypeVar
 
 import click
 
-from tritonbisect.commands.help_sections import hidden_alias
 from tritonbisect.core.errors import InputError
 from tritonbisect.core.outcome import (
     BUILD_FAILURE_MODES,
@@ -38,6 +37,7 @@ from tritonbisect.core.step_args import parse_env as parse_env
 from tritonbisect.core.step_args import parse_pass_env
 from tritonbisect.core.step_args import resolve_workdir as resolve_workdir
 from tritonbisect.executors.pool_settings import ExecutorSettings
+from tritonbisect.options.alias import hidden_alias
 from tritonbisect.session.flakiness import SearchSettings
 from tritonbisect.session.follow_ups import FollowUps, ReduceOptions
 from tritonbisect.session.judging import TestSettings
@@ -421,7 +421,7 @@ def compile_oracle_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 def _narrow_and_reduce(kwargs: Mapping[str, Any], oracle: str) -> tuple[bool, ReduceOptions]:
     """--narrow, and --reduce with --reduce-level/--reduce-jobs/--reduce-timeout (validated as
     `reduce` validates its own)."""
-    from tritonbisect.reduce.levels import DEFAULT_JOBS, DEFAULT_TIMEOUT, LEVELS, parse_levels
+    from tritonbisect.session.follow_ups import DEFAULT_JOBS, DEFAULT_TIMEOUT, LEVELS, parse_levels
 
     if kwargs.get("narrow") and oracle not in ("compile", "ir"):
         raise InputError("--narrow goes with --oracle compile or --oracle ir (it compiles the oracle's kernel)")

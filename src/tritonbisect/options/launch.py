@@ -6,9 +6,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from tritonbisect.core.errors import InputError
+from tritonbisect.core.refs import resolve
 
 if TYPE_CHECKING:  # pragma: no cover
     from tritonbisect.session.settings import BisectSettings
@@ -37,7 +38,6 @@ def start_session(settings: BisectSettings, phases: Sequence[Any], *, json_out: 
     """Create the session of `phases` (with its workflow, see session/workflows.py), let
     `before_run` add to it, and run it to the end (the result as JSON with `json_out`): this
     exits with the documented code."""
-    from tritonbisect.commands.engine import execute
     from tritonbisect.session.phase_hint import check_hint
     from tritonbisect.session.session import Session
 
@@ -48,3 +48,27 @@ def start_session(settings: BisectSettings, phases: Sequence[Any], *, json_out: 
     if before_run is not None:
         before_run(session)
     execute(session, json_out=json_out)
+
+
+# the engine that runs a session to its end and its follow-ups, and exits with the code
+_EXECUTE = "tritonbisect.commands.engine:execute"
+_DRIVE_AND_FOLLOW = "tritonbisect.commands.engine:drive_and_follow"
+
+
+def execute(session: Any, *, json_out: bool) -> NoReturn:
+    """Run `session` to its end and exit with the documented code (commands/engine.py)."""
+    run: Callable[..., NoReturn] = resolve(_EXECUTE)
+    run(session, json_out=json_out)
+
+
+def drive_and_follow(session: Any, *, json_out: bool) -> tuple[Any, dict[str, Any]]:
+    """Run `session` and its follow-ups; the result and the follow-ups' JSON (commands/engine.py)."""
+    run: Callable[..., tuple[Any, dict[str, Any]]] = resolve(_DRIVE_AND_FOLLOW)
+    return run(session, json_out=json_out)
+
+
+def workdir_flag(session: Any) -> str:
+    """` --workdir DIR` when the session lives outside the default workdir, else ""."""
+    cmd = session.resume_command()
+    i = cmd.find(" --workdir ")
+    return cmd[i:] if i >= 0 else ""

@@ -17,10 +17,10 @@ from tritonbisect.reduce import inputs_pass, ir_pass, source_pass
 from tritonbisect.reduce.candidate_runner import Runner, Settings
 from tritonbisect.reduce.context_edit import elements, options, params, scalar_values
 from tritonbisect.reduce.inputs_pass import BlobPlan
-from tritonbisect.reduce.levels import LEVELS
 from tritonbisect.reduce.oracle_io import Candidate, OracleDir
 from tritonbisect.reduce.pool import Pool
 from tritonbisect.reduce.verdict import BROKEN, PASSES
+from tritonbisect.session.follow_ups import LEVELS
 
 HELPERS = Path(__file__).parent
 T = TypeVar("T")

@@ -11,16 +11,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tritonbisect.core.errors import InputError
+
+# the reducer's levels and defaults, shared by `reduce` and a bisect's --reduce-* options
+LEVELS = ("source", "ir", "inputs")
+DEFAULT_JOBS = 2
+DEFAULT_TIMEOUT = 120.0
+
+
+def parse_levels(text: str, option: str = "--level") -> tuple[str, ...]:
+    """`source,ir,inputs` as a tuple of levels; InputError (one line) for an unknown one."""
+    levels = tuple(x.strip() for x in text.split(",") if x.strip())
+    unknown = [x for x in levels if x not in LEVELS]
+    if unknown or not levels:
+        raise InputError(f"{option} {text}: unknown level(s) {', '.join(unknown) or '(none)'}; "
+                         f"choose from {','.join(LEVELS)}")
+    return levels
+
 
 @dataclass
 class ReduceOptions:
-    """--reduce and its --reduce-level/--reduce-jobs/--reduce-timeout; the defaults are
-    reduce/levels.py's (a package above this one: tests/test_settings_file.py keeps them equal)."""
+    """--reduce and its --reduce-level/--reduce-jobs/--reduce-timeout."""
 
     enabled: bool = False
-    levels: list[str] = field(default_factory=lambda: ["source", "ir", "inputs"])
-    jobs: int = 2  # candidates run at a time
-    timeout: float = 120.0  # seconds per candidate run
+    levels: list[str] = field(default_factory=lambda: list(LEVELS))
+    jobs: int = DEFAULT_JOBS  # candidates run at a time
+    timeout: float = DEFAULT_TIMEOUT  # seconds per candidate run
 
 
 @dataclass

@@ -2,7 +2,7 @@
 concern, each defined beside the code that reads it, saved in session.json by
 session/settings_file.py.
 
-The command layer makes them from the command line (commands/options.py `bisect_settings`);
+The command layer makes them from the command line (options/bisect_options.py `bisect_settings`);
 the session, its phases and the executors read them and never import the commands. What
 only shapes a command's output (--json) is not a setting and is not saved.
 """

@@ -10,9 +10,9 @@ from typing import Any
 
 import click
 
-from tritonbisect.commands.launch import start_session
-from tritonbisect.commands.options import bisect_settings, common_bisect_options, wants_json
 from tritonbisect.core.errors import InputError
+from tritonbisect.options.bisect_options import bisect_settings, common_bisect_options, wants_json
+from tritonbisect.options.launch import start_session
 
 DEFAULT_BUILD_TIMEOUT = 3 * 3600.0
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import click
+
 from tritonbisect.hunt.targets import GitTarget, TargetFactory
 from tritonbisect.session.phases import PhaseSpec
 from tritonbisect.session.settings import BisectSettings
@@ -37,5 +39,10 @@ def _create(kw: dict[str, Any], settings: BisectSettings) -> CommandTarget:
     return CommandTarget(kw.get("repo") or Path("."), kw.get("build_cmd"), {}, first_parent=settings.search.first_parent)
 
 
+_OPTIONS = (
+    click.option("--repo", type=click.Path(file_okay=False, path_type=Path), help="Command bisector: the repository to hunt in, built with --build (default: the current directory)."),
+    click.option("--build", "build_cmd", metavar="CMD", help="Command bisector: build command (bash), run in each commit's checkout."),
+)
+
 # it takes any options: hunt/target_table.py tries it last
-HUNT_TARGET = TargetFactory("command", lambda kw: True, frozenset({"repo", "build_cmd"}), _create)
+HUNT_TARGET = TargetFactory("command", lambda kw: True, frozenset({"repo", "build_cmd"}), _create, _OPTIONS)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import click
+
 from tritonbisect.domains.triton.bisector import TritonBuildOptions
 from tritonbisect.domains.triton.triton_options import BUILD_OPTION_NAMES, build_from_options
 from tritonbisect.hunt.targets import GitTarget, TargetFactory
@@ -49,7 +51,12 @@ def _create(kw: dict[str, Any], settings: BisectSettings) -> TorchTarget:
 
 # --triton-dir goes with it too (the source of the pinned Triton commits): hunt/target_table.py
 # tries this target before Triton's
+_OPTIONS = (
+    click.option("--torch-dir", type=click.Path(file_okay=False, path_type=Path), help="PyTorch bisector: the PyTorch checkout."),
+    click.option("--use", "use", multiple=True, metavar="FLAG=VAL", help="PyTorch bisector: a USE_* build flag (repeatable)."),
+)
+
 HUNT_TARGET = TargetFactory(
     "torch", lambda kw: kw.get("torch_dir") is not None,
-    frozenset({"torch_dir", "triton_dir", "use", "llvm_dir"}) | BUILD_OPTION_NAMES, _create,
+    frozenset({"torch_dir", "triton_dir", "use", "llvm_dir"}) | BUILD_OPTION_NAMES, _create, _OPTIONS,
 )

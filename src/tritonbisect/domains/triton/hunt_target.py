@@ -7,9 +7,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritonbisect.domains.llvm.llvm_options import LLVM_OPTION_NAMES, llvm_config_from_options
+import click
+
+from tritonbisect.domains.llvm.llvm_options import (
+    LLVM_OPTION_NAMES,
+    llvm_config_from_options,
+    llvm_options,
+)
 from tritonbisect.domains.triton.bisector import TritonBuildOptions
-from tritonbisect.domains.triton.triton_options import BUILD_OPTION_NAMES, build_from_options
+from tritonbisect.domains.triton.triton_options import (
+    BUILD_OPTION_NAMES,
+    build_from_options,
+    build_options,
+)
 from tritonbisect.hunt.targets import GitTarget, TargetFactory
 from tritonbisect.session.phases import PhaseSpec
 from tritonbisect.session.session import Session
@@ -86,8 +96,19 @@ def _create(kw: dict[str, Any], settings: BisectSettings) -> TritonTarget:
     return TritonTarget(kw["triton_dir"], {}, config, first_parent=settings.search.first_parent)
 
 
+_dir = click.Path(file_okay=False, path_type=Path)
+# --triton-dir, --llvm-dir and the build options go with the PyTorch bisector too
+_OPTIONS = (
+    click.option("--triton-dir", type=_dir, help="Triton bisector: the Triton checkout (with --torch-dir: the Triton source of the pinned commits)."),
+    click.option("--llvm-dir", type=_dir, help="llvm-project checkout (Triton/PyTorch bisectors), as for `triton`/`torch`."),
+    click.option("--compat-map", type=click.Path(dir_okay=False, path_type=Path), help="Triton bisector: commits.csv for the LLVM descent."),
+    click.option("--no-descend-llvm", is_flag=True, help="Triton bisector: stop at a culprit that bumps LLVM."),
+    build_options,
+    llvm_options,
+)
+
 HUNT_TARGET = TargetFactory(
     "triton", lambda kw: kw.get("triton_dir") is not None,
     frozenset({"triton_dir", "llvm_dir", "compat_map", "no_descend_llvm"}) | BUILD_OPTION_NAMES | LLVM_OPTION_NAMES,
-    _create,
+    _create, _OPTIONS,
 )

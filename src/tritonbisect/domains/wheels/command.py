@@ -16,9 +16,9 @@ from typing import Any, NoReturn
 
 import click
 
-from tritonbisect.commands.options import bisect_settings, common_bisect_options, wants_json
 from tritonbisect.core.errors import InputError
 from tritonbisect.domains.wheels.target_python import check_torch, target_platform, target_python
+from tritonbisect.options.bisect_options import bisect_settings, common_bisect_options, wants_json
 from tritonbisect.session.settings import BisectSettings
 
 _dir = click.Path(file_okay=False, path_type=Path)
@@ -175,8 +175,8 @@ def _package_files(feed: str | None, package: str | None, lister: Any, good: str
 
 def _run(settings: BisectSettings, bisector: Any, triton_dir: Path | None, index: list[str], *,
          json_out: bool) -> NoReturn:
-    from tritonbisect.commands.engine import drive_and_follow
     from tritonbisect.domains.wheels.versions_report import commit_range, wheels_result
+    from tritonbisect.options.launch import drive_and_follow
     from tritonbisect.session.session import Session
 
     session = Session.create(settings.workdir, settings, [bisector.phase()],
@@ -220,7 +220,7 @@ def _summary(out: dict[str, Any], session: Any) -> str:
         lines = [f"{out['status']}: {out['reason']}"]
     for t in out["tested"]:
         lines.append(f"  {t['version']:<16} {t['outcome']:<14} {t['verdict']}")
-    from tritonbisect.commands.engine import workdir_flag
+    from tritonbisect.options.launch import workdir_flag
     from tritonbisect.session.phases import RESUMABLE
 
     if any(p.status in RESUMABLE for p in session.phases()):
