@@ -32,8 +32,8 @@ from results_md import RESULTS, write_section
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/: the toy worlds
 from testing.toyworld import make_world
 from tritonbisect.builds.cache import ArtifactCache
+from tritonbisect.builds.llvm_build import LLVMConfig, build_llvm, llvm_env
 from tritonbisect.core.outcome import Kind
-from tritonbisect.domains.llvm.recipe import LLVMConfig, build_llvm, llvm_env
 from tritonbisect.domains.triton.recipe import TritonConfig, build_triton_wheel
 
 SECTION = "## Build cache and ccache"

@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testing/: the to
 from testing.toyworld import make_world
 from tritonbisect.builds.cache import ArtifactCache
 from tritonbisect.builds.downloads import store_dir
+from tritonbisect.builds.llvm_build import LLVMConfig, build_llvm
 from tritonbisect.core.outcome import Kind
-from tritonbisect.domains.llvm.recipe import LLVMConfig, build_llvm
 from tritonbisect.domains.triton.recipe import TritonConfig, build_triton_wheel, default_max_jobs
 
 

@@ -3,7 +3,7 @@
 The layers are read from the page itself (the fenced blocks after `<!-- layers -->` and
 `<!-- domain-roles -->`), so the page and the code cannot drift apart: every import of ours,
 at module level or inside a function, under TYPE_CHECKING or not, must point to the module's
-own layer or a lower one, and no two modules may import each other.
+own layer or a lower one, no two modules may import each other, and no packages either.
 """
 
 from __future__ import annotations
@@ -102,6 +102,73 @@ def test_no_two_modules_import_each_other() -> None:
     edges = graph()
     pairs = sorted({tuple(sorted((a, b))) for a, targets in edges.items() for b in targets if a in edges.get(b, ())})
     assert not pairs, f"modules that import each other: {pairs}"
+
+
+def package_of(module: str) -> str:
+    """The package a module is in: the top-level one, or for a domain its own
+    (`domains.<name>`: the domains are packages side by side, not one layer's modules)."""
+    parts = module.split(".")
+    if len(parts) >= 3 and parts[1] == "domains":
+        return ".".join(parts[1:3])
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def package_graph() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = defaultdict(set)
+    for source, targets in graph().items():
+        for target in targets:
+            a, b = package_of(source), package_of(target)
+            if a != b and b not in ("tritonbisect", "domains"):
+                edges[a].add(b)
+    return edges
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_package_cycle() -> None:
+    """Packages import each other one way only, a domain package included (the LLVM domain may
+    use the Triton one, not also the other way round); the explicit tables name what sits
+    above (core/refs.py)."""
+    found = cycles(package_graph())
+    detail = [f"{a} -> {b}: " + ", ".join(sorted(f"{s} -> {t}" for s, ts in graph().items() for t in ts
+                                                 if package_of(s) == a and package_of(t) == b))
+              for component in found for a in component for b in component if b in package_graph().get(a, ())]
+    assert not found, "packages that import each other (through these imports):\n" + "\n".join(detail)
+
+
+def test_the_cycle_check_sees_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
 
 
 def test_module_names_are_unique_outside_the_domain_packages() -> None:

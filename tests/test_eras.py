@@ -24,11 +24,11 @@ import pytest
 
 from bisectors_world import error_line
 from testing.toyworld.world import make_world
+from tritonbisect.builds.llvm_build import LLVMConfig, cmake_args, targets_for_backends
 from tritonbisect.builds.venv_pool import project_dir
 from tritonbisect.compat_builder.mapper import read_llvm_hash
 from tritonbisect.core.errors import InputError
 from tritonbisect.core.history import History
-from tritonbisect.domains.llvm.recipe import LLVMConfig, cmake_args, targets_for_backends
 from tritonbisect.domains.triton.bisector import (
     bumps_between,
     llvm_bump,
@@ -235,9 +235,9 @@ def test_jobs_are_divided_among_workers_and_options_reach_the_build():
     with pytest.raises(ValueError, match="unknown Triton build type"):
         TritonConfig(build_type="Fast")
     # from the command line's options to the recipe's build environment
-    from tritonbisect.domains.llvm.llvm_options import llvm_config_from_options
     from tritonbisect.domains.triton.recipe import TritonRecipe
     from tritonbisect.domains.triton.triton_options import build_from_options
+    from tritonbisect.options.llvm_options import llvm_config_from_options
 
     config = build_from_options({"triton_build_type": "TritonRelBuildWithAsserts", "clang_lld": True}).recipe_config({"command": "true"})
     env = TritonRecipe(config).triton_config.env(workers=2)
@@ -295,8 +295,8 @@ def test_project_dir_on_the_real_layouts(tmp_path):
 
 
 def test_pytorch_pin_file_follows_the_device(tmp_path):
+    from tritonbisect.builds.wheel_version import _TRITON_PIN
     from tritonbisect.domains.torch.recipe import pin_files, read_triton_pin
-    from tritonbisect.domains.torch.wheel_version import _TRITON_PIN
 
     pins = tmp_path / ".ci" / "docker" / "ci_commit_pins"
     pins.mkdir(parents=True)

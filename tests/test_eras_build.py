@@ -20,9 +20,9 @@ import pytest
 from testing.toyworld import make_world
 from tritonbisect.builds.cache import ArtifactCache
 from tritonbisect.builds.downloads import store_dir
+from tritonbisect.builds.llvm_build import LLVMConfig, build_llvm
 from tritonbisect.builds.recipes import StepContext, recipe_from_config
 from tritonbisect.core.outcome import Kind
-from tritonbisect.domains.llvm.recipe import LLVMConfig, build_llvm
 from tritonbisect.domains.triton.recipe import TritonConfig, build_triton_wheel
 
 pytestmark = pytest.mark.slow

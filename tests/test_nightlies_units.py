@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tritonbisect.builds.wheel_index import WheelFile
 from tritonbisect.core.history import History
-from tritonbisect.domains.triton.nightlies import (
+from tritonbisect.domains.wheels.nightlies import (
     PHASE,
     ancestry_chain,
     commit_label,

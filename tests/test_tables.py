@@ -37,11 +37,12 @@ with open(sys.argv[1], "w") as out:
     json.dump({"name": recipe.name, "same": again.config() == recipe.config(), "domains": domains}, out)
 """
 
-# the domains each recipe's module stands on (a PyTorch build builds the Triton it pins)
+# the domains each recipe's module stands on (a PyTorch build builds the Triton it pins; an
+# LLVM step builds a Triton against it; the LLVM build itself is in builds/)
 DOMAINS = {
-    "command": ["command"], "triton": ["llvm", "triton"], "llvm-triton": ["llvm", "triton"],
+    "command": ["command"], "triton": ["triton"], "llvm-triton": ["llvm", "triton"],
     "backend-llvm": ["llvm", "triton"],
-    "torch": ["llvm", "torch", "triton"], "wheel": ["llvm", "triton", "wheels"],
+    "torch": ["torch", "triton"], "wheel": ["wheels"],
     "revert": ["command"],
 }
 
@@ -94,6 +95,15 @@ def test_every_workflow_resolves_to_its_continuation() -> None:
     assert continuation(descent.WORKFLOW) is descent.continue_after_triton
     assert continuation(pairs.WORKFLOW) is pairs.report_first_bad_pair
     assert continuation(nightly_workflow.WORKFLOW) is nightly_workflow.continue_after_torch_nightlies
+
+
+def test_every_workflow_preflight_resolves() -> None:
+    from tritonbisect.domains.llvm import descent, pairs
+    from tritonbisect.session.workflows import PREFLIGHTS, WORKFLOWS, preflight
+
+    assert set(PREFLIGHTS) <= set(WORKFLOWS)
+    assert preflight(descent.WORKFLOW) is descent.preflight
+    assert preflight(pairs.WORKFLOW)(None, None) is None  # a workflow without one: nothing checked
 
 
 def test_an_unknown_workflow_is_one_clear_error() -> None:

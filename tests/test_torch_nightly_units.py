@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from tritonbisect.builds.wheel_index import WheelFile
-from tritonbisect.core.errors import InputError
-from tritonbisect.core.history import History
-from tritonbisect.domains.torch.wheel_version import (
+from tritonbisect.builds.wheel_version import (
     dev_date,
     git_version_of_wheel,
     triton_requirement,
 )
-from tritonbisect.domains.triton.nightlies import torch_nightly_commits
+from tritonbisect.core.errors import InputError
+from tritonbisect.core.history import History
+from tritonbisect.domains.wheels.nightlies import torch_nightly_commits
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 

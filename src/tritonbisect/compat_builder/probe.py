@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tritonbisect.builds.gitutil import GitFailure, base_build_env, checkout_worktree
+from tritonbisect.builds.llvm_build import LLVMConfig, build_llvm, llvm_cache_key
 from tritonbisect.builds.recipes import StepContext, TestSpec
 from tritonbisect.builds.store import open_cache
 from tritonbisect.compat_builder import gitops
 from tritonbisect.core.errors import AbortError, InputError
 from tritonbisect.core.outcome import Kind
-from tritonbisect.domains.llvm.recipe import LLVMConfig, build_llvm, llvm_cache_key
 from tritonbisect.domains.llvm.triton_recipe import LLVMTritonRecipe
 
 COMPATIBLE = "compatible"

@@ -49,7 +49,6 @@ from oracle_core import (
 from oracle_launch import interpreter_numpy_compat, use_recorded_ir
 from oracle_launch import launch as launch_in
 
-
 # --- the kernel -------------------------------------------------------------------------
 
 

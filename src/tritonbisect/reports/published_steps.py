@@ -1,6 +1,6 @@
 """What the published wheels of a session came to, for its result and report: how each step
 got its artifact (install, build, cache), and the bracket the installs-only "nightlies"
-phase of `triton|torch --wheel-index` left (domains/triton/nightlies.py)."""
+phase of `triton|torch --wheel-index` left (domains/wheels/nightlies.py)."""
 
 from __future__ import annotations
 

@@ -29,6 +29,24 @@ WORKFLOWS: dict[str, str] = {
 }
 
 
+# What a workflow checks before its session is created (its domain's options against the
+# repositories, before any build): "module:attr" of a callable (bisector, plan) -> Any. A
+# command reaches the check through this table, so that a domain need not import the domain
+# whose phases follow its own (the Triton command, the LLVM descent's checks).
+PREFLIGHTS: dict[str, str] = {
+    "triton-llvm": "tritonbisect.domains.llvm.descent:preflight",
+}
+
+
+def preflight(name: str) -> Callable[[Any, Any], Any]:
+    """The preflight check of the workflow `name` (a check that passes for one without)."""
+    ref = PREFLIGHTS.get(name)
+    if ref is None:
+        return lambda _bisector, _plan: None
+    check: Callable[[Any, Any], Any] = resolve(ref)
+    return check
+
+
 def continuation(name: str) -> ContinueFn:
     """The continuation of the workflow `name`; InputError for a name this version lacks."""
     try:

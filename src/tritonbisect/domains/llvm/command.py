@@ -12,7 +12,6 @@ from typing import Any
 import click
 
 from tritonbisect.core.errors import InputError
-from tritonbisect.domains.llvm.llvm_options import llvm_config_from_options, llvm_options
 from tritonbisect.domains.triton.triton_options import (
     backend_options,
     build_from_options,
@@ -20,6 +19,7 @@ from tritonbisect.domains.triton.triton_options import (
 )
 from tritonbisect.options.bisect_options import bisect_settings, common_bisect_options, wants_json
 from tritonbisect.options.launch import resolve_test, start_session
+from tritonbisect.options.llvm_options import llvm_config_from_options, llvm_options
 
 _dir = click.Path(file_okay=False, path_type=Path)
 _file = click.Path(dir_okay=False, path_type=Path)

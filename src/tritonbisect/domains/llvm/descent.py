@@ -12,7 +12,7 @@ options) is kept in session.json so that `resume` can continue either phase.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import click
@@ -40,39 +40,13 @@ from tritonbisect.domains.triton.bisector import (
     pin_set_of,
     pinned_llvm,
 )
+from tritonbisect.domains.triton.descent_plan import WORKFLOW as WORKFLOW
+from tritonbisect.domains.triton.descent_plan import DescentPlan
 from tritonbisect.domains.triton.llvm_pin import BUMP
-from tritonbisect.domains.triton.nightlies import PHASE as NIGHTLIES
-from tritonbisect.domains.triton.nightlies import continue_after_nightlies
 from tritonbisect.domains.triton.pin_set import BACKENDS, TOOLCHAIN
+from tritonbisect.domains.wheels.nightlies import PHASE as NIGHTLIES
+from tritonbisect.domains.wheels.nightlies import continue_after_nightlies
 from tritonbisect.session.phases import STATUS_PENDING, STATUS_SUPERSEDED
-
-WORKFLOW = "triton-llvm"
-EXTRA_KEY = "descent"
-
-
-@dataclass
-class DescentPlan:
-    """What the descent needs, decided when the session is created."""
-
-    descend: bool = True
-    llvm_dir: str | None = None
-    compat_map: str | None = None
-    test: dict = field(default_factory=dict)
-    build: dict = field(default_factory=dict)  # TritonBuildOptions fields
-    llvm: dict = field(default_factory=dict)  # LLVMConfig fields
-    bump: dict | None = None  # filled when the Triton culprit is an LLVM bump
-
-    def save(self, session) -> None:
-        """Kept in session.json (`extra`), written atomically with the session."""
-        session.extra[EXTRA_KEY] = asdict(self)
-        session.save()
-
-    @classmethod
-    def load(cls, session) -> DescentPlan:
-        data = session.extra.get(EXTRA_KEY)
-        if not isinstance(data, dict):
-            raise InputError(f"session {session.id} has no LLVM descent plan; is it corrupt?")
-        return cls(**data)
 
 
 def preflight(bisector: TritonBisector, plan: DescentPlan) -> list[str]:

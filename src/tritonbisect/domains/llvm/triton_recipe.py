@@ -24,10 +24,11 @@ from typing import Any
 
 from tritonbisect.builds.gitutil import GitFailure, checkout_worktree
 from tritonbisect.builds.recipes import PrepareResult, StepContext, TestRun
+from tritonbisect.builds.target_test import run_test
 from tritonbisect.core.gitrun import GitError
 from tritonbisect.core.outcome import Kind
 from tritonbisect.domains.llvm.patch_replay import REPLAY_FILE, Replayed, replay
-from tritonbisect.domains.triton.recipe import TritonRecipe, run_test
+from tritonbisect.domains.triton.recipe import TritonRecipe
 
 RECIPE = "llvm-triton"
 

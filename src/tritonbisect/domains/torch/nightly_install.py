@@ -24,7 +24,7 @@ from tritonbisect.builds.wheel_index import (
     platform_of,
     version_key,
 )
-from tritonbisect.domains.torch.wheel_version import triton_requirement
+from tritonbisect.builds.wheel_version import triton_requirement
 
 
 def install_pinned_triton(requirement: str, index_urls: Sequence[str], env: TargetEnv, cache_root: Path,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tritonbisect.domains.triton.nightlies import PHASE as NIGHTLIES
-from tritonbisect.domains.triton.nightlies import continue_after_nightlies
+from tritonbisect.domains.wheels.nightlies import PHASE as NIGHTLIES
+from tritonbisect.domains.wheels.nightlies import continue_after_nightlies
 from tritonbisect.session.phases import STATUS_SUPERSEDED
 
 WORKFLOW = "torch-nightlies"

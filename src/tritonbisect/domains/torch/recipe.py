@@ -35,12 +35,12 @@ from typing import Any
 
 from tritonbisect.builds.cache import ArtifactCache, sandbox_mark
 from tritonbisect.builds.env import EnvError
+from tritonbisect.builds.llvm_build import cached_build
 from tritonbisect.builds.recipes import PrepareResult, StepContext
 from tritonbisect.builds.store import ArtifactStore
 from tritonbisect.builds.submodules import MIRRORS, SubmoduleError, update_submodules
 from tritonbisect.builds.toolchain import compiler_id, which
 from tritonbisect.core.outcome import Kind
-from tritonbisect.domains.llvm.recipe import cached_build
 from tritonbisect.domains.triton.recipe import (
     GitFailure,
     TritonRecipe,

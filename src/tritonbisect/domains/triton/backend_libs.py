@@ -3,7 +3,7 @@
 A Triton commit whose AMD backend pins an LLVM of its own (cmake/amd-llvm-info.json) does
 AMD code generation in a shared library built against that LLVM and dlopened at run time.
 With the backend's LLVM checkout given, each step gets that library built from the commit's
-own pin: the backend LLVM at the pinned commit (llvm/recipe.py, cached by commit and options,
+own pin: the backend LLVM at the pinned commit (builds/llvm_build.py, cached by commit and options,
 with the backend's targets: host and AMDGPU, and lld), then the library from the Triton tree
 against it (llvm/codegen_lib.py, cached by its sources, that LLVM and the revision). The test
 runs with TRITON_AMD_CODEGEN_PATH pointing at it. The wheel is built with the variable set
@@ -22,11 +22,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tritonbisect.builds.codegen_lib import build_codegen, env_var
 from tritonbisect.builds.gitutil import GitFailure, base_build_env, checkout_worktree
-from tritonbisect.builds.recipes import StepContext
-from tritonbisect.core.outcome import Kind
-from tritonbisect.domains.llvm.codegen_lib import build_codegen, env_var
-from tritonbisect.domains.llvm.recipe import (
+from tritonbisect.builds.llvm_build import (
     LLVMBuild,
     LLVMConfig,
     build_llvm,
@@ -34,6 +32,8 @@ from tritonbisect.domains.llvm.recipe import (
     llvm_cache_key,
     targets_for_backends,
 )
+from tritonbisect.builds.recipes import StepContext
+from tritonbisect.core.outcome import Kind
 from tritonbisect.domains.triton.llvm_pin import PinError, tree_reader
 from tritonbisect.domains.triton.pin_set import info_file, read_pin_set
 

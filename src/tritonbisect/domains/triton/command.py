@@ -13,7 +13,6 @@ from typing import Any
 import click
 
 from tritonbisect.core.errors import InputError
-from tritonbisect.domains.llvm.llvm_options import llvm_config_from_options, llvm_options
 from tritonbisect.domains.triton.triton_options import (
     backend_options,
     build_from_options,
@@ -21,6 +20,7 @@ from tritonbisect.domains.triton.triton_options import (
 )
 from tritonbisect.options.bisect_options import bisect_settings, common_bisect_options, wants_json
 from tritonbisect.options.launch import resolve_test, start_session
+from tritonbisect.options.llvm_options import llvm_config_from_options, llvm_options
 
 _dir = click.Path(file_okay=False, path_type=Path)
 _file = click.Path(dir_okay=False, path_type=Path)
@@ -48,8 +48,9 @@ def triton_cmd(triton_dir: Path, good: str, bad: str, no_descend_llvm: bool, llv
                compat_map: Path | None, wheel_index: tuple[str, ...], wheels_mode: str,
                wheel_package: str, wheel_feed: str | None, **kwargs: Any) -> None:
     """Bisect Triton; a culprit that bumps LLVM is followed into llvm-project."""
-    from tritonbisect.domains.llvm.descent import WORKFLOW, DescentPlan, preflight
     from tritonbisect.domains.triton.bisector import TritonBisector
+    from tritonbisect.domains.triton.descent_plan import WORKFLOW, DescentPlan
+    from tritonbisect.session.workflows import preflight
 
     if wheel_feed:
         from tritonbisect.builds.wheel_feeds import feed_named
@@ -74,7 +75,7 @@ def triton_cmd(triton_dir: Path, good: str, bad: str, no_descend_llvm: bool, llv
         build=asdict(build),
         llvm=llvm,
     )
-    preflight(bisector, plan)
+    preflight(WORKFLOW)(bisector, plan)
     phases = [bisector.phase()]
     if wheel_index and wheels_mode != "off":
         from tritonbisect.domains.wheels.nightly_phases import nightly_phases

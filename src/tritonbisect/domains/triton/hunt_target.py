@@ -9,11 +9,6 @@ from typing import Any
 
 import click
 
-from tritonbisect.domains.llvm.llvm_options import (
-    LLVM_OPTION_NAMES,
-    llvm_config_from_options,
-    llvm_options,
-)
 from tritonbisect.domains.triton.bisector import TritonBuildOptions
 from tritonbisect.domains.triton.triton_options import (
     BUILD_OPTION_NAMES,
@@ -21,6 +16,11 @@ from tritonbisect.domains.triton.triton_options import (
     build_options,
 )
 from tritonbisect.hunt.targets import GitTarget, TargetFactory
+from tritonbisect.options.llvm_options import (
+    LLVM_OPTION_NAMES,
+    llvm_config_from_options,
+    llvm_options,
+)
 from tritonbisect.session.phases import PhaseSpec
 from tritonbisect.session.session import Session
 from tritonbisect.session.settings import BisectSettings
@@ -58,7 +58,7 @@ class TritonTarget(GitTarget):
         )
 
     def _plan(self):
-        from tritonbisect.domains.llvm.descent import DescentPlan
+        from tritonbisect.domains.triton.descent_plan import DescentPlan
 
         c = self.config
         return DescentPlan(
@@ -74,7 +74,7 @@ class TritonTarget(GitTarget):
         return self._bisector(good, bad).phase()
 
     def workflow(self) -> str | None:
-        from tritonbisect.domains.llvm.descent import WORKFLOW
+        from tritonbisect.domains.triton.descent_plan import WORKFLOW
 
         return WORKFLOW
 
@@ -82,10 +82,11 @@ class TritonTarget(GitTarget):
         self._plan().save(session)
 
     def check_range(self, good: str, bad: str) -> None:
-        from tritonbisect.domains.llvm.descent import preflight
+        from tritonbisect.domains.triton.descent_plan import WORKFLOW
+        from tritonbisect.session.workflows import preflight
 
         super().check_range(good, bad)
-        preflight(self._bisector(good, bad), self._plan())
+        preflight(WORKFLOW)(self._bisector(good, bad), self._plan())
 
 
 def _create(kw: dict[str, Any], settings: BisectSettings) -> TritonTarget:

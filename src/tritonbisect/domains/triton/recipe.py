@@ -39,7 +39,7 @@ Recipe config (JSON, saved in session.json; unknown keys are ignored):
   backend_llvm  "pinned" (default) or "core": the library built against the core LLVM
   test_env      variables for the test only (not the build): an A/B step's previous ptxas
   wheels        {commit: {filename, url, sha256, version}}: commits with a published nightly
-                wheel (+git<sha>), installed instead of built (domains/triton/nightlies.py)
+                wheel (+git<sha>), installed instead of built (domains/wheels/nightlies.py)
 """
 
 from __future__ import annotations
@@ -81,19 +81,7 @@ from tritonbisect.builds.gitutil import (
     resolve_commit,
 )
 from tritonbisect.builds.install_check import WheelUnreadable, startup_hooks
-from tritonbisect.builds.recipes import (
-    PrepareResult,
-    StepContext,
-    TestRun,
-    TestSpec,
-    test_files,
-)
-from tritonbisect.builds.store import ArtifactStore, open_cache
-from tritonbisect.builds.toolchain import compiler_id, which
-from tritonbisect.builds.venv_pool import EnvPool, ensure_build_requirements, project_dir
-from tritonbisect.core.history import root_identity
-from tritonbisect.core.outcome import RESULT_ENV_VAR, Kind, read_result_json
-from tritonbisect.domains.llvm.recipe import (
+from tritonbisect.builds.llvm_build import (
     LLVMBuild,
     LLVMConfig,
     build_llvm,
@@ -102,6 +90,18 @@ from tritonbisect.domains.llvm.recipe import (
     llvm_cache_key,
     llvm_env,
 )
+from tritonbisect.builds.recipes import (
+    PrepareResult,
+    StepContext,
+    TestRun,
+    TestSpec,
+)
+from tritonbisect.builds.store import ArtifactStore, open_cache
+from tritonbisect.builds.target_test import run_test
+from tritonbisect.builds.toolchain import compiler_id, which
+from tritonbisect.builds.venv_pool import EnvPool, ensure_build_requirements, project_dir
+from tritonbisect.core.history import root_identity
+from tritonbisect.core.outcome import Kind
 from tritonbisect.domains.triton.llvm_pin import PIN_FILES_TEXT, PinError, read_pin, tree_reader
 
 RECIPE = "triton"
@@ -325,31 +325,6 @@ def _python_abi(python: str) -> str:
         capture_output=True, text=True, timeout=120,
     )
     return out.stdout.strip().replace("_", "-") or "unknown"
-
-
-def run_test(env: TargetEnv, spec: TestSpec, commit: str, ctx: StepContext, *, record: bool,
-             runner: Callable | None = None) -> TestRun:
-    """Run the test (or the record command) once in the worktree with the target env."""
-    command, log, result_path = test_files(spec, ctx, record=record)
-    base = base_build_env()
-    base.update(ctx.env)
-    base["TRITONBISECT_COMMIT"] = commit
-    base["TRITONBISECT_WORKTREE"] = str(ctx.worktree)
-    cache_root = (Path(ctx.workdir) if ctx.workdir else ctx.log_dir) / "triton-cache"
-    tenv = env.test_env(base, cache_root)
-    tenv[RESULT_ENV_VAR] = str(result_path)
-    try:
-        res = (runner or default_runner())(command, cwd=ctx.worktree, env=tenv, log=log,
-                                            timeout=ctx.timeout)
-    finally:
-        shutil.rmtree(tenv["TRITON_CACHE_DIR"], ignore_errors=True)
-    return TestRun(
-        returncode=res.returncode,
-        seconds=res.seconds,
-        log=log,
-        timed_out=res.timed_out,
-        result=read_result_json(result_path),
-    )
 
 
 # --- recipes ----------------------------------------------------------------------------

@@ -128,7 +128,7 @@ def ancestry_order(versions: Sequence[str], checkout: Path) -> tuple[list[str] |
     """The versions that name a commit (+git<sha>, +<sha10>) ordered by the checkout's
     history (a topological order), with the commit-less ones by PEP 440 around them; and a
     note when that was not possible. None: use PEP 440 order."""
-    from tritonbisect.domains.triton.nightlies import commit_label
+    from tritonbisect.domains.wheels.nightlies import commit_label
 
     labelled = {v: commit_label(v) for v in versions}
     named = {v: lab for v, lab in labelled.items() if lab}

@@ -24,8 +24,8 @@ def nightly_phases(bisector: Any, source_phase: Any, settings: BisectSettings, i
 
     from tritonbisect.builds.index_config import activate, read_config, strip_auth
     from tritonbisect.builds.wheel_index import compatible, list_wheels, normalize_name
-    from tritonbisect.domains.triton.nightlies import nightly_commits, nightly_phase
     from tritonbisect.domains.wheels.bisector import list_or_abort
+    from tritonbisect.domains.wheels.nightlies import nightly_commits, nightly_phase
     from tritonbisect.session.phase_run import candidates_of
 
     target = target_python(bisector.build.python, Path(bisector.build.venv) if bisector.build.venv else None)
@@ -70,9 +70,9 @@ def _torch_nightlies(bisector: Any, files: list, order: list[str], settings: Bis
 
     from tritonbisect.builds.store import open_cache
     from tritonbisect.builds.wheel_fetch import FetchError, fetch_wheel
-    from tritonbisect.domains.torch.wheel_version import git_version_of_wheel
-    from tritonbisect.domains.triton.nightlies import torch_nightly_commits
+    from tritonbisect.builds.wheel_version import git_version_of_wheel
     from tritonbisect.domains.wheels.bisector import IndexUnreachable
+    from tritonbisect.domains.wheels.nightlies import torch_nightly_commits
 
     def day(commit: str):
         return datetime.fromisoformat(bisector.history.committed_at(commit)).astimezone(timezone.utc).date()

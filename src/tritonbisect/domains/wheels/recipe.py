@@ -31,9 +31,9 @@ from tritonbisect.builds.recipes import (
     TestSpec,
 )
 from tritonbisect.builds.store import open_cache
+from tritonbisect.builds.target_test import run_test
 from tritonbisect.builds.venv_pool import EnvPool
 from tritonbisect.core.outcome import Kind
-from tritonbisect.domains.triton.recipe import run_test
 
 RECIPE = "wheel"
 LADDER_FILE = "WHEEL.json"

@@ -29,12 +29,12 @@ from pathlib import Path
 from tritonbisect.builds.build_process import run_logged, with_writable
 from tritonbisect.builds.cache import ArtifactCache, sandbox_mark
 from tritonbisect.builds.failures import classify_build_log
+from tritonbisect.builds.llvm_build import cached_build, run_appending
 from tritonbisect.builds.store import ArtifactStore
 from tritonbisect.builds.toolchain import compiler_id, missing_tools
 from tritonbisect.core.gitrun import run_git
 from tritonbisect.core.outcome import Kind
 from tritonbisect.core.process import clean_env
-from tritonbisect.domains.llvm.recipe import cached_build, run_appending
 
 RECIPE = "codegen"
 ENV = {"amd": "TRITON_AMD_CODEGEN_PATH", "nvidia": "TRITON_NVIDIA_CODEGEN_PATH"}

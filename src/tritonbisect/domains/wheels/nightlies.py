@@ -28,8 +28,8 @@ import click
 
 from tritonbisect.builds.install_check import git_label
 from tritonbisect.builds.wheel_index import WheelFile
+from tritonbisect.builds.wheel_version import dev_date
 from tritonbisect.core.errors import InputError
-from tritonbisect.domains.torch.wheel_version import dev_date
 from tritonbisect.reports.published_steps import NIGHTLIES_PHASE as PHASE
 from tritonbisect.reports.published_steps import wheel_version
 from tritonbisect.session.phases import PhaseSpec

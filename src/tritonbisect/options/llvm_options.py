@@ -37,7 +37,7 @@ def llvm_options(f: F) -> F:
 
 def llvm_config_from_options(kwargs: dict[str, Any]) -> dict[str, Any]:
     """The LLVM build config (LLVMConfig's fields) of llvm_options' values, validated."""
-    from tritonbisect.domains.llvm.recipe import DEFAULT_TARGETS, targets_for_backends
+    from tritonbisect.builds.llvm_build import DEFAULT_TARGETS, targets_for_backends
 
     if kwargs.get("llvm_targets") and kwargs.get("backends"):
         raise InputError("--llvm-targets and --backends both choose LLVM's targets; give one")
