@@ -69,9 +69,8 @@ def sample(script: Path, n: int) -> float:
 def decide(reference: list[float], candidate: list[float], threshold: float, rounds: int, seed: int) -> dict:
     """The runner's own rule (bisect.perf.judge_step) on random orderings of the measured
     candidate samples: 5 at a time until decided or 20 taken."""
-    from tritonbisect.core.outcome import Kind, Policy
+    from tritonbisect.core.outcome import Kind, Policy, combine_runs
     from tritonbisect.core.perf import PerfSettings, judge_step
-    from tritonbisect.executors.runner import combine_runs
 
     perf = PerfSettings(samples=5, max_samples=20, threshold=threshold, significance=0.01)
     policy = Policy(regress="perf", perf=perf)

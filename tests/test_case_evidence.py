@@ -4,8 +4,7 @@ records in, plain data out."""
 
 from __future__ import annotations
 
-from tritonbisect.core.outcome import Kind, Policy, case_kinds
-from tritonbisect.executors.runner import combine_cases
+from tritonbisect.core.outcome import Kind, Policy, case_kinds, combine_cases
 from tritonbisect.session.case_evidence import (
     case_evidence,
     case_tests,

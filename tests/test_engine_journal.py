@@ -10,8 +10,7 @@ import pytest
 
 from engine_repo import tb
 from tritonbisect.core.errors import InputError, SessionLockedError
-from tritonbisect.core.outcome import Kind, Policy, Verdict
-from tritonbisect.executors.runner import combine_runs
+from tritonbisect.core.outcome import Kind, Policy, Verdict, combine_runs
 from tritonbisect.options.bisect_options import bisect_settings, check_test_command
 from tritonbisect.session.journal import (
     Journal,

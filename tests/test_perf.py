@@ -14,9 +14,8 @@ from hypothesis import strategies as st
 
 from bisectors_world import error_line, run_cli, run_json
 from engine_repo import BUILD, C, make_history
-from tritonbisect.core.outcome import Kind, Policy, Verdict
+from tritonbisect.core.outcome import Kind, Policy, Verdict, combine_runs
 from tritonbisect.core.perf import PerfSettings, judge_step, metric_of, parse_threshold
-from tritonbisect.executors.runner import combine_runs
 from tritonbisect.search.perfstats import _exact_counts, judge, mann_whitney_u, median
 
 # --- the statistics ---------------------------------------------------------------------------

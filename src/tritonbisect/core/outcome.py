@@ -1,7 +1,9 @@
-"""Outcome kinds, verdicts, the policy between them, and classification of finished processes.
+"""Outcome kinds, verdicts, the rules between them, and classification of finished processes.
 
 A test's raw exit code never reaches the search or git: every finished process is first
-classified into an outcome `Kind`, and a `Policy` maps kinds to the `Verdict` the search sees.
+classified into an outcome `Kind`, a `Policy` maps kinds to the `Verdict` the search sees,
+and `combine_runs` / `combine_cases` make one verdict of a step's repeated runs (and of each
+case they report). Every verdict rule is here; the runner and the session only apply them.
 """
 
 from __future__ import annotations
@@ -9,7 +11,8 @@ from __future__ import annotations
 import json
 import re
 import signal
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -17,6 +20,11 @@ from typing import Any
 
 
 class Kind(str, Enum):
+    """What happened to a step (a build, a test run, the step)."""
+
+    def __str__(self) -> str:  # as the journal spells it, in a message as in JSON
+        return self.value
+
     PASS = "pass"
     FAIL = "fail"
     CRASH = "crash"
@@ -34,9 +42,16 @@ class Kind(str, Enum):
     # it compiles, but the target's driver refuses to launch it (Triton's OutOfResources: more
     # shared memory, threads or registers than a block may have)
     OUT_OF_RESOURCES = "out_of_resources"
+    # a person's verdict (--manual, `mark`): no test ran, the policy has no say
+    MANUAL = "manual"
 
 
 class Verdict(str, Enum):
+    """What a step says of its commit, as the search takes it."""
+
+    def __str__(self) -> str:
+        return self.value
+
     GOOD = "good"
     BAD = "bad"
     SKIP = "skip"
@@ -206,6 +221,50 @@ class Policy:
 
     def to_dict(self) -> dict[str, str]:
         return {"regress": self.regress, "on_build_failure": self.on_build_failure}
+
+
+# --- repeated runs -----------------------------------------------------------------------
+
+
+def combine_runs(kinds: Sequence[Kind], reasons: Sequence[str], policy: Policy) -> tuple[Kind, Verdict, str]:
+    """Majority verdict of repeated runs; disagreeing verdicts make the kind FLAKY."""
+    verdicts = [policy.verdict(k) for k in kinds]
+    counts = Counter(verdicts)
+    if len(counts) == 1:
+        # all runs agree: report the most common kind (first among equals)
+        kind = Counter(kinds).most_common(1)[0][0]
+        reason = reasons[kinds.index(kind)]
+        if len(kinds) > 1:
+            reason = f"{reason} ({len(kinds)} of {len(kinds)} runs agree)"
+        return kind, verdicts[0], reason
+    (top, top_n), *rest = counts.most_common()
+    majority = top if top_n * 2 > len(verdicts) else Verdict.SKIP
+    detail = ", ".join(k.value for k in kinds)
+    tally = f"{top_n} of {len(verdicts)} runs {top.value}"
+    if majority is Verdict.SKIP:
+        reason = f"flaky: runs disagree with no majority ({detail})"
+    else:
+        reason = f"flaky: {tally} ({detail})"
+    return Kind.FLAKY, majority, reason
+
+
+def combine_cases(tests: Sequence[dict[str, Any]], policy: Policy) -> dict[str, dict[str, str]] | None:
+    """Each reported case's kind and verdict over the runs of a step, combined as the
+    overall result is (a run that did not report a case says nothing of it). A case's
+    infrastructure failure is no verdict on the commit for that case: skip, never abort."""
+    runs: dict[str, list[Kind]] = {}
+    for test in tests:
+        for name, kind in (test.get("cases") or {}).items():
+            runs.setdefault(name, []).append(Kind(kind))
+    if not runs:
+        return None
+    out: dict[str, dict[str, str]] = {}
+    for name, kinds in runs.items():
+        kind, verdict, _ = combine_runs(kinds, [k.value for k in kinds], policy)
+        if verdict is Verdict.ABORT:
+            verdict = Verdict.SKIP
+        out[name] = {"kind": kind.value, "verdict": verdict.value}
+    return out
 
 
 # --- classification -------------------------------------------------------------------

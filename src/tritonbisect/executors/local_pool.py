@@ -185,7 +185,7 @@ class WorkerPool:
                                  self.step_settings, token=request.token, kept=kept)
         if isinstance(side, str):
             now = now_iso("milliseconds")
-            return StepResult(commit=request.commit, kind=Kind.INFRA.value, verdict=Verdict.ABORT.value,
+            return StepResult(commit=request.commit, kind=Kind.INFRA, verdict=Verdict.ABORT,
                               reason=side, worker=ref.position, started=now, finished=now, seconds=0.0,
                               log_dir=str(log_dir), cancelled=request.token.cancelled)
         with self._lock:

@@ -325,7 +325,7 @@ def _lost(commit: str, worker: int, started: str, t0: float, log_dir: Path, node
           reason: str, *, cancelled: bool = False) -> StepResult:
     """An `infra` outcome that no process of the step reported (the retry decides)."""
     return StepResult(
-        commit=commit, kind=Kind.INFRA.value, verdict=Verdict.ABORT.value, reason=reason[:400],
+        commit=commit, kind=Kind.INFRA, verdict=Verdict.ABORT, reason=reason[:400],
         worker=worker, started=started, finished=now_iso("milliseconds"), seconds=time.monotonic() - t0,
         log_dir=str(log_dir), cancelled=cancelled, node=node or None,
     )

@@ -166,11 +166,12 @@ class StepWorker:
             side = self._reference(reference, log_dir, token)
             if isinstance(side, str):
                 from tritonbisect.core.clock import now_iso
+                from tritonbisect.core.outcome import Kind, Verdict
                 from tritonbisect.executors.runner import StepResult
 
                 now = now_iso("milliseconds")
                 return dataclasses.asdict(StepResult(
-                    commit=commit, kind="infra", verdict="abort", reason=side, worker=-1, started=now,
+                    commit=commit, kind=Kind.INFRA, verdict=Verdict.ABORT, reason=side, worker=-1, started=now,
                     finished=now, seconds=0.0, log_dir=str(log_dir), cancelled=token.cancelled))
         result = run_in_worktree(
             self._wt, self.recipe, commit, log_dir, self.settings,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -19,7 +18,15 @@ from typing import TYPE_CHECKING, Any
 from tritonbisect.builds.recipes import PrepareResult, Recipe, StepContext, TestRun
 from tritonbisect.core.clock import now_iso
 from tritonbisect.core.gitrun import GitError
-from tritonbisect.core.outcome import Kind, Policy, Verdict, case_kinds, classify_test
+from tritonbisect.core.outcome import (
+    Kind,
+    Policy,
+    Verdict,
+    case_kinds,
+    classify_test,
+    combine_cases,
+    combine_runs,
+)
 from tritonbisect.core.process import CancelToken, read_tail
 from tritonbisect.executors.worktree import Worktree
 
@@ -39,8 +46,8 @@ class StepResult:
     """A finished step, as written to the journal (see `to_record`)."""
 
     commit: str
-    kind: str
-    verdict: str
+    kind: Kind
+    verdict: Verdict
     reason: str
     worker: int
     started: str
@@ -60,11 +67,16 @@ class StepResult:
     reference_tests: list[dict[str, Any]] = field(default_factory=list)
     reference_build: dict[str, Any] | None = None
 
+    def __post_init__(self) -> None:
+        # from a Ray worker's dict, or a person's answer: the enums, whatever came
+        self.kind = Kind(self.kind)
+        self.verdict = Verdict(self.verdict)
+
     def to_record(self) -> dict[str, Any]:
         rec: dict[str, Any] = {
             "commit": self.commit,
-            "kind": self.kind,
-            "verdict": self.verdict,
+            "kind": self.kind.value,
+            "verdict": self.verdict.value,
             "reason": self.reason,
             "worker": self.worker,
             "started": self.started,
@@ -177,8 +189,8 @@ def execute_step(
     def done(kind: Kind, verdict: Verdict, reason: str, **kw: Any) -> StepResult:
         return StepResult(
             commit=commit,
-            kind=kind.value,
-            verdict=verdict.value,
+            kind=kind,
+            verdict=verdict,
             reason=reason,
             worker=ctx.worker,
             started=started_iso,
@@ -305,52 +317,11 @@ def execute_build(
         reason = prep.reason or f"build {kind.value}"
         build = _build_entry(prep, performed=not prep.cached and prep.log is not None)
     return StepResult(
-        commit=commit, kind=kind.value, verdict=policy.verdict(kind).value, reason=reason,
+        commit=commit, kind=kind, verdict=policy.verdict(kind), reason=reason,
         worker=ctx.worker, started=started_iso, finished=now_iso("milliseconds"),
         seconds=time.monotonic() - t0, build=build, log_dir=str(ctx.log_dir),
         cancelled=bool(token and token.cancelled),
     )
-
-
-def combine_runs(kinds: Sequence[Kind], reasons: Sequence[str], policy: Policy) -> tuple[Kind, Verdict, str]:
-    """Majority verdict of repeated runs; disagreeing verdicts make the kind FLAKY."""
-    verdicts = [policy.verdict(k) for k in kinds]
-    counts = Counter(verdicts)
-    if len(counts) == 1:
-        # all runs agree: report the most common kind (first among equals)
-        kind = Counter(kinds).most_common(1)[0][0]
-        reason = reasons[kinds.index(kind)]
-        if len(kinds) > 1:
-            reason = f"{reason} ({len(kinds)} of {len(kinds)} runs agree)"
-        return kind, verdicts[0], reason
-    (top, top_n), *rest = counts.most_common()
-    majority = top if top_n * 2 > len(verdicts) else Verdict.SKIP
-    detail = ", ".join(k.value for k in kinds)
-    tally = f"{top_n} of {len(verdicts)} runs {top.value}"
-    if majority is Verdict.SKIP:
-        reason = f"flaky: runs disagree with no majority ({detail})"
-    else:
-        reason = f"flaky: {tally} ({detail})"
-    return Kind.FLAKY, majority, reason
-
-
-def combine_cases(tests: Sequence[dict[str, Any]], policy: Policy) -> dict[str, dict[str, str]] | None:
-    """Each reported case's kind and verdict over the runs of a step, combined as the
-    overall result is (a run that did not report a case says nothing of it). A case's
-    infrastructure failure is no verdict on the commit for that case: skip, never abort."""
-    runs: dict[str, list[Kind]] = {}
-    for test in tests:
-        for name, kind in (test.get("cases") or {}).items():
-            runs.setdefault(name, []).append(Kind(kind))
-    if not runs:
-        return None
-    out: dict[str, dict[str, str]] = {}
-    for name, kinds in runs.items():
-        kind, verdict, _ = combine_runs(kinds, [k.value for k in kinds], policy)
-        if verdict is Verdict.ABORT:
-            verdict = Verdict.SKIP
-        out[name] = {"kind": kind.value, "verdict": verdict.value}
-    return out
 
 
 def _crash_reason(what: str, exc: BaseException, log_dir: Path) -> str:
@@ -367,14 +338,14 @@ def execute_with_retry(
 ) -> StepResult:
     """Run a step; an infrastructure failure is retried once, then the verdict is abort."""
     first = run_once(log_dir)
-    if first.kind != Kind.INFRA.value or first.cancelled:
+    if first.kind is not Kind.INFRA or first.cancelled:
         return first
     second = run_once(log_dir / "retry")
     second.attempts = [
-        {"kind": first.kind, "reason": first.reason, "build": first.build, "tests": first.tests}
+        {"kind": first.kind.value, "reason": first.reason, "build": first.build, "tests": first.tests}
     ]
-    if second.kind == Kind.INFRA.value:
-        second.verdict = Verdict.ABORT.value
+    if second.kind is Kind.INFRA:
+        second.verdict = Verdict.ABORT
         second.reason = f"infrastructure failure, twice: {second.reason}"
     return second
 
@@ -450,7 +421,7 @@ def run_in_worktree(
     except (GitError, OSError) as exc:
         reason = f"could not prepare the worktree: {exc}"[:300]
         return StepResult(
-            commit=commit, kind=Kind.INFRA.value, verdict=Verdict.ABORT.value,
+            commit=commit, kind=Kind.INFRA, verdict=Verdict.ABORT,
             reason=reason, worker=worker if worker is not None else -1, started=started,
             finished=now_iso("milliseconds"), seconds=0.0, log_dir=str(log_dir),
         )

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tritonbisect.core.outcome import Verdict
+from tritonbisect.core.outcome import Kind, Verdict
 
 ROLE_MARK = "mark"
 ROLE_UNDO = "undo"
@@ -29,7 +29,7 @@ OBSERVED_ROLES = ("endpoint", "search", "confirm")
 CORRECTION_ROLES = (ROLE_MARK, ROLE_UNDO)
 VERDICTS = (Verdict.GOOD, Verdict.BAD, Verdict.SKIP)  # "abort" says nothing of the commit
 # The kind of a verdict given by a person rather than a test.
-KIND_MANUAL = "manual"
+KIND_MANUAL = Kind.MANUAL
 
 
 @dataclass
@@ -118,7 +118,7 @@ def evidence_of(records: Iterable[Mapping[str, Any]]) -> Evidence:
             if role == "search" and rec.get("tests"):
                 ev.search_tests += 1  # tests we ran (not verdicts replayed from a log)
         ev.latest[commit] = verdict
-        if rec.get("kind") == "flaky" and (rec.get("perf") or {}).get("decision") != "undecided":
+        if rec.get("kind") == Kind.FLAKY and (rec.get("perf") or {}).get("decision") != "undecided":
             # a perf step that could not tell at its bound is a skip, not runs that disagreed
             ev.flaky_runs = True
     ev.counts = {c: (g, b) for c, (g, b) in counts.items()}

@@ -157,7 +157,7 @@ class ManualJudge:
             if answer == "quit":
                 raise KeyboardInterrupt
             result.kind = KIND_MANUAL
-            result.verdict = answer
+            result.verdict = Verdict(answer)
             result.reason = f"judged {answer} by hand"
             return result, {"judged": {"answer": answer, "seconds": round(time.monotonic() - started, 1)}}
 
