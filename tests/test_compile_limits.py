@@ -162,7 +162,7 @@ def test_wheels_names_the_first_release_that_cannot_launch_it(flash_attn_oracle,
 
 
 def test_the_runtime_oracle_and_the_reducer_tell_it_apart(tmp_path):
-    from tritonbisect.oracles import runtime_template
+    from tritonbisect.oracles.standalone import oracle_core
     from tritonbisect.reduce.verdict import bad_signature
 
     class OutOfResources(Exception):  # Triton's triton.runtime.errors.OutOfResources, by name
@@ -171,8 +171,8 @@ def test_the_runtime_oracle_and_the_reducer_tell_it_apart(tmp_path):
     try:
         raise RuntimeError("launch") from OutOfResources("out of resource: shared memory")
     except RuntimeError as exc:
-        assert runtime_template.error_kind(exc) == "out_of_resources"
-    assert runtime_template.EXIT_OF_STATUS["out_of_resources"] == 6
+        assert oracle_core.error_kind(exc) == "out_of_resources"
+    assert oracle_core.EXIT_OF_STATUS["out_of_resources"] == 6
     # the reducer keeps a candidate that is still past the same limit, by however much
     result = tmp_path / "bad.json"
     result.write_text(json.dumps({"status": "out_of_resources", "reason": "shared memory: 114688 ...",
