@@ -17,7 +17,9 @@ it starts in tens of milliseconds and imports nothing of ours). It
   before killing everything; on SIGUSR1 (a cancelled step) or the tool's death, kills at once.
 
 It exits with the command's own status (dying of the same signal when the command did), or as
-a shell would (127, 126) when the command cannot be started.
+a shell would (127, 126) when the command cannot be started. With `--status-fd N` it first
+writes that status to the descriptor N (which the command does not inherit): a keeper that ends
+without writing it was itself killed, and the command's status is not known.
 """
 
 from __future__ import annotations
@@ -249,7 +251,10 @@ def _exit_like(status: int) -> None:
         except (ValueError, OSError):
             pass
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
-        signal.signal(sig, signal.SIG_DFL)
+        try:
+            signal.signal(sig, signal.SIG_DFL)
+        except OSError:
+            pass  # SIGKILL and SIGSTOP take no handler: theirs is the default already
         os.kill(os.getpid(), sig)
         time.sleep(1)
         sys.exit(128 + sig)
@@ -257,7 +262,7 @@ def _exit_like(status: int) -> None:
 
 
 def _parse(args: list[str]) -> tuple[dict, list[str]]:
-    opts: dict = {"parent": None, "grace": 3.0, "remove": [], "limits": {}, "cgroup": False}
+    opts: dict = {"parent": None, "grace": 3.0, "remove": [], "limits": {}, "cgroup": False, "status_fd": None}
     i = 0
     while i < len(args) and args[i] != "--":
         word = args[i]
@@ -270,6 +275,8 @@ def _parse(args: list[str]) -> tuple[dict, list[str]]:
             opts["parent"] = int(value)
         elif word == "--grace":
             opts["grace"] = float(value)
+        elif word == "--status-fd":
+            opts["status_fd"] = int(value)
         elif word == "--remove":
             opts["remove"].append(value)
         elif word == "--limit":
@@ -285,6 +292,8 @@ def main(args: list[str]) -> None:
     opts, argv = _parse(args)
     if not argv:
         raise SystemExit("keeper: no command")
+    if opts["status_fd"] is not None:
+        os.set_inheritable(opts["status_fd"], False)  # the command must not write our report
     me = os.getpid()
     signal.pthread_sigmask(signal.SIG_BLOCK, _WATCHED)
     # a signal when the tool dies; when it is already gone, nobody waits for this command
@@ -330,7 +339,13 @@ def main(args: list[str]) -> None:
 
             for folder in opts["remove"]:
                 shutil.rmtree(folder, ignore_errors=True)
-    _exit_like(status if status is not None else signal.SIGKILL)
+    final = status if status is not None else signal.SIGKILL
+    if opts["status_fd"] is not None:
+        try:
+            os.write(opts["status_fd"], f"{final}\n".encode())
+        except OSError:
+            pass
+    _exit_like(final)
 
 
 if __name__ == "__main__":

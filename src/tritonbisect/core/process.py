@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tritonbisect.core.errors import AbortError
 from tritonbisect.core.files import open_nofollow
 from tritonbisect.core.gitrun import without_location
 from tritonbisect.core.loglimit import LogPump, log_limit
@@ -130,6 +131,28 @@ def _killpg(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
+class CommandLost(AbortError):
+    """The keeper running a command ended without the command's status (something killed it:
+    the command's parent, a worker's own process gone, the OOM killer): a harness failure, not
+    the command's outcome. A step reads it as an infrastructure failure and retries."""
+
+
+def _lost_reason(rc: int | None) -> str:
+    how = f"killed by signal {-rc}" if rc is not None and rc < 0 else f"ended with exit {rc}"
+    return f"the process that ran the command (its keeper) was {how} before the command ended: its outcome is unknown"
+
+
+def _read_report(fd: int) -> bytes:
+    """What the keeper wrote to its status pipe (nothing when it died first); closes `fd`."""
+    try:
+        os.set_blocking(fd, False)
+        return os.read(fd, 64)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
 @dataclass
 class ProcessResult:
     returncode: int | None  # negative: killed by that signal
@@ -162,6 +185,8 @@ def run_logged(
     started is reported as a shell would (127, or 126 when not executable) with the reason
     in the log; both read as a missing tool to the classifiers. The log is opened without
     following a link (core.files.open_nofollow); `append` adds to it instead of truncating.
+    A keeper killed before it reported the command's status (the command killed its parent,
+    say) raises CommandLost: its exit status would read as the command's own crash.
     """
     token = token or _GLOBAL_TOKEN
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -178,18 +203,20 @@ def run_logged(
         # bounded: through a pipe that LogPump empties into the log (0: straight into the file)
         read_fd, write_fd = os.pipe() if limit else (None, None)
         argv = ["/bin/bash", "-c", cmd] if isinstance(cmd, str) else [str(c) for c in cmd]
+        status_r, status_w = os.pipe()
         try:
             proc = subprocess.Popen(
-                keeper_argv(argv, grace=grace, options=keeper),
+                keeper_argv(argv, grace=grace, options=[*keeper, "--status-fd", str(status_w)]),
                 cwd=str(cwd),
                 env=dict(env),
                 stdin=subprocess.DEVNULL,
                 stdout=out if write_fd is None else write_fd,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                pass_fds=(status_w,),
             )
         except (FileNotFoundError, PermissionError) as exc:
-            for fd in (read_fd, write_fd):
+            for fd in (read_fd, write_fd, status_r, status_w):
                 if fd is not None:
                     os.close(fd)
             if isinstance(exc, FileNotFoundError):
@@ -197,6 +224,7 @@ def run_logged(
                 return ProcessResult(127, time.monotonic() - start, False, log)
             out.write(f"{exc.filename}: permission denied: command not found\n".encode())
             return ProcessResult(126, time.monotonic() - start, False, log)
+        os.close(status_w)
         pump = None
         if write_fd is not None and read_fd is not None:
             os.close(write_fd)
@@ -226,8 +254,12 @@ def run_logged(
             token._unregister(pgid)
             if pump is not None:
                 pump.finish()
+            reported = _read_report(status_r)
         if timed_out:
             out.write(f"\n# tritonbisect: killed after the {timeout:g} s timeout\n".encode())
+        elif not reported and not token.cancelled:
+            out.write(f"\n# tritonbisect: {_lost_reason(rc)}\n".encode())
+            raise CommandLost(_lost_reason(rc))
     return ProcessResult(rc, time.monotonic() - start, timed_out, log, cancelled=token.cancelled)
 
 
