@@ -60,6 +60,44 @@ def test_replay_latest_verdict_wins_and_abort_is_not_a_verdict() -> None:
     assert replay_verdicts(records) == {"p": {"bad": "bad", "x": "good"}, "q": {"x": "skip"}}
 
 
+def test_a_record_is_written_with_its_version_and_read_typed(tmp_path: Path) -> None:
+    from tritonbisect.session.step_record import JOURNAL_VERSION
+
+    j = Journal(tmp_path / "journal.jsonl")
+    j.append({"seq": 1, "phase": "main", "role": "search", "commit": "a", "verdict": "bad", "kind": "flaky",
+              "perf": {"decision": "undecided"}, "tests": [{"exit": 1}]})
+    (raw,) = j.records()
+    assert raw["v"] == JOURNAL_VERSION and list(raw)[0] == "v"
+    (step,) = j.steps()
+    assert (step.seq, step.role, step.commit) == (1, "search", "a")
+    assert step.verdict is Verdict.BAD and step.kind is Kind.FLAKY
+    assert step.observed and step.says_something and step.perf_undecided
+    assert step.tests == ({"exit": 1},) and step.raw == raw
+
+
+def test_a_record_of_a_newer_version_or_a_wrong_type_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    path.write_text('{"seq": 1}\n{"v": 99, "seq": 2}\n{"seq": 3}\n')
+    with pytest.raises(InputError, match=r"line 2: it is of journal version 99, written by a newer tritonbisect"):
+        Journal(path).records()
+    path.write_text('{"seq": 1}\n{"seq": true}\n{"seq": 3}\n')
+    with pytest.raises(InputError, match=r"line 2: its 'seq' is bool"):
+        Journal(path).records()
+    path.write_text('{"seq": 1, "perf": [1]}\n{"seq": 3}\n')
+    with pytest.raises(InputError, match=r"line 1: its 'perf' is list"):
+        Journal(path).records()
+
+
+def test_a_verdict_or_kind_no_enum_has_is_kept_apart() -> None:
+    from tritonbisect.session.step_record import StepRecord
+
+    step = StepRecord.of({"role": "search", "commit": "c", "verdict": "maybe", "kind": "a_domains_own"})
+    assert step.verdict is None and not step.says_something
+    assert step.kind == "a_domains_own" and not isinstance(step.kind, Kind)
+    # a journal written before records had a version reads as version 1, as it always did
+    assert replay_verdicts([{"phase": "p", "role": "search", "commit": "c", "verdict": "good"}]) == {"p": {"c": "good"}}
+
+
 def test_lock_refuses_a_second_holder(tmp_path: Path) -> None:
     first = SessionLock(tmp_path / "lock", "s1")
     first.acquire()

@@ -23,12 +23,12 @@ from typing import Any
 from tritonbisect.core.outcome import Verdict
 from tritonbisect.session.evidence import (
     CORRECTION_ROLES,
-    OBSERVED_ROLES,
     Evidence,
     evidence_of,
     undone_seqs,
 )
 from tritonbisect.session.journal import ROLE_ENDPOINT
+from tritonbisect.session.step_record import OBSERVED_ROLES
 
 
 def reported(rec: Mapping[str, Any]) -> dict[str, Mapping[str, str]]:

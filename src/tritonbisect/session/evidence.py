@@ -20,11 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tritonbisect.core.outcome import Kind, Verdict
+from tritonbisect.session.step_record import (
+    ROLE_ENDPOINT,
+    ROLE_MARK,
+    ROLE_SEARCH,
+    ROLE_UNDO,
+    StepRecord,
+)
 
-ROLE_MARK = "mark"
-ROLE_UNDO = "undo"
-# Steps whose verdicts are observations of the commit (journal roles of session/journal.py).
-OBSERVED_ROLES = ("endpoint", "search", "confirm")
 # Not steps: a person's corrections.
 CORRECTION_ROLES = (ROLE_MARK, ROLE_UNDO)
 VERDICTS = (Verdict.GOOD, Verdict.BAD, Verdict.SKIP)  # "abort" says nothing of the commit
@@ -66,47 +69,43 @@ class Evidence:
         return Verdict.SKIP.value if commit in self.skipped else None
 
 
-def undone_seqs(records: Iterable[Mapping[str, Any]]) -> set[int]:
+def _steps(records: Iterable[Mapping[str, Any] | StepRecord]) -> list[StepRecord]:
+    return [r if isinstance(r, StepRecord) else StepRecord.of(r) for r in records]
+
+
+def undone_seqs(records: Iterable[Mapping[str, Any] | StepRecord]) -> set[int]:
     """The seqs that undo records cancel, in journal order (undoing an undo restores)."""
-    by_seq = {int(r["seq"]): r for r in records if r.get("seq") is not None}
+    by_seq = {s.seq: s for s in _steps(records) if s.seq is not None}
     undone: set[int] = set()
     for seq in sorted(by_seq):
-        rec = by_seq[seq]
-        if rec.get("role") != ROLE_UNDO or seq in undone:
+        step = by_seq[seq]
+        if step.role != ROLE_UNDO or seq in undone or step.undoes is None or step.undoes in undone:
             continue
-        target = rec.get("undoes")
-        if target is None:
-            continue
-        target = int(target)
-        if target in undone:
-            continue
-        undone.add(target)
-        inner = by_seq.get(target)
-        if inner is not None and inner.get("role") == ROLE_UNDO and inner.get("undoes") is not None:
-            undone.discard(int(inner["undoes"]))  # undoing an undo brings its target back
+        undone.add(step.undoes)
+        inner = by_seq.get(step.undoes)
+        if inner is not None and inner.role == ROLE_UNDO and inner.undoes is not None:
+            undone.discard(inner.undoes)  # undoing an undo brings its target back
     return undone
 
 
-def evidence_of(records: Iterable[Mapping[str, Any]]) -> Evidence:
+def evidence_of(records: Iterable[Mapping[str, Any] | StepRecord]) -> Evidence:
     """The Evidence of one phase's records (in journal order)."""
-    records = list(records)
-    ev = Evidence(undone=undone_seqs(records))
+    steps = _steps(records)
+    ev = Evidence(undone=undone_seqs(steps))
     counts: dict[str, list[int]] = {}
-    for rec in records:
-        seq = rec.get("seq")
-        if seq is not None and int(seq) in ev.undone:
+    for step in steps:
+        if step.seq is not None and step.seq in ev.undone:
             continue
-        role = rec.get("role")
-        commit = rec.get("commit")
-        verdict = rec.get("verdict")
-        if role == ROLE_MARK and commit and verdict in VERDICTS:
-            ev.marks[str(commit)] = verdict
+        verdict = step.verdict
+        if not step.commit or verdict not in VERDICTS or verdict is None:
             continue
-        if role not in OBSERVED_ROLES or not commit or verdict not in VERDICTS:
+        commit = str(step.commit)
+        if step.role == ROLE_MARK:
+            ev.marks[commit] = verdict.value
             continue
-        commit = str(commit)
-        perf = rec.get("perf") or {}
-        if role == "endpoint" and perf.get("verify") and perf.get("decision") == "undecided":
+        if not step.observed:
+            continue
+        if step.role == ROLE_ENDPOINT and step.perf.get("verify") and step.perf_undecided:
             # the A/B of the endpoints could not tell at its bound: the bad endpoint stays
             # bad, as the person said (session/endpoints.py)
             verdict = Verdict.BAD
@@ -115,15 +114,14 @@ def evidence_of(records: Iterable[Mapping[str, Any]]) -> Evidence:
         else:
             pair = counts.setdefault(commit, [0, 0])
             pair[0 if verdict == Verdict.GOOD else 1] += 1
-            if role == "search" and rec.get("tests"):
+            if step.role == ROLE_SEARCH and step.tests:
                 ev.search_tests += 1  # tests we ran (not verdicts replayed from a log)
-        ev.latest[commit] = verdict
-        if rec.get("kind") == Kind.FLAKY and (rec.get("perf") or {}).get("decision") != "undecided":
+        ev.latest[commit] = verdict.value
+        if step.kind == Kind.FLAKY and not step.perf_undecided:
             # a perf step that could not tell at its bound is a skip, not runs that disagreed
             ev.flaky_runs = True
     ev.counts = {c: (g, b) for c, (g, b) in counts.items()}
-    for commit, verdict in ev.marks.items():
-        ev.latest[commit] = verdict
+    ev.latest.update(ev.marks)
     return ev
 
 
@@ -139,15 +137,15 @@ def testable_skips(ev: Evidence) -> set[str]:
     return {c for c in ev.skipped if c not in ev.counts and c not in ev.marks}
 
 
-def candidate_states(records: Iterable[Mapping[str, Any]], candidates: Iterable[str]) -> dict[str, str]:
+def candidate_states(records: Iterable[Mapping[str, Any] | StepRecord], candidates: Iterable[str]) -> dict[str, str]:
     """What is known of each candidate of an inconclusive answer, in words: "does not build",
     "skipped (<kind>)", "marked bad", "tested bad", "tested good 1, bad 2", or "never tested"."""
-    records = list(records)
-    ev = evidence_of(records)
+    steps = _steps(records)
+    ev = evidence_of(steps)
     skip_kind: dict[str, str] = {}
-    for rec in records:
-        if rec.get("verdict") == Verdict.SKIP and rec.get("role") in OBSERVED_ROLES and rec.get("commit"):
-            skip_kind[str(rec["commit"])] = str(rec.get("kind") or "skip")
+    for step in steps:
+        if step.verdict == Verdict.SKIP and step.observed and step.commit:
+            skip_kind[step.commit] = str(step.raw.get("kind") or "skip")
     out: dict[str, str] = {}
     for commit in candidates:
         if commit in ev.marks:

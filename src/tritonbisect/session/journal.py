@@ -22,52 +22,19 @@ from tritonbisect.core.errors import InputError, SessionLockedError
 from tritonbisect.core.files import atomic_write_json, atomic_write_text, fsync_dir, read_json_file
 from tritonbisect.core.lock import PidLock
 from tritonbisect.core.oserrors import at_path
-from tritonbisect.core.outcome import Verdict
 from tritonbisect.core.secrets import scrub_data
+from tritonbisect.session.step_record import (
+    ROLE_CONFIRM,
+    ROLE_ENDPOINT,
+    ROLE_SEARCH,
+    StepRecord,
+    record_problem,
+    stamped,
+)
 
 SESSION_FILE = "session.json"
 JOURNAL_FILE = "journal.jsonl"
 LOCK_FILE = "lock"
-
-# The types of the fields a step record may have (each may be missing or null): a journal can be
-# edited by anything that writes the workdir, and a field of another type is a corrupt line, not
-# a traceback wherever it is read.
-_NUMBER = (int, float)
-_RECORD_FIELDS: dict[str, Any] = {
-    "seq": int, "round": int, "worker": int, "seconds": _NUMBER,
-    "commit": str, "phase": str, "role": str, "kind": str, "verdict": str, "reason": str,
-    "started": str, "finished": str, "dir": str, "node": str, "undoes": int,
-    "build": dict, "record": dict, "cases": dict, "revert_tree": dict, "tests": list, "attempts": list,
-}
-_PART_FIELDS: dict[str, Any] = {
-    "seconds": _NUMBER, "exit": int, "signal": int, "log": str, "kind": str, "reason": str, "node": str,
-    "cached": bool, "performed": bool, "timed_out": bool, "kept": bool,
-}
-
-
-def record_problem(record: Mapping[str, Any]) -> str | None:
-    """What is wrong with the shape of a journal record, or None."""
-    for key, kind in _RECORD_FIELDS.items():
-        value = record.get(key)
-        if value is not None and not isinstance(value, kind):
-            return f"its {key!r} is {type(value).__name__} {str(value)[:40]!r}"
-    parts = [p for p in (record.get("build"), record.get("record")) if p is not None]
-    parts += [*(record.get("tests") or []), *(record.get("attempts") or [])]
-    for part in parts:
-        if not isinstance(part, dict):
-            return f"a build or test in it is {type(part).__name__} {str(part)[:40]!r}, not an object"
-        for key, kind in _PART_FIELDS.items():
-            value = part.get(key)
-            if value is not None and not isinstance(value, kind):
-                return f"its {key!r} of a build or test is {type(value).__name__} {str(value)[:40]!r}"
-    return None
-
-
-# Roles of a step in the journal.
-ROLE_ENDPOINT = "endpoint"
-ROLE_SEARCH = "search"
-ROLE_CONFIRM = "confirm"
-
 
 class Journal:
     """Append-only JSON-lines journal of finished steps."""
@@ -111,6 +78,10 @@ class Journal:
             out.append(record)
         return out
 
+    def steps(self) -> list[StepRecord]:
+        """Every complete record, typed (see records())."""
+        return [StepRecord.of(r) for r in self.records()]
+
     def _repair_tail(self) -> None:
         """Drop a truncated last line so the next record starts on a line of its own."""
         try:
@@ -145,7 +116,7 @@ class Journal:
         """Append one record durably (write, flush, fsync)."""
         self._repair_tail()
         # a reason may quote a test's output: no secret value this run knows goes to disk
-        line = json.dumps(scrub_data(record), sort_keys=False, separators=(",", ":")) + "\n"
+        line = json.dumps(scrub_data(stamped(record)), sort_keys=False, separators=(",", ":")) + "\n"
         new = not self.path.exists()
         with at_path(self.path), open(self.path, "ab") as f:
             f.write(line.encode("utf-8"))
@@ -165,13 +136,10 @@ def replay_verdicts(
     so they are left out: a resumed session tests that commit again.
     """
     out: dict[str, dict[str, str]] = {}
-    for rec in records:
-        if rec.get("role") not in roles:
+    for step in map(StepRecord.of, records):
+        if step.role not in roles or not step.says_something or step.verdict is None:
             continue
-        verdict = rec.get("verdict")
-        if verdict not in (Verdict.GOOD, Verdict.BAD, Verdict.SKIP):
-            continue
-        out.setdefault(str(rec.get("phase")), {})[str(rec.get("commit"))] = verdict
+        out.setdefault(str(step.phase), {})[str(step.commit)] = step.verdict.value
     return out
 
 
@@ -210,4 +178,4 @@ class SessionLock:
         self.release()
 
 
-__all__ = ["Journal", "SessionLock", "atomic_write_json", "atomic_write_text", "fsync_dir", "read_json_file"]
+__all__ = ["ROLE_CONFIRM", "ROLE_ENDPOINT", "ROLE_SEARCH", "Journal", "SessionLock", "StepRecord", "record_problem", "atomic_write_json", "atomic_write_text", "fsync_dir", "read_json_file"]
