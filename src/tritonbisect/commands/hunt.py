@@ -30,6 +30,7 @@ from tritonbisect.options.bisect_options import (
     wants_json,
 )
 from tritonbisect.options.launch import resolve_test
+from tritonbisect.oracles.kinds import OracleKind, compiles
 
 _dir = click.Path(file_okay=False, path_type=Path)
 _file = click.Path(dir_okay=False, path_type=Path)
@@ -228,9 +229,9 @@ def _test_identity(settings: BisectSettings) -> str:
     words = [f"--repro {test.repro}", f"--kernel {test.kernel}"]
     if test.launch_id is not None:
         words.append(f"--launch-id {test.launch_id}")
-    if test.oracle != "runtime":  # --oracle compile or ir
+    if compiles(test.oracle):  # --oracle compile or ir
         words.append(f"--oracle {test.oracle}")
-    if test.oracle == "ir":
+    if test.oracle == OracleKind.IR:
         words.append(f"--from {test.ir_from}")
     return " ".join(words)
 

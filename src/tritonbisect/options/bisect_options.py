@@ -38,6 +38,8 @@ from tritonbisect.core.step_args import parse_pass_env
 from tritonbisect.core.step_args import resolve_workdir as resolve_workdir
 from tritonbisect.executors.pool_settings import ExecutorSettings
 from tritonbisect.options.alias import hidden_alias
+from tritonbisect.oracles.kinds import BISECT_CHOICES, OracleKind, compiles, oracle_kind
+from tritonbisect.oracles.kinds import DEFAULT as DEFAULT_ORACLE
 from tritonbisect.session.flakiness import SearchSettings
 from tritonbisect.session.follow_ups import FollowUps, ReduceOptions
 from tritonbisect.session.judging import TestSettings
@@ -315,7 +317,7 @@ def bisect_settings(**kwargs: Any) -> BisectSettings:
 
 
 def _workaround(kwargs: Mapping[str, Any], oracle: str) -> bool:
-    if kwargs.get("workaround_after") and oracle not in ("compile", "ir"):
+    if kwargs.get("workaround_after") and not compiles(oracle):
         raise InputError("--workaround goes with --oracle compile or --oracle ir (it compiles the oracle's kernel "
                          "with changed options)")
     return bool(kwargs.get("workaround_after"))
@@ -360,7 +362,7 @@ def _with_log_limit(env: dict[str, str], given: str | None) -> dict[str, str]:
 
 def compile_oracle_options() -> list[Callable[[F], F]]:
     return [
-        click.option("--oracle", type=click.Choice(["runtime", "compile", "ir"]), default="runtime", show_default=True, help="With --repro: runtime runs the launch and compares outputs; compile cross-compiles the kernel for the traced GPU, no GPU needed (pass/compile_error/crash); ir compiles the recorded IR (--from), and IR a commit cannot read is skipped."),
+        click.option("--oracle", type=click.Choice(BISECT_CHOICES), default=DEFAULT_ORACLE.value, show_default=True, help="With --repro: runtime runs the launch and compares outputs; compile cross-compiles the kernel for the traced GPU, no GPU needed (pass/compile_error/crash); ir compiles the recorded IR (--from), and IR a commit cannot read is skipped."),
         click.option("--from", "ir_from", type=click.Choice(["ttir", "ttgir", "source"]), default=None, help="With --oracle ir: which recorded IR to compile (default ttir; source: the Python source, as --oracle compile)."),
         click.option("--check", "check", multiple=True, type=click.Choice(["codegen", "compile-time"]), help="With --oracle compile: codegen statistics past a threshold (vs the good commit's) make a commit bad; compile-time: each run times the compile (its metric; --regress compile-time implies it)."),
         click.option("--compile-clock", type=click.Choice(["cpu", "wall"]), default=None, help="With --regress compile-time: time the compile in CPU seconds (default: the compile's own and ptxas's, which other work on the machine barely moves) or wall-clock seconds."),
@@ -377,10 +379,10 @@ def compile_oracle_options() -> list[Callable[[F], F]]:
 
 def compile_oracle_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """The compile oracle's fields of TestSettings, validated."""
-    oracle = kwargs.get("oracle") or "runtime"
+    oracle = oracle_kind(kwargs.get("oracle") or None).value
     check = list(kwargs.get("check") or ())
     if (kwargs.get("regress") or "fail") == "compile-time":
-        if oracle not in ("compile", "ir") or not kwargs.get("repro"):
+        if not compiles(oracle) or not kwargs.get("repro"):
             raise InputError("--regress compile-time times the compile oracle's compile: give --repro TRACE "
                              "--kernel K --oracle compile (or --oracle ir)")
         if "compile-time" not in check:
@@ -391,15 +393,15 @@ def compile_oracle_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     thresholds = list(kwargs.get("codegen_thresholds") or ())
     target = kwargs.get("compile_target")
     ir_from = kwargs.get("ir_from")
-    if ir_from and oracle != "ir":
+    if ir_from and oracle != OracleKind.IR:
         raise InputError("--from goes with --oracle ir")
-    if oracle in ("compile", "ir") and not kwargs.get("repro"):
+    if compiles(oracle) and not kwargs.get("repro"):
         raise InputError(f"--oracle {oracle} goes with --repro TRACE (the trace of the kernel to compile)")
-    if oracle in ("compile", "ir") and kwargs.get("launches"):
+    if compiles(oracle) and kwargs.get("launches"):
         raise InputError(f"--oracle {oracle} compiles one kernel: give --kernel K, not --launches")
-    if oracle == "ir" and (ir_from or "ttir") != "source" and "codegen" in check:
+    if oracle == OracleKind.IR and (ir_from or "ttir") != "source" and "codegen" in check:
         raise InputError("--check codegen goes with --oracle compile (or --oracle ir --from source)")
-    if (check or target) and oracle not in ("compile", "ir"):
+    if (check or target) and not compiles(oracle):
         raise InputError("--check and --compile-target go with --oracle compile")
     if thresholds and "codegen" not in check:
         raise InputError("--codegen-threshold goes with --check codegen")
@@ -415,7 +417,7 @@ def compile_oracle_settings(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 
         parse_target_text(target)
     return {"oracle": oracle, "check": check, "codegen_thresholds": thresholds, "compile_target": target,
-            "ir_from": (ir_from or "ttir") if oracle == "ir" else "source", "compile_clock": clock or "cpu"}
+            "ir_from": (ir_from or "ttir") if oracle == OracleKind.IR else "source", "compile_clock": clock or "cpu"}
 
 
 def _narrow_and_reduce(kwargs: Mapping[str, Any], oracle: str) -> tuple[bool, ReduceOptions]:
@@ -423,7 +425,7 @@ def _narrow_and_reduce(kwargs: Mapping[str, Any], oracle: str) -> tuple[bool, Re
     `reduce` validates its own)."""
     from tritonbisect.session.follow_ups import DEFAULT_JOBS, DEFAULT_TIMEOUT, LEVELS, parse_levels
 
-    if kwargs.get("narrow") and oracle not in ("compile", "ir"):
+    if kwargs.get("narrow") and not compiles(oracle):
         raise InputError("--narrow goes with --oracle compile or --oracle ir (it compiles the oracle's kernel)")
     if kwargs.get("reduce_after") and not kwargs.get("repro"):
         raise InputError("--reduce goes with --repro TRACE (it shrinks the oracle's kernel)")

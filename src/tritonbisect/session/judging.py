@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from tritonbisect.builds.recipes import TestSpec
 from tritonbisect.core.errors import InputError
 from tritonbisect.core.step_args import check_test_command
+from tritonbisect.oracles.kinds import OracleKind, compiles
 
 if TYPE_CHECKING:  # pragma: no cover
     from tritonbisect.core.history import History
@@ -26,7 +27,7 @@ class TestSettings:
     repro: str | None = None  # --repro TRACE (or an IR file with --oracle ir)
     kernel: str | None = None
     launch_id: int | None = None
-    oracle: str = "runtime"  # --oracle runtime|compile|ir
+    oracle: str = OracleKind.RUNTIME.value  # --oracle: a bisecting kind of oracles/kinds.py
     check: list[str] = field(default_factory=list)  # --check codegen / compile-time
     codegen_thresholds: list[str] = field(default_factory=list)  # --codegen-threshold METRIC=LIMIT
     compile_target: str | None = None  # --compile-target BACKEND:ARCH
@@ -97,7 +98,7 @@ class TestSettings:
                 raise InputError(f"--repro needs --kernel K: {trace} has kernels {', '.join(names) or 'none'}")
             kernel = names[0]
         held = {st for c in tr.compilations.values() if c.name == kernel for st in c.ir}
-        stage = self.ir_from if self.oracle == "ir" and self.ir_from in held else tr.default_stage(kernel)
+        stage = self.ir_from if self.oracle == OracleKind.IR and self.ir_from in held else tr.default_stage(kernel)
         generate_ir_oracle(tr, kernel, out_dir, stage=stage, launch_id=self.launch_id, timeout=timeout,
                            target=self.compile_target)
         return compile_commands(out_dir, timeout=timeout, check=self.check, thresholds=self.codegen_thresholds,
@@ -118,17 +119,17 @@ class TestSettings:
         if out_dir is None:
             oracles_dir.mkdir(parents=True, exist_ok=True)
             out_dir = Path(tempfile.mkdtemp(prefix="oracle-", dir=oracles_dir))
-        if self.oracle in ("compile", "ir") and trace.suffix not in (".ttir", ".ttgir"):
+        if compiles(self.oracle) and trace.suffix not in (".ttir", ".ttgir"):
             spec = self._ir_only_spec(trace.resolve(), timeout, out_dir)
             if spec is not None:
                 return spec
-        if self.oracle == "ir" and self.ir_from != "source":
+        if self.oracle == OracleKind.IR and self.ir_from != "source":
             from tritonbisect.oracles.compile.ir_oracle import ir_test_spec
 
             return ir_test_spec(trace.resolve(), self.kernel or "", self.launch_id, out_dir, stage=self.ir_from,
                                 timeout=timeout, target=self.compile_target,
                                 check=[c for c in self.check if c == "compile-time"], extra=self.oracle_args())
-        if self.oracle in ("compile", "ir"):
+        if compiles(self.oracle):
             from tritonbisect.oracles.compile.folder import compile_test_spec
 
             return compile_test_spec(

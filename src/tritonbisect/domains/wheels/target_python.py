@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tritonbisect.core.errors import InputError
+from tritonbisect.oracles.kinds import compiles
 
 if TYPE_CHECKING:  # pragma: no cover
     from tritonbisect.builds.wheel_index import Platform
@@ -27,7 +28,7 @@ def target_python(python: str | None, venv: Path | None) -> str:
 def check_torch(repro: str | None, oracle: str, python: str | None, venv: Path | None) -> None:
     """--repro's runtime oracle runs the kernel on torch tensors: before anything is listed or
     installed, the environment the test will run in must have torch (InputError, one line)."""
-    if not repro or oracle != "runtime":
+    if not repro or compiles(oracle):
         return  # a test of the user's, or a compile/IR oracle (no torch)
     either = "--venv DIR of a virtual environment with your torch (its triton is replaced at each step)"
     if venv is None and python is None:
