@@ -110,9 +110,10 @@ def test_two_workers(tmp_path: Path) -> None:
     assert out["culprit"] == shas[41]
     recs = journal(home, out["session"])
     # two workers; the builds of the first bad and last good commits stay in their worktrees
-    # for the confirmation, so other steps may take up to two more
+    # for the confirmation, so other steps may take up to two more, and a step stopped early
+    # (its commit no longer needed) leaves its worktree to the next one: one more on a slow machine
     workers = {r["worker"] for r in recs}
-    assert len(workers) >= 2 and workers <= {0, 1, 2, 3}
+    assert len(workers) >= 2 and workers <= {0, 1, 2, 3, 4}
     assert len({r["worker"] for r in recs if r["role"] == "endpoint"}) == 2
     assert len({r["dir"] for r in recs}) == len(recs)
     assert out["rounds"] <= 5  # ceil(log3(60)) + 1
