@@ -87,10 +87,10 @@ class Confirmation:
         ev = self.journal.evidence()
         marks = ev.marks  # a person's verdict is not re-tested
         found: dict[str, dict[str, Any]] = {}
-        for rec in self.journal.records:
-            undone = int(rec.get("seq") or 0) in ev.undone
-            if rec.get("role") == ROLE_CONFIRM and rec.get("verdict") in OBSERVED and not undone:
-                found[rec["commit"]] = rec
+        for step in self.journal.steps():
+            undone = (step.seq or 0) in ev.undone
+            if step.role == ROLE_CONFIRM and step.verdict in OBSERVED and not undone:
+                found[str(step.commit)] = dict(step.raw)
         commits = [c for pair in pairs for c in pair]
         todo = [c for c in dict.fromkeys(commits) if c not in found and c not in marks]
         if todo:
@@ -133,11 +133,11 @@ class Confirmation:
         ev = self.journal.evidence()
         marks = ev.marks
         found: dict[tuple[str, str], dict[str, Any]] = {}
-        for rec in self.journal.records:
-            against = (rec.get("perf") or {}).get("reference_commit")
-            undone = int(rec.get("seq") or 0) in ev.undone
-            if rec.get("role") == ROLE_CONFIRM and against and rec.get("verdict") in OBSERVED and not undone:
-                found[(str(rec["commit"]), str(against))] = rec
+        for step in self.journal.steps():
+            against = step.perf.get("reference_commit")
+            undone = (step.seq or 0) in ev.undone
+            if step.role == ROLE_CONFIRM and against and step.verdict in OBSERVED and not undone:
+                found[(str(step.commit), str(against))] = dict(step.raw)
         todo = [pair for pair in dict.fromkeys(pairs) if pair not in found and pair[0] not in marks]
         if todo:
             said = ", ".join(f"{self.names.named(c)} against its parent {self.names.named(p)}" for c, p in todo)

@@ -5,6 +5,7 @@ run again under --flaky detect), else the phase ends with the evidence."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from tritonbisect.core.outcome import Verdict
@@ -15,6 +16,7 @@ from tritonbisect.session.flakiness import Flakiness
 from tritonbisect.session.journal import ROLE_ENDPOINT
 from tritonbisect.session.phase_context import PhaseContext
 from tritonbisect.session.step_queue import StepQueue
+from tritonbisect.session.step_record import StepRecord
 
 OBSERVED = (Verdict.GOOD, Verdict.BAD, Verdict.SKIP)
 
@@ -125,26 +127,27 @@ class EndpointCheck:
 
     def tally(self) -> dict[str, Counter[Verdict]]:
         """Verdicts of the endpoint steps, per commit (after corrections)."""
-        undone = undone_seqs(self.journal.records)
+        steps = self.journal.steps()
+        undone = undone_seqs(steps)
         tally: dict[str, Counter[Verdict]] = {}
-        for rec in self.journal.records:
-            if rec.get("role") != ROLE_ENDPOINT or rec.get("verdict") not in OBSERVED:
+        for step in steps:
+            if step.role != ROLE_ENDPOINT or step.verdict not in OBSERVED or step.verdict is None:
                 continue
-            if rec.get("seq") is not None and int(rec["seq"]) in undone:
+            if step.seq is not None and step.seq in undone:
                 continue
-            verdict = Verdict(rec["verdict"])
-            if self._undecided_ab(rec):
+            verdict = step.verdict
+            if self._undecided_ab(step):
                 verdict = Verdict.BAD  # as the person said: the A/B could not tell otherwise
-            tally.setdefault(str(rec["commit"]), Counter())[verdict] += 1
+            tally.setdefault(str(step.commit), Counter())[verdict] += 1
         return tally
 
-    def _undecided_ab(self, rec: dict[str, Any]) -> bool:
+    def _undecided_ab(self, rec: Mapping[str, Any] | StepRecord) -> bool:
         """--perf-design paired: the bad endpoint's A/B that could not decide at its bound.
         It does not contradict the person (only "within the threshold" would): the search goes
         on, the note says how uncertain the size is."""
-        perf = rec.get("perf") or {}
-        return (self.paired and rec.get("commit") == self.spec.bad and perf.get("decision") == "undecided"
-                and perf.get("reference_commit") == self.spec.good)
+        step = rec if isinstance(rec, StepRecord) else StepRecord.of(rec)
+        return (self.paired and step.commit == self.spec.bad and step.perf_undecided
+                and step.perf.get("reference_commit") == self.spec.good)
 
     def _contradicting(self) -> list[tuple[str, str]]:
         """Endpoints run once whose test verdict contradicts the person, to run again (not

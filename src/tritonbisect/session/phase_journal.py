@@ -8,6 +8,7 @@ from typing import Any
 
 from tritonbisect.session.evidence import Evidence, evidence_of
 from tritonbisect.session.journal import Journal
+from tritonbisect.session.step_record import StepRecord
 
 
 class PhaseJournal:
@@ -36,6 +37,10 @@ class PhaseJournal:
         if extra:
             rec.update(extra)
         return self.append(rec)
+
+    def steps(self) -> list[StepRecord]:
+        """The phase's records, typed."""
+        return [StepRecord.of(r) for r in self.records]
 
     def evidence(self) -> Evidence:
         return evidence_of(self.records)

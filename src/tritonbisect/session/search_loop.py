@@ -37,8 +37,7 @@ class SearchLoop:
 
     def run(self, strategy: Strategy) -> Found | Inconclusive | CasesFound | Switched | None:
         """Search with `strategy` until it answers or hands over; None when the phase aborted."""
-        records = self.queue.journal.records
-        round_ = max((int(r.get("round") or 0) for r in records if r.get("role") == ROLE_SEARCH), default=0)
+        round_ = max((s.round or 0 for s in self.queue.journal.steps() if s.role == ROLE_SEARCH), default=0)
         cached = self.builds.cached(self.commits)
         self.queue.keep_builds(strategy.keep())
         stuck = 0

@@ -45,7 +45,7 @@ class CasesSearch:
         # per case, verdicts set aside: a commit that keeps contradicting that case's history
         self.overrides: dict[str, dict[str, Verdict]] = {}
         self.search_counts: Counter[str] = Counter(
-            str(r["commit"]) for r in journal.records if r.get("role") == ROLE_SEARCH
+            str(s.commit) for s in journal.steps() if s.role == ROLE_SEARCH
         )
         self._last: CasesStep | None = None
 

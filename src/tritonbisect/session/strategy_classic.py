@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 from tritonbisect.core.outcome import Verdict
 from tritonbisect.search import classic as search
@@ -16,6 +15,7 @@ from tritonbisect.session.flakiness import Flakiness
 from tritonbisect.session.journal import ROLE_SEARCH
 from tritonbisect.session.phase_context import PhaseContext
 from tritonbisect.session.step_queue import InFlight
+from tritonbisect.session.step_record import StepRecord
 from tritonbisect.session.strategy import Plan
 
 
@@ -38,7 +38,7 @@ class ClassicSearch:
         self.overrides: dict[str, Verdict] = {}
         # re-tests of each commit, so that one contradicting twice is skipped, not re-tested
         self.search_counts: Counter[str] = Counter(
-            str(r["commit"]) for r in journal.records if r.get("role") == ROLE_SEARCH
+            str(s.commit) for s in journal.steps() if s.role == ROLE_SEARCH
         )
 
     # the verdicts ----------------------------------------------------------------------------
@@ -104,16 +104,16 @@ class ClassicSearch:
         """--regress perf: candidates left because their step could not decide at its bound
         (a change near the threshold, a noisy stretch) are run once more, on fresh samples,
         before the search gives up on them."""
-        latest: dict[str, dict[str, Any]] = {}
+        latest: dict[str, StepRecord] = {}
         tested: Counter[str] = Counter()
-        for rec in self.journal.records:
-            if rec.get("role") == ROLE_SEARCH:
-                latest[str(rec.get("commit"))] = rec
-                tested[str(rec.get("commit"))] += 1
+        for step in self.journal.steps():
+            if step.role == ROLE_SEARCH:
+                latest[str(step.commit)] = step
+                tested[str(step.commit)] += 1
         again = tuple(
             c for c in candidates
-            if c not in flying and tested[c] == 1 and latest[c].get("verdict") == Verdict.SKIP
-            and (latest[c].get("perf") or {}).get("decision") == "undecided"
+            if c not in flying and tested[c] == 1 and latest[c].verdict == Verdict.SKIP
+            and latest[c].perf_undecided
         )[:free]
         if again:
             self.ui.note("undecided at their bound, run once more: " + ", ".join(c[:12] for c in again))
