@@ -78,7 +78,8 @@ def test_a_record_is_written_with_its_version_and_read_typed(tmp_path: Path) -> 
 def test_a_record_of_a_newer_version_or_a_wrong_type_is_one_line(tmp_path: Path) -> None:
     path = tmp_path / "journal.jsonl"
     path.write_text('{"seq": 1}\n{"v": 99, "seq": 2}\n{"seq": 3}\n')
-    with pytest.raises(InputError, match=r"line 2: it is of journal version 99, written by a newer tritonbisect"):
+    with pytest.raises(InputError, match=r"line 2 was written by a newer tritonbisect \(journal version 99; "
+                       r"this one reads up to 1\): upgrade tritonbisect"):
         Journal(path).records()
     path.write_text('{"seq": 1}\n{"seq": true}\n{"seq": 3}\n')
     with pytest.raises(InputError, match=r"line 2: its 'seq' is bool"):

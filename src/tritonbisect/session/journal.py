@@ -24,10 +24,12 @@ from tritonbisect.core.lock import PidLock
 from tritonbisect.core.oserrors import at_path
 from tritonbisect.core.secrets import scrub_data
 from tritonbisect.session.step_record import (
+    JOURNAL_VERSION,
     ROLE_CONFIRM,
     ROLE_ENDPOINT,
     ROLE_SEARCH,
     StepRecord,
+    newer_version,
     record_problem,
     stamped,
 )
@@ -72,6 +74,11 @@ class Journal:
                 raise InputError(
                     f"journal {self.path} is corrupt at line {index + 1}: {exc}"
                 ) from None
+            newer = newer_version(record)
+            if newer is not None:
+                raise InputError(f"journal {self.path} line {index + 1} was written by a newer tritonbisect "
+                                 f"(journal version {newer}; this one reads up to {JOURNAL_VERSION}): "
+                                 "upgrade tritonbisect to read it")
             problem = record_problem(record)
             if problem is not None:
                 raise InputError(f"journal {self.path} is corrupt at line {index + 1}: {problem}")

@@ -60,10 +60,8 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
     problem = _type_problem(record, RECORD_FIELDS, "")
     if problem is not None:
         return problem
-    version = record.get("v")
-    if version is not None and version > JOURNAL_VERSION:
-        return (f"it is of journal version {version}, written by a newer tritonbisect "
-                f"(this one reads up to {JOURNAL_VERSION}); upgrade tritonbisect to read it")
+    if newer_version(record) is not None:
+        return f"it is of journal version {record['v']} (this tritonbisect reads up to {JOURNAL_VERSION})"
     parts = [p for p in (record.get("build"), record.get("record")) if p is not None]
     parts += [*(record.get("tests") or []), *(record.get("attempts") or [])]
     for part in parts:
@@ -73,6 +71,12 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
         if problem is not None:
             return problem
     return None
+
+
+def newer_version(record: Mapping[str, Any]) -> int | None:
+    """The version of a record written by a newer tritonbisect, or None."""
+    version = record.get("v")
+    return version if isinstance(version, int) and version > JOURNAL_VERSION else None
 
 
 def _verdict(value: object) -> Verdict | None:
