@@ -1,6 +1,7 @@
 """How typed the seams between tritonbisect's packages are, measured the same way on any checkout.
 
-    python bench/seams_bench.py [--root DIR] [--label NAME] [--mypy] [--coverage TEST ...] [--write]
+    python bench/seams_bench.py [--root DIR] [--label NAME] [--mypy] [--coverage TEST ...]
+    python bench/seams_bench.py --before DIR [--mypy] --write   # side by side into RESULTS.md
 
 Every figure is read from the source of `--root` (default: this checkout) by its syntax tree,
 so a checkout from before a refactor and one from after are measured alike:
@@ -328,25 +329,75 @@ def measure(root: Path, *, with_mypy: bool, tests: list[str]) -> dict[str, objec
     return figures
 
 
+def _rev(root: Path) -> str:
+    proc = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return proc.stdout.strip() or root.name
+
+
+def side_by_side(before: dict[str, object], after: dict[str, object], labels: tuple[str, str]) -> str:
+    keys = [k for k in after if not k.startswith("_")]
+    rows = [f"| {'figure':40} | {labels[0]:>18} | {labels[1]:>18} |", f"|{'-' * 42}|{'-' * 19}:|{'-' * 19}:|"]
+    rows += [f"| {k:40} | {before.get(k, '-')!s:>18} | {after[k]!s:>18} |" for k in keys]
+    return "\n".join(rows)
+
+
+def _detail_lines(detail: dict[str, object]) -> list[str]:
+    out = []
+    for key in ("cycles", "long modules", "oracle kind compares", "verdict rules", "domain listings"):
+        value = detail.get(key)
+        if isinstance(value, dict):
+            value = [f"{k} ({v})" for k, v in value.items()]
+        out.append(f"- {key}: {', '.join(map(str, value or [])) or 'none'}")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--root", type=Path, default=HERE)
+    ap.add_argument("--before", type=Path, help="a checkout to measure too, side by side (the 'before')")
     ap.add_argument("--label", default=None)
     ap.add_argument("--mypy", action="store_true")
     ap.add_argument("--coverage", nargs="*", default=None, metavar="TEST",
                     help="measure coverage over these test files (by name; none given: COVERAGE_SET)")
     ap.add_argument("--detail", action="store_true", help="print which files and functions each figure counts")
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--write", action="store_true", help="with --before: write the side-by-side section of RESULTS.md")
     args = ap.parse_args()
     tests = [] if args.coverage is None else (args.coverage or list(COVERAGE_SET))
     figures = measure(args.root.resolve(), with_mypy=args.mypy, tests=tests)
     detail = figures.pop("_detail")
-    for key, value in figures.items():
-        print(f"{key:36} {value}")
-    if args.detail:
-        print(json.dumps(detail, indent=1))
+    if args.before is None:
+        for key, value in figures.items():
+            print(f"{key:36} {value}")
+        if args.detail:
+            print(json.dumps(detail, indent=1))
+        if args.json:
+            args.json.write_text(json.dumps({"label": args.label, **figures, "detail": detail}, indent=1))
+        return
+    before = measure(args.before.resolve(), with_mypy=args.mypy, tests=tests)
+    before_detail = before.pop("_detail")
+    labels = (f"before ({_rev(args.before)})", f"after ({_rev(args.root)})")
+    table = side_by_side(before, figures, labels)
+    print(table)
     if args.json:
-        args.json.write_text(json.dumps({"label": args.label, **figures, "detail": detail}, indent=1))
+        args.json.write_text(json.dumps({"before": before, "after": figures}, indent=1))
+    if args.write:
+        from results_md import write_section
+
+        body = [
+            "`python bench/seams_bench.py --before DIR --mypy --write`: the same syntax-tree counts on two",
+            "checkouts (see the script's docstring for what each counts). mypy --strict runs the project's",
+            "configuration plus --strict.",
+            "",
+            table,
+            "",
+            f"What the figures count, {labels[0]}:",
+            *_detail_lines(before_detail),
+            "",
+            f"{labels[1]}:",
+            *_detail_lines(detail),
+        ]
+        write_section("Typed seams: before and after", "\n".join(body))
 
 
 if __name__ == "__main__":
