@@ -276,10 +276,17 @@ def test_oracle_folder_is_self_contained(tmp_path: Path) -> None:
     shutil.copytree(scenario("vadd"), trace_copy)  # a copy: blob paths point elsewhere
     oracle = generate_oracle(trace_copy / "logs", "add_kernel", tmp_path / "o", launch_id=1)
     script = (tmp_path / "o" / "repro.py").read_text()
-    imports = {line.split()[1].split(".")[0] for line in script.splitlines() if line.startswith(("import ", "from "))}
-    assert imports <= {"argparse", "faulthandler", "gzip", "io", "json", "linecache", "os", "sys", "threading",
-                       "time", "traceback", "types", "typing", "torch", "triton"}
-    assert "tritonparse" not in script and "tritonbisect." not in script
+    # repro.py and the helpers copied beside it import the standard library, torch, triton and
+    # each other: nothing of tritonbisect or tritonparse
+    helpers = {p.stem for p in (tmp_path / "o").glob("*.py")} - {"repro"}
+    assert helpers >= {"oracle_core", "oracle_args", "oracle_compare", "oracle_launch"}
+    allowed = {"argparse", "faulthandler", "gzip", "io", "json", "linecache", "os", "sys", "threading",
+               "time", "traceback", "types", "typing", "torch", "triton"} | helpers
+    for path in (tmp_path / "o").glob("*.py"):
+        text = path.read_text()
+        imports = {line.split()[1].split(".")[0] for line in text.splitlines() if line.startswith(("import ", "from "))}
+        assert imports <= allowed, path.name
+        assert "tritonparse" not in text and "tritonbisect." not in text, path.name
     source, _ = kernel_source_of_script(script)
     assert "def add_kernel" in source
     x = next(a for a in oracle.context["args"] if a["name"] == "x_ptr")
