@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tritonbisect.core import pyast
+from tritonbisect.oracles.kinds import OracleKind
 from tritonbisect.reduce import inputs_pass, ir_pass, source_pass
 from tritonbisect.reduce.candidate_runner import Runner, Settings
 from tritonbisect.reduce.context_edit import elements, options, params, scalar_values
@@ -70,7 +71,7 @@ def cost(cand: Candidate) -> tuple[int, ...]:
 
 def _applicable(oracle: OracleDir, levels: tuple[str, ...]) -> tuple[list[str], list[str]]:
     """The levels that apply to this oracle, in order, and a note for each one asked that does not."""
-    if oracle.kind == "ir":
+    if oracle.kind == OracleKind.IR:
         notes = {"source": "source: an IR oracle has no Python source (the ir level reduces its IR)",
                  "inputs": "inputs: an IR oracle has no inputs (it compiles, it does not launch)"}
     else:

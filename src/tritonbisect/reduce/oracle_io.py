@@ -16,6 +16,7 @@ from typing import Any
 from tritonbisect.core import pyast
 from tritonbisect.core.errors import InputError
 from tritonbisect.mlir.signature import kernel_function
+from tritonbisect.oracles.kinds import OracleKind, compiles
 
 RUNTIME_SCRIPT = "repro.py"
 CONTEXT = "context.json"
@@ -42,13 +43,13 @@ class OracleDir:
     script_text: str  # runtime: repro.py, which embeds the source; compile and IR: unused
     kernel: str
     original: Candidate
-    kind: str = "runtime"  # "compile" (Python source), or "ir" (a compile oracle of a TTIR/TTGIR file)
+    kind: OracleKind = OracleKind.RUNTIME  # COMPILE (Python source), or IR (a compile oracle of a TTIR/TTGIR file)
     ir_file: str = ""  # an IR oracle's IR file, beside its script
 
     @property
     def compiles(self) -> bool:
         """A compile oracle (of a source or of IR): no launch, codegen statistics."""
-        return self.kind in ("compile", "ir")
+        return compiles(self.kind)
 
     @property
     def script_name(self) -> str:
@@ -85,7 +86,7 @@ def _load_compile(root: Path) -> OracleDir:
         source = (root / COMPILE_SOURCE).read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"{root}: cannot read the compile oracle: {exc}") from None
-    return OracleDir(root, "", str(what.get("kernel") or context.get("kernel") or ""), Candidate(source, context), "compile")
+    return OracleDir(root, "", str(what.get("kernel") or context.get("kernel") or ""), Candidate(source, context), OracleKind.COMPILE)
 
 
 def _load_ir(root: Path, context: dict[str, Any], name: str) -> OracleDir:
@@ -97,7 +98,7 @@ def _load_ir(root: Path, context: dict[str, Any], name: str) -> OracleDir:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{root}: cannot read the IR oracle's {name}: {exc}") from None
     kernel = str(context.get("kernel") or kernel_function(text) or path.stem)
-    return OracleDir(root, "", kernel, Candidate(text, context), "ir", ir_file=name)
+    return OracleDir(root, "", kernel, Candidate(text, context), OracleKind.IR, ir_file=name)
 
 
 def load(root: Path) -> OracleDir:

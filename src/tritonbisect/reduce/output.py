@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from tritonbisect.oracles.kinds import OracleKind
 from tritonbisect.reduce import oracle_io
 from tritonbisect.reduce.oracle_io import Candidate, OracleDir
 from tritonbisect.reduce.pool import Pool
@@ -195,11 +196,11 @@ def ir_issue_script(ir: str, ir_file: str, kernel: str, context: dict[str, Any],
 def write(oracle: OracleDir, cand: Candidate, out: Path, pool: Pool, good_python: str, labels: tuple[str, str],
           signature: str, work: Path, timeout: float, bad_python: str | None = None) -> None:
     script = oracle_io.write(oracle, cand, out.resolve(), copy_blobs=True)
-    if oracle.kind == "ir":
+    if oracle.kind == OracleKind.IR:
         text = ir_issue_script(cand.source, oracle.ir_file, oracle.kernel, cand.context, labels[0], labels[1], signature)
         (out / "issue.py").write_text(text, encoding="utf-8")
         return
-    if oracle.kind == "compile":
+    if oracle.kind == OracleKind.COMPILE:
         text = compile_issue_script(cand.source, oracle.kernel, cand.context, labels[0], labels[1], signature)
         (out / "issue.py").write_text(text, encoding="utf-8")
         return

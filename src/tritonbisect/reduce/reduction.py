@@ -36,6 +36,6 @@ def run_reduction(oracle: oracle_io.OracleDir, settings: Settings, out: Path, le
     result = summary(outcome, out)
     result["kernel_source"] = outcome.reduced.source
     result["oracle"] = str(out / oracle.script_name)
-    result["kind"] = oracle.kind
+    result["kind"] = oracle.kind.value
     result["settings"] = {"levels": list(levels), "jobs": settings.jobs, "timeout": settings.timeout}
     return result

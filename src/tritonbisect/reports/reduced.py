@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tritonbisect.oracles.kinds import OracleKind
+
 
 def reduced_lines(data: Mapping[str, Any] | None, level: str = "###",
                   scrub: Callable[[str], str] = str) -> list[str]:
@@ -28,6 +30,6 @@ def reduced_lines(data: Mapping[str, Any] | None, level: str = "###",
     out.append("")
     out.append(f"- **Reduced oracle:** `{scrub(str(data.get('oracle')))}` (and `issue.py` beside it)")
     out.append("")
-    fence = "mlir" if data.get("kind") == "ir" else "python"
+    fence = "mlir" if data.get("kind") == OracleKind.IR else "python"
     out.extend([f"```{fence}", str(data.get("kernel_source") or "").rstrip(), "```"])
     return out
