@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
 # --- shared by every bisecting command ---------------------------------------------------
 
 
-def _sandwiches(session: Any) -> dict[str, Any]:
+def _sandwiches(session: Session) -> dict[str, Any]:
     """Each phase's A/B figures under --perf-design paired (core/perf_paired.py)."""
     if session.settings.perf_settings() is None:  # neither --regress perf nor compile-time
         return {}
@@ -44,7 +44,7 @@ def _sandwiches(session: Any) -> dict[str, Any]:
     return out
 
 
-def result_json(session: Any, result: Any) -> dict[str, Any]:
+def result_json(session: Session, result: Any) -> dict[str, Any]:
     from tritonbisect.session.session import phase_totals
 
     counters = session.counters()
@@ -324,7 +324,7 @@ def summary(session: Session, result: Any) -> str:
     return "\n".join(lines)
 
 
-def _case_lines(session: Any, phase_name: str) -> list[str]:
+def _case_lines(session: Session, phase_name: str) -> list[str]:
     from tritonbisect.reports.case_tables import summary_lines
 
     phase = next((p for p in session.phases() if p.spec.name == phase_name), None)
@@ -479,7 +479,7 @@ def _status_line(rec: dict[str, Any], name: Callable[[str], str] | None = None) 
     return f"{head} {rec.get('verdict')} ({rec.get('kind')}{', ' + change if change else ''})"
 
 
-def _outcome_of(session: Any) -> dict[str, Any]:
+def _outcome_of(session: Session) -> dict[str, Any]:
     """The outcome and exit code of a finished session (nothing while it is not finished)."""
     from tritonbisect.session.phases import RESUMABLE
 

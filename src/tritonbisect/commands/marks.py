@@ -10,13 +10,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from tritonbisect.commands.echo import echo
 from tritonbisect.core.errors import InputError, unexpected_shapes
 from tritonbisect.options.bisect_options import common_bisect_options, resolve_workdir
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.session import Session
 
 _workdir_option = click.option(
     "--workdir",
@@ -94,7 +97,7 @@ def log_cmd(session_id: str | None, phase_name: str | None, workdir: Path | None
     echo(text, nl=False)
 
 
-def render_session_log(session: Any, phase_name: str | None = None) -> str:
+def render_session_log(session: Session, phase_name: str | None = None) -> str:
     from tritonbisect.core.history import History
     from tritonbisect.search import bayes
     from tritonbisect.session.bisect_log import render

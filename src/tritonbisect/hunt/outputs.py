@@ -12,13 +12,16 @@ import secrets
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonbisect.core.files import atomic_write_text
 from tritonbisect.core.secrets import scrub
 from tritonbisect.core.untrusted import printable
 from tritonbisect.hunt.memory import HuntState, Regression
 from tritonbisect.hunt.night import NightResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.session import Session
 
 TITLE_PREFIX = "tritonbisect:"
 
@@ -113,7 +116,7 @@ def issue_body(
     return printable(scrub("\n".join(out) + "\n"))
 
 
-def _sandwich_rows(session: Any, reg: Regression) -> list[str]:
+def _sandwich_rows(session: Session | None, reg: Regression) -> list[str]:
     """--regress perf, paired: how large the regression is between the last green and the
     head, and the culprit against its parent, each with its interval: what tells a sheriff a
     real slow-down from noise."""
@@ -149,7 +152,7 @@ def _level(figure: dict[str, Any]) -> str:
     return f"{float(conf) * 100:g}% confidence interval" if conf else "confidence interval"
 
 
-def _first_phase(session: Any, culprit: str) -> bool:
+def _first_phase(session: Session, culprit: str) -> bool:
     """Whether the culprit is a commit of the session's first phase (not of a descent)."""
     # the phases that look for the culprits a revert leaves behind (--verify-revert) are not descents
     phases = [p for p in session.phases() if p.spec.recipe_name != "revert"]

@@ -12,6 +12,7 @@ from tritonbisect.core.errors import InputError
 from tritonbisect.core.refs import resolve
 
 if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.session import Session
     from tritonbisect.session.settings import BisectSettings
 
 
@@ -55,19 +56,19 @@ _EXECUTE = "tritonbisect.commands.engine:execute"
 _DRIVE_AND_FOLLOW = "tritonbisect.commands.engine:drive_and_follow"
 
 
-def execute(session: Any, *, json_out: bool) -> NoReturn:
+def execute(session: Session, *, json_out: bool) -> NoReturn:
     """Run `session` to its end and exit with the documented code (commands/engine.py)."""
     run: Callable[..., NoReturn] = resolve(_EXECUTE)
     run(session, json_out=json_out)
 
 
-def drive_and_follow(session: Any, *, json_out: bool) -> tuple[Any, dict[str, Any]]:
+def drive_and_follow(session: Session, *, json_out: bool) -> tuple[Any, dict[str, Any]]:
     """Run `session` and its follow-ups; the result and the follow-ups' JSON (commands/engine.py)."""
     run: Callable[..., tuple[Any, dict[str, Any]]] = resolve(_DRIVE_AND_FOLLOW)
     return run(session, json_out=json_out)
 
 
-def workdir_flag(session: Any) -> str:
+def workdir_flag(session: Session) -> str:
     """` --workdir DIR` when the session lives outside the default workdir, else ""."""
     cmd = session.resume_command()
     i = cmd.find(" --workdir ")

@@ -5,15 +5,18 @@ kernels regressed at abc123"). Reads what session/case_answer.py keeps in sessio
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonbisect.session.case_answer import cases_state
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.session import Session
 
 _JSON_KEYS = ("culprit", "status", "confidence", "probability", "tests", "candidates", "reason", "revert",
               "culprits", "next_culprit_search")
 
 
-def cases_json(session: Any, phase: str) -> dict[str, Any]:
+def cases_json(session: Session, phase: str) -> dict[str, Any]:
     """`cases` (each regressed or left-out case's answer) and `cases_not_regressed` for
     --json; empty when the phase's test reports no cases."""
     state = cases_state(session, phase)
@@ -45,7 +48,7 @@ def _listed(names: list[str], most: int = 8) -> str:
     return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
-def summary_lines(session: Any, phase: str, subject: Callable[[str], str] = lambda _c: "") -> list[str]:
+def summary_lines(session: Session, phase: str, subject: Callable[[str], str] = lambda _c: "") -> list[str]:
     """The lines `run` prints after the answer: one per culprit with its cases, then the
     cases without one."""
     state = cases_state(session, phase)

@@ -10,12 +10,15 @@ as they are.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.session import Session
 
 EXTRA = "pins"
 
 
-def phase_pins(session: Any, phase: str) -> dict[str, Any] | None:
+def phase_pins(session: Session, phase: str) -> dict[str, Any] | None:
     entry = (session.extra.get(EXTRA) or {}).get(phase)
     return entry if isinstance(entry, dict) else None
 
@@ -31,7 +34,7 @@ def pin_lines(entry: Mapping[str, Any] | None) -> list[str]:
     return out
 
 
-def summary_lines(session: Any) -> list[str]:
+def summary_lines(session: Session) -> list[str]:
     """Every phase's pin lines, for the summary a run prints at its end."""
     out: list[str] = []
     for name, entry in (session.extra.get(EXTRA) or {}).items():
@@ -39,7 +42,7 @@ def summary_lines(session: Any) -> list[str]:
     return out
 
 
-def report_lines(session: Any) -> list[str]:
+def report_lines(session: Session) -> list[str]:
     """Markdown bullets of the report."""
     out: list[str] = []
     for name, entry in (session.extra.get(EXTRA) or {}).items():

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonbisect.session.phases import PhaseSpec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.session import Session
 
 # the name of the installs-only phase that tests the commits with a nightly first (its
 # phases are named in session.json, so the name never changes)
@@ -34,7 +37,7 @@ def step_source(rec: Mapping[str, Any]) -> str:
     return "none"
 
 
-def wheels_summary(session: Any) -> dict[str, Any] | None:
+def wheels_summary(session: Session) -> dict[str, Any] | None:
     """The JSON/report block of a `--wheel-index` session: the nightlies' bracket, the count
     of installs and of source builds, and each step's source (install, build or cached)."""
     phases = session.phases()
@@ -77,7 +80,7 @@ def _bracket_size(repo: Path, good: str, bad: str) -> int | None:
     return int(proc.stdout.strip()) if proc.returncode == 0 and proc.stdout.strip() else None
 
 
-def summary_line(session: Any) -> str:
+def summary_line(session: Session) -> str:
     """One line: installs, source builds and the nightlies' bracket."""
     s = wheels_summary(session)
     if s is None:

@@ -14,7 +14,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.session import Session
 
 LADDER_RECIPE = "wheel"  # the recipe of a version ladder's phase
 WHEEL_STEP = "wheel-step.json"  # what an install step wrote: version, downloaded, installed, bytes
@@ -30,7 +33,7 @@ class VersionNames:
     index: list[str] = field(default_factory=list)  # where the wheels came from, credentials redacted
 
     @classmethod
-    def of(cls, session: Any, phase: Any = None) -> VersionNames | None:
+    def of(cls, session: Session, phase: Any = None) -> VersionNames | None:
         """The names of `phase` (default: the session's first) when it bisects versions."""
         phases = list(session.phases())
         phase = phase if phase is not None else (phases[0] if phases else None)

@@ -7,7 +7,7 @@ import html
 import shlex
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonbisect.core.untrusted import printable
 from tritonbisect.reports.extras import (
@@ -20,12 +20,15 @@ from tritonbisect.reports.reduced import reduced_lines
 from tritonbisect.reports.version_names import Installs, VersionNames, install_cell
 from tritonbisect.reports.where import time_lines, where_lines
 
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.session import Session
+
 
 def _cell(text: Any) -> str:
     return str(text if text is not None else "").replace("|", "\\|").replace("\n", " ")
 
 
-def render(session: Any, data: Mapping[str, Any], names: VersionNames, *,
+def render(session: Session, data: Mapping[str, Any], names: VersionNames, *,
            tests_cell: Callable[[list[dict[str, Any]]], str], posterior_lines: Callable[..., list[str]],
            empty_journal: str) -> str:
     """The report of a session whose one phase bisects versions; `data` is report_data's."""

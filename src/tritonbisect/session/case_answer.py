@@ -18,7 +18,7 @@ A case is in "cases" when the bad endpoint fails it: "searching" while its culpr
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonbisect.core.outcome import Verdict
 from tritonbisect.search.classic import Found
@@ -40,11 +40,14 @@ from tritonbisect.session.phases import (
 )
 from tritonbisect.session.strategy import CasesFound
 
+if TYPE_CHECKING:  # pragma: no cover
+    pass
+
 EXTRA = "cases"
 SEARCHING = "searching"
 
 
-def cases_state(session: Any, phase: str) -> dict[str, Any] | None:
+def cases_state(session: SessionHandle, phase: str) -> dict[str, Any] | None:
     """The cases of a phase as session.json keeps them (None: its test reports no cases)."""
     state = (getattr(session, "extra", None) or {}).get(EXTRA) or {}
     found = state.get(phase)

@@ -25,11 +25,14 @@ import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonbisect.core.errors import InputError
 from tritonbisect.core.gitrun import claimed_repository, git, git_common_dir
 from tritonbisect.core.lock import FileLock
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.session import Session
 
 # Folders of the workdir that --all removes; the cache ones survive --keep-cache.
 _SCRATCH = ("step-logs", "oracles", "triton-cache")
@@ -77,7 +80,7 @@ def kept_worktrees(workdir: Path) -> list[KeptWorktree]:
     return out
 
 
-def session_repos(session: Any) -> set[Path]:
+def session_repos(session: Session) -> set[Path]:
     """The .git folders of the repositories a session's phases worked in (the bisected ones,
     and those their recipes build from, e.g. a Triton or LLVM checkout)."""
     paths: list[Path] = []
@@ -104,7 +107,7 @@ def _paths_in(value: Any) -> Iterator[Path]:
             yield from _paths_in(item)
 
 
-def session_worktrees(session: Any, workdir: Path) -> list[KeptWorktree]:
+def session_worktrees(session: Session, workdir: Path) -> list[KeptWorktree]:
     repos = session_repos(session)
     return [wt for wt in kept_worktrees(workdir) if wt.common_dir in repos]
 
@@ -168,7 +171,7 @@ def prune(commons: Iterable[Path], report: CleanReport) -> None:
             report.pruned_repos.append(common)
 
 
-def clean_session(session: Any, workdir: Path, *, keep_cache: bool) -> CleanReport:
+def clean_session(session: Session, workdir: Path, *, keep_cache: bool) -> CleanReport:
     """See the module docstring. InputError when the session is running."""
     report = CleanReport()
     if session.lock.is_locked_elsewhere():
@@ -261,7 +264,7 @@ def clean_all(workdir: Path, *, keep_cache: bool) -> CleanReport:
     return report
 
 
-def describe(session: Any, workdir: Path) -> list[str]:
+def describe(session: Session, workdir: Path) -> list[str]:
     """For `status`: the worktrees kept for the session's repositories, and how to remove them."""
     kept = session_worktrees(session, workdir)
     if not kept:

@@ -8,9 +8,9 @@ follows from its verdicts), later phases that grew out of that result are supers
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonbisect.core.errors import InputError
 from tritonbisect.session.evidence import (
@@ -21,6 +21,9 @@ from tritonbisect.session.evidence import (
     undone_seqs,
 )
 from tritonbisect.session.phases import STATUS_SUPERSEDED
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.session import Session
 
 MARK_VERDICTS = ("good", "bad", "skip")
 
@@ -47,7 +50,7 @@ def phase_candidates(phase: Any) -> Any:
     return candidates_of(History(spec.repo), spec.good, spec.bad, first_parent=spec.first_parent)
 
 
-def locate(session: Any, rev: str, phase_name: str | None = None) -> Located:
+def locate(session: Session, rev: str, phase_name: str | None = None) -> Located:
     """The phase whose range holds `rev` (the latest such phase, or the one named)."""
     from tritonbisect.core.history import History
 
@@ -85,7 +88,7 @@ def locate(session: Any, rev: str, phase_name: str | None = None) -> Located:
     )
 
 
-def _reopen(session: Any, where: Located, why: str) -> None:
+def _reopen(session: Session, where: Located, why: str) -> None:
     """The phase's result no longer stands: back to pending; later phases are superseded."""
     from tritonbisect.session.phases import STATUS_PENDING
 
@@ -105,11 +108,11 @@ def _reopen(session: Any, where: Located, why: str) -> None:
     session.save()
 
 
-def _next_seq(records: list[Mapping[str, Any]]) -> int:
+def _next_seq(records: Sequence[Mapping[str, Any]]) -> int:
     return max((int(r.get("seq") or 0) for r in records), default=0) + 1
 
 
-def mark(session: Any, rev: str, verdict: str, why: str | None = None,
+def mark(session: Session, rev: str, verdict: str, why: str | None = None,
          phase_name: str | None = None) -> dict[str, Any]:
     """Record a person's verdict of a commit (a new journal record) and reopen its phase."""
     from tritonbisect.core.clock import now_iso
@@ -144,7 +147,7 @@ def mark(session: Any, rev: str, verdict: str, why: str | None = None,
     return rec
 
 
-def undo(session: Any, seq: int | None = None, why: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def undo(session: Session, seq: int | None = None, why: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Take back journal record `seq` (default: the latest verdict still in force, given by
     hand or by a test) with a new record; returns (the undo record, the record undone)."""
     from tritonbisect.session.manual import undo_record
