@@ -24,6 +24,7 @@ from tritonbisect.options.launch import workdir_flag
 
 if TYPE_CHECKING:  # pragma: no cover
     from tritonbisect.session.observer import Display
+    from tritonbisect.session.phases import SessionResult
     from tritonbisect.session.session import Session
 
 # --- shared by every bisecting command ---------------------------------------------------
@@ -44,7 +45,7 @@ def _sandwiches(session: Session) -> dict[str, Any]:
     return out
 
 
-def result_json(session: Session, result: Any) -> dict[str, Any]:
+def result_json(session: Session, result: SessionResult) -> dict[str, Any]:
     from tritonbisect.session.session import phase_totals
 
     counters = session.counters()
@@ -153,7 +154,7 @@ def drive_and_follow(session: Session, *, json_out: bool, ui: Display | None = N
     return result, {name: data for name, data in follow_ups.items() if data is not None}
 
 
-def narrow_after(session: Session, result: Any, *, quiet: bool) -> dict[str, Any] | None:
+def narrow_after(session: Session, result: SessionResult, *, quiet: bool) -> dict[str, Any] | None:
     """--narrow: name the compiler pass the culprit changed; a failure is a note."""
     if not session.settings.follow_ups.narrow or result.status != "found":
         return None
@@ -172,7 +173,7 @@ def narrow_after(session: Session, result: Any, *, quiet: bool) -> dict[str, Any
     return narrowed
 
 
-def reduce_after(session: Session, result: Any, *, quiet: bool) -> dict[str, Any] | None:
+def reduce_after(session: Session, result: SessionResult, *, quiet: bool) -> dict[str, Any] | None:
     """--reduce: shrink the oracle with the culprit's parent and the culprit from their cached
     builds, into SESSION_DIR/reduced; a failure is a note (the culprit stands)."""
     if not session.settings.follow_ups.reduce.enabled or result.status != "found":
@@ -218,7 +219,7 @@ def reduce_after(session: Session, result: Any, *, quiet: bool) -> dict[str, Any
     return record
 
 
-def workaround_after(session: Session, result: Any, *, quiet: bool) -> dict[str, Any] | None:
+def workaround_after(session: Session, result: SessionResult, *, quiet: bool) -> dict[str, Any] | None:
     """--workaround: the changes that make the culprit's cached build pass the oracle, measured
     against its parent's; a failure is a note (the culprit stands)."""
     if not getattr(session.settings.follow_ups, "workaround", False) or result.status != "found":
@@ -264,12 +265,12 @@ _SESSION_FILES = unexpected_shapes("the session's session.json or journal.jsonl"
 
 
 @_SESSION_FILES
-def summary(session: Session, result: Any) -> str:
+def summary(session: Session, result: SessionResult) -> str:
     lines = []
     if result.status == "found":
         subject = ""
         phase = next((p for p in session.phases() if p.spec.name == result.phase), None)
-        if phase is not None:
+        if phase is not None and result.culprit:
             try:
                 from tritonbisect.core.history import History
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonbisect.core.clock import now_iso
 from tritonbisect.core.errors import (
@@ -43,6 +43,9 @@ from tritonbisect.hunt.targets import HuntTarget
 from tritonbisect.session.observer import Display
 from tritonbisect.session.session import Session, counters_of, drive
 from tritonbisect.session.settings import BisectSettings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.phases import SessionResult
 
 MAX_NIGHT_DIRS = 60  # night folders kept (those a regression points to are kept too)
 
@@ -392,7 +395,7 @@ class Night:
             last_good=self.state.last_good, new=reg, **kw,
         )
 
-    def _regression(self, session: Session, result: Any, active: dict[str, Any], *,
+    def _regression(self, session: Session, result: SessionResult, active: dict[str, Any], *,
                     culprit: str | None = None) -> Regression:
         culprit = culprit or (result.culprit if result.status == "found" else None)
         candidates = list(result.candidates or ([culprit] if culprit else []))
@@ -411,7 +414,7 @@ class Night:
             last_seen=str(active.get("bad")), last_seen_at=now_iso(),
         )
 
-    def _case_regressions(self, session: Session, result: Any, active: dict[str, Any]) -> list[Regression]:
+    def _case_regressions(self, session: Session, result: SessionResult, active: dict[str, Any]) -> list[Regression]:
         """One regression per culprit of a test that reports cases (each names its cases),
         earliest first; [] when the session has no cases' culprits."""
         state = ((session.extra.get("cases") or {}).get(result.phase) or {}) if result.status == "found" else {}

@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tritonbisect.builds.cache import sandbox_mark
 from tritonbisect.builds.env import EnvError, TargetEnv
@@ -30,6 +30,9 @@ from tritonbisect.core.history import root_identity
 from tritonbisect.core.secrets import redact_env
 from tritonbisect.session.session import Session
 
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.phases import PhaseState
+
 Environment = tuple[str, dict[str, str], Path]  # python, env, cwd of one compile
 
 
@@ -39,7 +42,7 @@ def _no_build(commit: str) -> InputError:
 
 
 class CommandBuild:
-    def __init__(self, session: Session, phase: Any) -> None:
+    def __init__(self, session: Session, phase: PhaseState) -> None:
         self.cfg = phase.spec.recipe_config
         self.settings = session.settings
         self.store = open_cache(session.settings.executor.cache_dir, workdir=Path(session.settings.workdir))
@@ -70,7 +73,7 @@ class CommandBuild:
 
 
 class WheelBuild:
-    def __init__(self, session: Session, phase: Any) -> None:
+    def __init__(self, session: Session, phase: PhaseState) -> None:
         self.cfg = phase.spec.recipe_config
         self.settings = session.settings
         self.repo = phase.spec.repo
@@ -124,7 +127,7 @@ class WheelBuild:
         return str(venv.python), env, scratch
 
 
-def builds_for(session: Session, phase: Any) -> CommandBuild | WheelBuild:
+def builds_for(session: Session, phase: PhaseState) -> CommandBuild | WheelBuild:
     cfg = phase.spec.recipe_config
     if phase.spec.recipe_name == "command":
         if not cfg.get("artifact") or not cfg.get("build"):

@@ -22,7 +22,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonbisect.core.errors import InputError
 from tritonbisect.core.history import History
@@ -36,6 +36,9 @@ from tritonbisect.narrow.timing import DEFAULT_SAMPLES, time_compiles
 from tritonbisect.oracles.compile.standalone import tb_codegen, tb_runner
 from tritonbisect.reports.version_names import VersionNames
 from tritonbisect.session.session import Session
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.phases import PhaseState
 
 _ORACLE_SCRIPT = re.compile(r"(\S+)/compile_repro\.py")
 DUMP_ENV = {"MLIR_ENABLE_DUMP": "1", "TRITON_ALWAYS_COMPILE": "1"}
@@ -64,7 +67,7 @@ def oracle_job(folder: Path) -> dict[str, Any]:
     return job
 
 
-def _oracle_job(phase: Any) -> tuple[dict[str, Any], Path, list[str] | None]:
+def _oracle_job(phase: PhaseState) -> tuple[dict[str, Any], Path, list[str] | None]:
     """The session's compile job, its oracle folder, and the codegen thresholds its test checks
     (None: the test checks no codegen)."""
     test = (phase.spec.recipe_config.get("test") or {}).get("command") or ""

@@ -11,7 +11,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tritonbisect.core.errors import InputError
 from tritonbisect.core.history import History
@@ -19,6 +19,9 @@ from tritonbisect.core.secrets import is_secret_name
 from tritonbisect.narrow.compilers import builds_for
 from tritonbisect.narrow.narrowing import culprit_phase
 from tritonbisect.session.session import Session
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.phases import PhaseState
 
 _ORACLE_SCRIPT = re.compile(r"(\S+)/(?:compile_repro|repro)\.py")
 
@@ -35,7 +38,7 @@ class Endpoints:
     codegen_thresholds: tuple[str, ...]
 
 
-def session_oracle(phase: Any) -> tuple[Path, tuple[str, ...]]:
+def session_oracle(phase: PhaseState) -> tuple[Path, tuple[str, ...]]:
     """The oracle folder the phase's test runs, and the codegen thresholds its command gives."""
     test = (phase.spec.recipe_config.get("test") or {}).get("command") or ""
     m = _ORACLE_SCRIPT.search(test)

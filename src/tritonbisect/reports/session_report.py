@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonbisect.core.perf import format_summary, summary_of
 from tritonbisect.core.perf_paired import sandwich_of
@@ -24,6 +24,9 @@ from tritonbisect.reports.version_names import VersionNames
 from tritonbisect.reports.where import time_lines, where_lines
 from tritonbisect.session.session import Session, counters_of
 from tritonbisect.session.settings_file import flat_settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.phases import PhaseState
 
 # an answer with no step under it: a journal emptied or lost since (never "Bisected")
 EMPTY_JOURNAL = ("**The journal holds no step:** the answer session.json states rests on no recorded test "
@@ -56,7 +59,7 @@ def _info(history: Any, commit: str | None) -> dict[str, str] | None:
     }
 
 
-def _history(phase: Any) -> Any:
+def _history(phase: PhaseState) -> Any:
     try:
         from tritonbisect.core.history import History
 
@@ -204,7 +207,7 @@ def _history_of(repo: str) -> Any:
         return None
 
 
-def _contradicted(recs: list[dict[str, Any]], phase: Any) -> bool:
+def _contradicted(recs: list[dict[str, Any]], phase: PhaseState) -> bool:
     from tritonbisect.session.evidence import evidence_of
 
     ev = evidence_of(recs)

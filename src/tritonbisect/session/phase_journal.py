@@ -4,11 +4,14 @@ ones (a record's `seq` is unique across the whole session, its phases included).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonbisect.session.evidence import Evidence, evidence_of
 from tritonbisect.session.journal import Journal
 from tritonbisect.session.step_record import StepRecord
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.executors.runner import StepResult
 
 
 class PhaseJournal:
@@ -30,7 +33,7 @@ class PhaseJournal:
         self.records.append(rec)
         return rec
 
-    def step(self, result: Any, role: str, round_: int | None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def step(self, result: StepResult, role: str, round_: int | None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The record of a finished step (a runner's StepResult), appended."""
         rec: dict[str, Any] = {"seq": self.next_seq(), "phase": self.phase, "role": role, "round": round_}
         rec.update(result.to_record())
