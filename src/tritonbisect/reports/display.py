@@ -11,13 +11,17 @@ import contextlib
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from tritonbisect.core.perf import change_text, summary_of
 from tritonbisect.core.untrusted import one_line, printable
 from tritonbisect.reports.case_tables import by_culprit, step_cases
 from tritonbisect.session.case_answer import cases_state
-from tritonbisect.session.observer import _FIXED_MARK, NullUI
+from tritonbisect.session.observer import _FIXED_MARK, NullUI, Progress
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tritonbisect.session.handle import SessionHandle
+    from tritonbisect.session.phases import PhaseState
 
 
 def log_of(rec: Mapping[str, Any] | None) -> str | None:
@@ -73,7 +77,7 @@ class PlainUI(NullUI):
         # subjects, case names and a test's output are someone else's text: no terminal escapes
         print(printable(text), file=self.stream, flush=True)
 
-    def phase_started(self, session: Any, phase: Any, n: int, subject: Callable[[str], str]) -> None:
+    def phase_started(self, session: SessionHandle, phase: PhaseState, n: int, subject: Callable[[str], str]) -> None:
         super().phase_started(session, phase, n, subject)
         spec = phase.spec
         where = f"{n} versions" if self.labels else f"{n} commits in {spec.repo}"
@@ -86,11 +90,11 @@ class PlainUI(NullUI):
     def note(self, text: str) -> None:
         self._print(f"tritonbisect: {text}")
 
-    def step_finished(self, phase: str, rec: Mapping[str, Any], subject: str, progress: Any) -> None:
+    def step_finished(self, phase: str, rec: Mapping[str, Any], subject: str, progress: Progress | None) -> None:
         super().step_finished(phase, rec, subject, progress)
         self._print(self.step_line(rec, subject, progress))
 
-    def step_line(self, rec: Mapping[str, Any], subject: str, progress: Any) -> str:
+    def step_line(self, rec: Mapping[str, Any], subject: str, progress: Progress | None) -> str:
         verdict = self.marks.get(str(rec.get("verdict")), str(rec.get("verdict")))
         verdict = verdict.ljust(7 if self.marks is _FIXED_MARK else 5)
         conflict = (rec.get("revert_tree") or {}).get("conflict")
@@ -115,7 +119,8 @@ class PlainUI(NullUI):
             line += f" | open: {open_text(open_cases)}"
         return line
 
-    def endpoints_invalid(self, session: Any, phase: Any, good: Any, bad: Any) -> None:
+    def endpoints_invalid(self, session: SessionHandle, phase: PhaseState, good: Mapping[str, Any] | None,
+                          bad: Mapping[str, Any] | None) -> None:
         from tritonbisect.core.process import tail_lines
 
         self._print(f"tritonbisect: endpoints invalid: {phase.reason}")
@@ -130,7 +135,7 @@ class PlainUI(NullUI):
                 for line in tail.splitlines():
                     self._print(f"    {line}")
 
-    def phase_finished(self, session: Any, phase: Any) -> None:
+    def phase_finished(self, session: SessionHandle, phase: PhaseState) -> None:
         if phase.status == "found" and self.labels:
             self._print(
                 f"tritonbisect: phase {phase.spec.name}: first bad version {self.short(phase.culprit)} "
@@ -197,7 +202,7 @@ class RichUI(PlainUI):
     def _print(self, text: str) -> None:
         self.console.print(printable(text), markup=False, highlight=False)
 
-    def phase_started(self, session: Any, phase: Any, n: int, subject: Callable[[str], str]) -> None:
+    def phase_started(self, session: SessionHandle, phase: PhaseState, n: int, subject: Callable[[str], str]) -> None:
         super().phase_started(session, phase, n, subject)
         self._phase = phase.spec.name
         self._status = f"{n} {'versions' if self.labels else 'commits'} in range"
@@ -211,7 +216,7 @@ class RichUI(PlainUI):
     def step_stopped(self, commit: str) -> None:
         self._flying.pop(self.short(commit), None)
 
-    def step_finished(self, phase: str, rec: Mapping[str, Any], subject: str, progress: Any) -> None:
+    def step_finished(self, phase: str, rec: Mapping[str, Any], subject: str, progress: Progress | None) -> None:
         self._flying.pop(self.short(rec.get("commit")), None)
         super().step_finished(phase, rec, subject, progress)
         if progress is not None:
