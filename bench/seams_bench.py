@@ -317,6 +317,7 @@ def measure(root: Path, *, with_mypy: bool, tests: list[str]) -> dict[str, objec
         "package cycles": len(package_cycles(src)),
         "functions with >= 9 parameters": len(many_params(src)),
         "modules past 600 lines": len(long_modules(src)),
+        "lines of Python in src/": sum(len(p.read_text(encoding="utf-8").splitlines()) for p in modules(src).values()),
         "_detail": {
             "domain listings": listing, "domain naming": domain_naming_files(src), "oracle kind compares": oracle, "verdict rules": verdict,
             "cycles": package_cycles(src), "long modules": long_modules(src), "many params": many_params(src),
@@ -347,6 +348,8 @@ def _detail_lines(detail: dict[str, object]) -> list[str]:
         value = detail.get(key)
         if isinstance(value, dict):
             value = [f"{k} ({v})" for k, v in value.items()]
+        elif key == "cycles":
+            value = [" <-> ".join(c) for c in value or []]
         out.append(f"- {key}: {', '.join(map(str, value or [])) or 'none'}")
     return out
 
@@ -384,12 +387,20 @@ def main() -> None:
     if args.write:
         from results_md import write_section
 
+        between = subprocess.run(["git", "-C", str(args.root), "rev-list", "--count", f"{_rev(args.before)}..HEAD"],
+                                 capture_output=True, text=True).stdout.strip() or "?"
+
         body = [
             "`python bench/seams_bench.py --before DIR --mypy --write`: the same syntax-tree counts on two",
             "checkouts (see the script's docstring for what each counts). mypy --strict runs the project's",
             "configuration plus --strict.",
             "",
             table,
+            "",
+            f"{between} commits lie between the two checkouts, most of them features (the source grew from "
+            f"{before['lines of Python in src/']} to {figures['lines of Python in src/']} lines): counts that grow "
+            "with the code (string-key lookups, functions with many parameters, mypy --strict errors) grew with it "
+            "where the new code was not typed.",
             "",
             f"What the figures count, {labels[0]}:",
             *_detail_lines(before_detail),
