@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tritonbisect.commands.echo import echo
 from tritonbisect.core.errors import InputError
+from tritonbisect.oracles.kinds import OracleKind
 from tritonbisect.traces.reader import Trace, load_trace
 
 
@@ -58,7 +59,7 @@ def artifact_repro(path: Path, kernel: str | None, launch_id: int | None, line: 
     if tr.ir_only:
         from tritonbisect.commands.compile_oracle import echo_ir_oracle
 
-        if mode == "runtime":
+        if mode == OracleKind.RUNTIME:
             raise InputError(f"{path} holds IR alone ({tr.kind}): no Python source and no launch to run, so its oracles "
                              "compile (drop --mode runtime)")
         stage = from_ if from_ != "source" else tr.default_stage(name)
@@ -70,7 +71,7 @@ def artifact_repro(path: Path, kernel: str | None, launch_id: int | None, line: 
                          "to compile; the kernel dump (TRITON_KERNEL_DUMP) of the same run has its IR")
     from tritonbisect.commands.compile_oracle import echo_compile_oracle
 
-    if mode == "compile":
+    if mode == OracleKind.COMPILE:
         echo_compile_oracle(tr, name, out_dir, launch_id=launch_id, line=line, target=target, timeout=timeout)
         _notes(tr, name)
         return None

@@ -22,6 +22,7 @@ import click
 from tritonbisect.commands.echo import echo
 from tritonbisect.commands.help_sections import hidden_alias
 from tritonbisect.core.errors import InputError
+from tritonbisect.oracles.kinds import OracleKind
 
 
 @click.command("info")
@@ -57,7 +58,7 @@ def info(trace: Path, kernel: str | None, json_out: bool) -> None:
 @click.option("--line", type=int, metavar="N", help="The launch on line N of the trace file instead (with --mode compile or --from, for a kernel compiled but never launched: its compilation on line N, as `info` shows).")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Folder to write the oracle into (default: ./KERNEL-repro, ./KERNEL-compile, ./KERNEL-ttir, ./replay, a new one).")
 @click.option("--timeout", type=float, default=None, metavar="S", help="The oracle's own timeout in seconds (default 600).")
-@click.option("--mode", type=click.Choice(["runtime", "compile"]), default=None,
+@click.option("--mode", type=click.Choice([OracleKind.RUNTIME.value, OracleKind.COMPILE.value]), default=None,
               help="runtime (default): run the launch and compare its outputs (with --from ttir|ttgir, on a GPU, "
                    "the JIT compiles the recorded IR instead of the source); compile (the default with --from "
                    "ttir|ttgir and --ir): cross-compile the kernel for the traced GPU with no GPU at hand "
@@ -94,7 +95,7 @@ def _repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: 
 
     if launches is not None and (ir_file is not None or from_ != "source"):
         raise InputError("--launches replays kernels from their source: drop --from/--ir")
-    if ir_file is not None and mode == "runtime":
+    if ir_file is not None and mode == OracleKind.RUNTIME:
         raise InputError("--ir FILE compiles only (no arguments to launch it with): drop --mode runtime, "
                          "or replay a trace's IR with TRACE --from ttir|ttgir --mode runtime")
     loaded = None
@@ -108,7 +109,7 @@ def _repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: 
             if out_dir is None:
                 _said(chosen)
             return
-    if ir_file is not None or (from_ != "source" and mode != "runtime"):  # the IR compile oracle
+    if ir_file is not None or (from_ != "source" and mode != OracleKind.RUNTIME):  # the IR compile oracle
         from tritonbisect.commands.compile_oracle import echo_ir_oracle
 
         stem = f"{ir_file.stem}-ir" if ir_file is not None else f"{kernel or (trace.stem if trace else 'kernel')}-{from_}"
@@ -118,8 +119,8 @@ def _repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: 
         return
     if trace is None:
         raise InputError("give a TRACE (or --ir FILE --compile-target cuda:90)")
-    mode = mode or "runtime"
-    if target and mode != "compile":
+    mode = mode or OracleKind.RUNTIME.value
+    if target and mode != OracleKind.COMPILE:
         raise InputError("--compile-target goes with --mode compile")
     tr = loaded or load_trace(trace)
     if launches is not None:
@@ -133,8 +134,8 @@ def _repro(trace: Path | None, kernel: str | None, launch_id: int | None, line: 
         if len(names) != 1:
             raise InputError(f"give --kernel: trace {trace} has kernels {', '.join(names) or 'none'}")
         kernel = names[0]
-    out_dir = out_dir or _new_folder(f"{kernel}-{'compile' if mode == 'compile' else 'repro'}")
-    if mode == "compile":
+    out_dir = out_dir or _new_folder(f"{kernel}-{'compile' if mode == OracleKind.COMPILE else 'repro'}")
+    if mode == OracleKind.COMPILE:
         from tritonbisect.commands.compile_oracle import echo_compile_oracle
 
         echo_compile_oracle(tr, kernel, out_dir, launch_id=launch_id, line=line, target=target, timeout=timeout)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from tritonbisect.commands.echo import echo
 from tritonbisect.core.errors import InputError
+from tritonbisect.oracles.kinds import OracleKind
 from tritonbisect.traces.reader import Trace
 
 
@@ -15,7 +16,7 @@ def echo_replay_oracle(trace: Trace, launches: str, out_dir: Path, *, kernel: st
 
     if kernel is not None or launch_id is not None or line is not None:
         raise InputError("--launches replays whole kernels: give kernel names to it, not --kernel/--launch-id/--line")
-    if mode != "runtime":
+    if mode != OracleKind.RUNTIME:
         raise InputError("--launches goes with --mode runtime")
     oracle = generate_replay(trace, launches, out_dir, timeout=timeout)
     echo(oracle.summary())
