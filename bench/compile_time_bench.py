@@ -16,10 +16,12 @@ each real release, and what a bisect of the compile time takes.
    `narrow --time` named, test runs per search step (both sides of each pair), test runs and
    wall time per session -- from each session's --json. The machine's load average is
    sampled all along: the figures hold for that load.
-3. `--real`: the `wheels` bisect of flash-attn's forward from 3.7.0 to 3.9.0 at 20% with
-   `--narrow` (the release and the part of the compile it names; its runs and wall time).
+3. `--real`: `wheels --regress compile-time --narrow` over the published releases on two real
+   kernels -- the trace's matmul from 3.7.1 to 3.9.0 at 25%, flash-attn's forward from 3.7.0 to
+   3.9.0 at 20% -- with the release and the part of the compile each names, its runs and wall time.
 
-    python bench/compile_time_bench.py [--rounds 4] [--sessions 3] [--real] [--json-out F] [--write-results]
+    python bench/compile_time_bench.py [--rounds 4] [--sessions 3] [--changes 0,0.05,0.1,0.2,0.4] [--real] [--json-out F] [--write-results]
+    python bench/compile_time_bench.py --skip-releases --changes 0.02 --sessions 2 --add-to F --json-out F
     python bench/compile_time_bench.py --results-from bench/data/compile_time_bench.json --write-results
 """
 
@@ -144,12 +146,12 @@ def run_releases(root: Path, rounds: int) -> dict[str, Any]:
 # --- 2. the toy sessions -----------------------------------------------------------------------
 
 
-def run_sessions(root: Path, per_change: int) -> dict[str, Any]:
+def run_sessions(root: Path, per_change: int, changes: tuple[float, ...]) -> dict[str, Any]:
     from testing.toyworld.pass_triton import SLOW_PASS, make_pass_triton
 
     load = Load()
     out: list[dict[str, Any]] = []
-    for change in CHANGES:
+    for change in changes:
         threshold = change / 2 if change else 0.025
         for seed in range(per_change):
             where = root / f"toy-{change:g}-{seed}"
@@ -185,30 +187,47 @@ def run_sessions(root: Path, per_change: int) -> dict[str, Any]:
 # --- 3. the real bisect ------------------------------------------------------------------------
 
 
-def run_real(root: Path) -> dict[str, Any]:
+REAL = (  # kernel, its trace's kernel name, good, bad, threshold
+    ("matmul (the H100 trace)", "matmul_kernel", "3.7.1", "3.9.0", "25%"),
+    ("flash-attn 2.7.4 forward, causal", "_fwd_kernel", "3.7.0", "3.9.0", "20%"),
+)
+
+
+def run_real(root: Path) -> list[dict[str, Any]]:
+    from oracle_support import scenario
     from real_kernels import FLASH_ATTN_FWD, flash_attn_triton, traced_compile_oracle
     from real_triton import make_linked_venv
 
-    oracle = traced_compile_oracle(root / "real", FLASH_ATTN_FWD, "_fwd_kernel", "cuda:90", str(flash_attn_triton()))
-    venv = root / "real" / "venv"
-    make_linked_venv(venv)
-    load = Load()
-    t0 = time.monotonic()
-    proc = _cli("wheels", "--good", "3.7.0", "--bad", "3.9.0", "--venv", str(venv), "--repro",
-                str(oracle.parent / "trace"), "--kernel", "_fwd_kernel", "--oracle", "compile", "--compile-target",
-                "cuda:90", "--regress", "compile-time", "--perf-threshold", "20%", "--narrow", "--workdir",
-                str(root / "real" / "home"), "--json")
-    wall = time.monotonic() - t0
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if not lines:
-        raise SystemExit(f"no result (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
-    res = json.loads(lines[-1])
-    grew = (res.get("narrow") or {}).get("grew_most") or {}
-    recs = [json.loads(x) for x in (Path(res["session_dir"]) / "journal.jsonl").read_text().splitlines()]
-    runs = sum(len(r.get("tests") or []) + len(r.get("reference_tests") or []) for r in recs)
-    return {"first_bad": res.get("first_bad"), "last_good": res.get("last_good"), "status": res.get("status"),
-            "tests": runs, "wall": wall, "load": load.stop(),
-            "grew_most": {k: grew.get(k) for k in ("name", "parent", "culprit")}}
+    fwd = traced_compile_oracle(root / "real", FLASH_ATTN_FWD, "_fwd_kernel", "cuda:90", str(flash_attn_triton()))
+    traces = {"matmul_kernel": scenario("matmul"), "_fwd_kernel": fwd.parent / "trace"}
+    out = []
+    for label, kernel, good, bad, threshold in REAL:
+        venv = root / "real" / f"venv-{kernel}"
+        make_linked_venv(venv)
+        load = Load()
+        t0 = time.monotonic()
+        proc = _cli("wheels", "--good", good, "--bad", bad, "--venv", str(venv), "--repro", str(traces[kernel]),
+                    "--kernel", kernel, "--oracle", "compile", "--compile-target", "cuda:90", "--regress",
+                    "compile-time", "--perf-threshold", threshold, "--narrow", "--env", "TRITON_DEFAULT_FP_FUSION=1",
+                    "--workdir", str(root / "real" / f"home-{kernel}"), "--json")
+        wall = time.monotonic() - t0
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+        if not lines:
+            raise SystemExit(f"no result (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+        res = json.loads(lines[-1])
+        grew = (res.get("narrow") or {}).get("grew_most") or {}
+        recs = [json.loads(x) for x in (Path(res["session_dir"]) / "journal.jsonl").read_text().splitlines()]
+        runs = sum(len(r.get("tests") or []) + len(r.get("reference_tests") or []) for r in recs)
+        slow = [r.get("reason") for r in recs if r.get("kind") == "perf"]
+        row = {"kernel": label, "good": good, "bad": bad, "threshold": threshold, "exit": res.get("exit_code"),
+               "first_bad": res.get("first_bad"), "last_good": res.get("last_good"), "status": res.get("status"),
+               "slow_reason": slow[-1] if slow else None, "tests": runs, "wall": wall, "load": load.stop(),
+               "grew_most": {k: grew.get(k) for k in ("name", "stage", "parent", "culprit")},
+               "next": [p.get("name") for p in ((res.get("narrow") or {}).get("parts") or [])[1:3]]}
+        out.append(row)
+        print(f"  real {label}: {row['status']} first bad {row['first_bad']} grew {row['grew_most']} "
+              f"wall {wall:.0f}s", file=sys.stderr, flush=True)
+    return out
 
 
 # --- the section --------------------------------------------------------------------------------
@@ -255,7 +274,7 @@ def section(data: dict[str, Any]) -> str:
                 f"{ld['min']:.1f} to {ld['max']:.1f}, median {ld['median']:.1f}):", "",
                 "| change | threshold | culprit named | wrong | none | pass named by `narrow --time` | runs per search step | runs per session | wall per session |",
                 "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-        for change in CHANGES:
+        for change in sorted({r["change"] for r in ses["rows"]}):
             rows = [r for r in ses["rows"] if r["change"] == change]
             if not rows:
                 continue
@@ -267,30 +286,60 @@ def section(data: dict[str, Any]) -> str:
             out.append(f"| {what} | {rows[0]['threshold']:.1%} | {right}/{n} | {wrong}/{n} | {n - right - wrong}/{n} | "
                        f"{named}/{n} | {statistics.mean(r['per_step'] for r in rows):.1f} | "
                        f"{statistics.mean(r['tests'] for r in rows):.0f} | {statistics.mean(r['wall'] for r in rows):.0f} s |")
-        reliable = [c for c in CHANGES if c and all(r["right"] for r in ses["rows"] if r["change"] == c)]
+        ran = sorted({r["change"] for r in ses["rows"] if r["change"]})
+        # the smallest change from which on every session (of that change and every larger one) named the culprit
+        reliable = [c for c in ran if all(r["right"] for r in ses["rows"] if r["change"] >= c)]
         aa = [r for r in ses["rows"] if not r["change"]]
-        out += ["", f"Smallest change every session named the culprit of: "
+        out += ["", f"Smallest change found reliably (every session of it and of every larger change named the culprit): "
                 f"{min(reliable):.0%}" if reliable else "", ""]
         if aa:
             out += [f"With no change (A/A), {sum(r['status'] != 'found' for r in aa)} of {len(aa)} sessions found no "
                     "regression (the bad endpoint within the threshold: exit 3).", ""]
     real = data.get("real")
     if real:
-        g = real["grew_most"]
-        out += [f"**The real bisect**: `wheels --good 3.7.0 --bad 3.9.0` on flash-attn's forward at 20%: first bad "
-                f"{real['first_bad']} (last good {real['last_good']}), {real['tests']} test runs in "
-                f"{real['wall'] / 60:.0f} min (load median {real['load']['median']:.1f}); `--narrow` named "
-                f"{g['name']}: {g['parent']:.3f} s → {g['culprit']:.3f} s.", ""]
+        out += ["**The real bisects** (`wheels --oracle compile --compile-target cuda:90 --regress compile-time "
+                "--narrow`, the published wheels, a venv of this machine's torch):", "",
+                "| kernel | releases | threshold | first bad (last good) | its slow-down | `narrow --time`: grew most | "
+                "then | test runs | wall |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for r in real:
+            g = r["grew_most"]
+            grew = (f"{g['name']} ({g['stage']}): {g['parent']:.3f} s → {g['culprit']:.3f} s" if g.get("name")
+                    else "—")
+            why = (r.get("slow_reason") or "—").split(";")[0]
+            out.append(f"| {r['kernel']} | {r['good']} to {r['bad']} | {r['threshold']} | {r['first_bad']} "
+                       f"({r['last_good']}) | {why} | {grew} | {', '.join(r['next']) or '—'} | {r['tests']} | "
+                       f"{r['wall'] / 60:.1f} min (load median {r['load']['median']:.1f}) |")
+        out.append("")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _add_sessions(before: dict[str, Any] | None, now: dict[str, Any]) -> dict[str, Any]:
+    if not before:
+        return now
+    rows = [r for r in before["rows"] if r["change"] not in {x["change"] for x in now["rows"]}] + now["rows"]
+    loads = [r["load"] for r in rows]
+    return {**now, "rows": rows, "load": {"min": min(before["load"]["min"], now["load"]["min"]),
+                                          "median": statistics.median(loads),
+                                          "max": max(before["load"]["max"], now["load"]["max"])}}
+
+
+def _keep(data: dict[str, Any], path: Path | None) -> None:
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=1))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=4, help="samples per kernel and release")
     ap.add_argument("--sessions", type=int, default=3, help="toy sessions per change")
+    ap.add_argument("--changes", default=",".join(f"{c:g}" for c in CHANGES),
+                    help="the planted slow-downs, as fractions (0 is the A/A)")
     ap.add_argument("--skip-releases", action="store_true")
     ap.add_argument("--skip-sessions", action="store_true")
-    ap.add_argument("--real", action="store_true", help="also the wheels bisect of flash-attn's forward")
+    ap.add_argument("--real", action="store_true", help="also the wheels bisects of the real kernels")
+    ap.add_argument("--add-to", type=Path, help="a results file this run adds to: its toy sessions are added to "
+                    "the file's, its other parts replace the file's")
     ap.add_argument("--json-out", type=Path)
     ap.add_argument("--results-from", type=Path)
     ap.add_argument("--write-results", action="store_true")
@@ -300,16 +349,21 @@ def main() -> None:
     else:
         data = {"date": date.today().isoformat(),
                 "machine": f"{os.cpu_count()} CPUs, {platform.machine()}, Python {platform.python_version()}"}
+        before = json.loads(args.add_to.read_text()) if args.add_to else {}
+        data = {**before, **data}
         with tempfile.TemporaryDirectory(prefix="compile-time-bench-") as tmp:
             root = Path(tmp)
+            # each part's figures are kept as soon as it ends: a later part's failure loses none of them
             if not args.skip_releases:
                 data["releases"] = run_releases(root, args.rounds)
+                _keep(data, args.json_out)
             if not args.skip_sessions:
-                data["sessions"] = run_sessions(root, args.sessions)
+                data["sessions"] = _add_sessions(before.get("sessions"), run_sessions(
+                    root, args.sessions, tuple(float(c) for c in args.changes.split(","))))
+                _keep(data, args.json_out)
             if args.real:
                 data["real"] = run_real(root)
-        if args.json_out:
-            args.json_out.write_text(json.dumps(data, indent=1))
+                _keep(data, args.json_out)
     text = section(data)
     print(text)
     if args.write_results:

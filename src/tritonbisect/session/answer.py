@@ -56,7 +56,7 @@ class Answer:
             post = self.flakiness.posterior(self.cands, self.journal.evidence())
             high, said = self.flakiness.confirmed_confidence(post, c.culprit)
             phase.confidence = "high" if high else "low"
-            again = (f"{named(c.culprit)} is slower than {self.names.parent(c.parent)}: {ab}" if ab else
+            again = (f"{named(c.culprit)} is slower than {self.names.parent(c.parent).rstrip(',')}: {ab}" if ab else
                      f"{named(c.culprit)} is bad again and {self.names.parent(c.parent)} good again")
             phase.reason = (
                 f"confirmed: {again}"

@@ -51,9 +51,13 @@ class EndpointCheck:
         todo = {c: runs - sum(tally.get(c, {}).values()) for c in (spec.good, spec.bad)}
         noun = self.names.noun
         if any(n > 0 for n in todo.values()):
+            rule = "pass, the bad one must fail"
+            if self.fixed:
+                rule = "fail, the bad (fixed) one must pass"
+            elif self.perf:  # a timing regression: both pass, the good one's figures are the reference
+                rule = "pass and measure the reference, the bad one must be slower by more than --perf-threshold"
             self.ui.note(
-                f"checking the endpoints: the good {noun} must "
-                + ("fail, the bad (fixed) one must pass" if self.fixed else "pass, the bad one must fail")
+                f"checking the endpoints: the good {noun} must " + rule
                 + (f" ({runs} runs each, to measure how flaky the test is)" if runs > 1 else "")
             )
         if (self.needs_record or self.perf) and todo[spec.good] > 0 and not tally.get(spec.good):
