@@ -32,6 +32,7 @@ import json
 import os
 import platform
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -237,6 +238,11 @@ def _pct(x: float) -> str:
     return f"{x * 100:+.0f}%"
 
 
+def _per_step(rows: list[dict[str, Any]]) -> str:
+    steps = [r["per_step"] for r in rows if r["per_step"]]
+    return f"{statistics.mean(steps):.1f}" if steps else "— (no search)"
+
+
 def section(data: dict[str, Any]) -> str:
     out = [f"Run {data['date']} on {data['machine']}, a machine shared with other work all along.", ""]
     rel = data.get("releases")
@@ -284,11 +290,17 @@ def section(data: dict[str, Any]) -> str:
             named = sum(r["pass_right"] for r in rows)
             what = "A/A: no regression" if not change else f"{change:.0%}"
             out.append(f"| {what} | {rows[0]['threshold']:.1%} | {right}/{n} | {wrong}/{n} | {n - right - wrong}/{n} | "
-                       f"{named}/{n} | {statistics.mean(r['per_step'] for r in rows):.1f} | "
+                       f"{named}/{n} | {_per_step(rows)} | "
                        f"{statistics.mean(r['tests'] for r in rows):.0f} | {statistics.mean(r['wall'] for r in rows):.0f} s |")
         ran = sorted({r["change"] for r in ses["rows"] if r["change"]})
         # the smallest change from which on every session (of that change and every larger one) named the culprit
         reliable = [c for c in ran if all(r["right"] for r in ses["rows"] if r["change"] >= c)]
+        steps = [r["per_step"] for r in ses["rows"] if r["per_step"]]
+        if steps:
+            out += ["", f"Compiles per search step (both sides of its pairs): {min(steps):.0f} to {max(steps):.0f}, "
+                    f"mean {statistics.mean(steps):.1f}; a step takes at least 10 pairs, and more (`--repeat` at a "
+                    "time, up to `--max-samples`) only while its interval straddles the threshold; an inconclusive session (none named) "
+                    "ends with steps still straddling it."]
         aa = [r for r in ses["rows"] if not r["change"]]
         out += ["", f"Smallest change found reliably (every session of it and of every larger change named the culprit): "
                 f"{min(reliable):.0%}" if reliable else "", ""]
@@ -305,9 +317,10 @@ def section(data: dict[str, Any]) -> str:
             g = r["grew_most"]
             grew = (f"{g['name']} ({g['stage']}): {g['parent']:.3f} s → {g['culprit']:.3f} s" if g.get("name")
                     else "—")
-            why = (r.get("slow_reason") or "—").split(";")[0]
+            # the figure and its interval (the reason names the reference by its ladder commit)
+            why = re.search(r"[+-][\d.]+% \[[^\]]*\]", r.get("slow_reason") or "")
             out.append(f"| {r['kernel']} | {r['good']} to {r['bad']} | {r['threshold']} | {r['first_bad']} "
-                       f"({r['last_good']}) | {why} | {grew} | {', '.join(r['next']) or '—'} | {r['tests']} | "
+                       f"({r['last_good']}) | {why.group(0) if why else '—'} against {r['last_good']} | {grew} | {', '.join(r['next']) or '—'} | {r['tests']} | "
                        f"{r['wall'] / 60:.1f} min (load median {r['load']['median']:.1f}) |")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
