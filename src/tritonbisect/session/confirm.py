@@ -4,15 +4,15 @@ still holds the commit's build), and a person's verdict is not re-tested."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from tritonbisect.core.outcome import Verdict
 from tritonbisect.session.builds_at_hand import BuildsAtHand
 from tritonbisect.session.journal import ROLE_CONFIRM
 from tritonbisect.session.phase_context import PhaseContext
-from tritonbisect.session.step_queue import StepQueue
+from tritonbisect.session.step_queue import Finished, StepQueue
 
 OBSERVED = (Verdict.GOOD, Verdict.BAD, Verdict.SKIP)
 
@@ -110,21 +110,29 @@ class Confirmation:
         for batch in [[c] for c in todo] if self.one_at_a_time else [todo]:
             for commit in batch:
                 self.queue.submit(commit, ROLE_CONFIRM, None, reuse=self.builds.reuse)
-            while self.queue:
-                for done in self.queue.finished():
-                    if done.rec is None:
-                        continue
-                    commit = done.step.commit
-                    self.ui.step_finished(self.spec.name, done.rec, self.names.subject(commit), None)
-                    if done.aborted:
-                        self.abort(f"confirmation of {commit[:12]}: {done.result.reason}")
-                        return None
-                    found[commit] = done.rec
-                    if done.corrected:
-                        return TakenBack()
+            stopped = self._drain(lambda done, rec: found.__setitem__(done.step.commit, rec))
+            if stopped is not True:
+                return stopped
         for commit, verdict in marks.items():
             found[commit] = {"verdict": verdict, "kind": "marked"}
         return found
+
+    def _drain(self, keep: Callable[[Finished, dict[str, Any]], None]) -> TakenBack | None | Literal[True]:
+        """Wait for the queued re-tests, showing each and handing its record to `keep`: True when
+        all finished, None when one aborted the phase, TakenBack when a person took an answer back."""
+        while self.queue:
+            for done in self.queue.finished():
+                if done.rec is None:
+                    continue
+                commit = done.step.commit
+                self.ui.step_finished(self.spec.name, done.rec, self.names.subject(commit), None)
+                if done.aborted:
+                    self.abort(f"confirmation of {commit[:12]}: {done.result.reason}")
+                    return None
+                keep(done, done.rec)
+                if done.corrected:
+                    return TakenBack()
+        return True
 
     def _against_parents(self, pairs: Sequence[tuple[str, str]]) -> dict[str, dict[str, Any]] | TakenBack | None:
         """--perf-design paired: each culprit the journal holds no A/B of is run paired with its
@@ -148,18 +156,10 @@ class Confirmation:
         self.queue.keep_builds(tuple(keep))
         for culprit, parent in todo:
             self.queue.submit(culprit, ROLE_CONFIRM, None, reuse=self.builds.reuse, reference=parent, verify=True)
-        while self.queue:
-            for done in self.queue.finished():
-                if done.rec is None:
-                    continue
-                commit = done.step.commit
-                self.ui.step_finished(self.spec.name, done.rec, self.names.subject(commit), None)
-                if done.aborted:
-                    self.abort(f"confirmation of {commit[:12]}: {done.result.reason}")
-                    return None
-                found[(commit, str(done.step.request.reference))] = done.rec
-                if done.corrected:
-                    return TakenBack()
+        stopped = self._drain(
+            lambda done, rec: found.__setitem__((done.step.commit, str(done.step.request.reference)), rec))
+        if stopped is not True:
+            return stopped
         out: dict[str, dict[str, Any]] = {}
         for culprit, parent in pairs:
             got = found.get((culprit, parent))
