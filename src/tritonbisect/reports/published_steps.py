@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tritonbisect.core.words import counted
 from tritonbisect.session.phases import PhaseSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -85,10 +86,10 @@ def summary_line(session: Session) -> str:
     s = wheels_summary(session)
     if s is None:
         return ""
-    line = (f"--wheels {s['mode']}: {s['installs']} installs of published wheels, "
-            f"{s['source_builds']} source builds ({s['nightlies']} commits with a nightly)")
+    line = (f"--wheels {s['mode']}: {counted(s['installs'], 'install')} of published wheels, "
+            f"{counted(s['source_builds'], 'source build')} ({counted(s['nightlies'], 'commit')} with a nightly)")
     b = s.get("bracket")
     if b:
         line += (f"; nightlies' bracket {b['good'][:12]} ({b['good_version']}) .. "
-                 f"{b['bad'][:12]} ({b['bad_version']}), {b['commits']} commits")
+                 f"{b['bad'][:12]} ({b['bad_version']}), {counted(b['commits'], 'commit')}")
     return line

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tritonbisect.core.words import counted
 from tritonbisect.oracles.kinds import OracleKind
 
 
@@ -26,7 +27,7 @@ def reduced_lines(data: Mapping[str, Any] | None, level: str = "###",
     out.append(f"Reduced with the parent `{str(data.get('parent'))[:12]}` (good, Triton {data.get('good_triton')}) "
                f"and the culprit `{str(data.get('culprit'))[:12]}` (bad, Triton {data.get('bad_triton')}) from cached "
                f"builds ({data.get('builds', 0)} built): {sizes}, "
-               f"{data.get('tests')} candidates in {data.get('seconds')}s; it still shows `{data.get('signature')}`.")
+               f"{counted(data.get('tests'), 'candidate')} in {data.get('seconds')}s; it still shows `{data.get('signature')}`.")
     out.append("")
     out.append(f"- **Reduced oracle:** `{scrub(str(data.get('oracle')))}` (and `issue.py` beside it)")
     out.append("")

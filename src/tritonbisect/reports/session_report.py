@@ -11,6 +11,7 @@ from tritonbisect.core.perf_paired import sandwich_of
 from tritonbisect.core.secrets import scrub as scrub_secrets
 from tritonbisect.core.secrets import scrub_data
 from tritonbisect.core.untrusted import printable
+from tritonbisect.core.words import counted
 from tritonbisect.reports.case_tables import markdown_lines as case_lines
 from tritonbisect.reports.case_tables import searched_cases, step_cell
 from tritonbisect.reports.extras import (
@@ -265,7 +266,7 @@ def _tests_cell(tests: list[dict[str, Any]], reference: list[dict[str, Any]] | N
     design) as pairs and the total of both sides."""
     if reference:
         total = sum(float(t["seconds"] or 0) for t in (*tests, *reference))
-        return f"{len(tests)} pairs, {_fmt_seconds(total)}"
+        return f"{counted(len(tests), 'pair')}, {_fmt_seconds(total)}"
     if len(tests) > 4:
         total = sum(float(t["seconds"] or 0) for t in tests)
         return f"{len(tests)} runs, {_fmt_seconds(total)}"
@@ -300,8 +301,8 @@ def render_markdown(session: Session) -> str:
     out.append("")
     c = data["counters"]
     out.append(
-        f"Session `{data['session']}` · {c['tests']} test runs · {c['builds']} builds"
-        f" ({c['cached_builds']} cached) · {c['steps']} steps"
+        f"Session `{data['session']}` · {counted(c['tests'], 'test run')} · {counted(c['builds'], 'build')}"
+        f" ({c['cached_builds']} cached) · {counted(c['steps'], 'step')}"
     )
     out.append("")
     out.append(f"- **Environment:** {environment_line(session.extra.get('environment'))}")
@@ -320,7 +321,7 @@ def render_markdown(session: Session) -> str:
             out.append("")
             level = "####"
         out.append(f"- **Repository:** `{scrub(phase['repo'])}`")
-        n = f" ({phase['range_size']} commits)" if phase["range_size"] is not None else ""
+        n = f" ({counted(phase['range_size'], 'commit')})" if phase["range_size"] is not None else ""
         out.append(f"- **Range:** good `{phase['good'][:12]}` → bad `{phase['bad'][:12]}`{n}")
         out.append(f"- **Status:** {phase['status']}")
         if phase["culprit"]:
@@ -342,8 +343,8 @@ def render_markdown(session: Session) -> str:
         out.extend(unreadable_ir_lines(phase["steps"]))
         pc = phase["counters"]
         out.append(
-            f"- **Cost:** {pc['tests']} test runs, {pc['builds']} builds"
-            f" ({pc['cached_builds']} cached), {pc['rounds']} search rounds"
+            f"- **Cost:** {counted(pc['tests'], 'test run')}, {counted(pc['builds'], 'build')}"
+            f" ({pc['cached_builds']} cached), {counted(pc['rounds'], 'search round')}"
         )
         out.extend(case_lines(phase.get("cases"), _culprit_subjects(phase), level))
         out.append("")
@@ -416,7 +417,7 @@ def unreadable_ir_lines(steps: list[Mapping[str, Any]]) -> list[str]:
     unreadable = sum(1 for s in steps if s.get("kind") == "unreadable_ir")
     if not unreadable:
         return []
-    line = f"- **Unreadable IR:** {unreadable} of {len(steps)} commits tested could not read the recorded IR (skipped)"
+    line = f"- **Unreadable IR:** {unreadable} of {counted(len(steps), 'commit')} tested could not read the recorded IR (skipped)"
     if unreadable * 2 >= len(steps):
         line += "; most of the range speaks another IR dialect: bisect with `--from source` instead"
     return [line]
@@ -429,7 +430,7 @@ def hint_lines(hint: Mapping[str, Any] | None) -> list[str]:
     files = hint.get("files") or []
     shown = ", ".join(f"`{f}`" for f in files[:6]) + (f" and {len(files) - 6} more" if len(files) > 6 else "")
     line = (f"- **Hint:** `{_md_escape(hint.get('described'))}` weighed {hint.get('commits')} of "
-            f"{hint.get('range_size')} commits (touching {shown or 'no file'})")
+            f"{counted(hint.get('range_size'), 'commit')} (touching {shown or 'no file'})")
     if hint.get("ratio"):
         line += f", each {float(hint['ratio']):.0f}x a commit elsewhere"
     out = [line]
@@ -459,7 +460,7 @@ def _posterior_lines(post: Mapping[str, Any] | None, subject, contradicted: bool
              if fixed or contradicted else "; no verdict contradicted another")
     lines = [
         f"- **Posterior:** P = {post['probability']:.3f} (threshold {post.get('threshold')}; "
-        f"{post.get('search')} search; {post.get('verdicts')} verdicts{rates})"
+        f"{post.get('search')} search; {counted(post.get('verdicts'), 'verdict')}{rates})"
     ]
     top = [t for t in post.get("top") or [] if t["probability"] >= 0.001]
     if len(top) > 1:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tritonbisect.core.untrusted import printable
+from tritonbisect.core.words import counted
 from tritonbisect.reports.extras import (
     PathScrubber,
     environment_line,
@@ -54,10 +55,11 @@ def render(session: Session, data: Mapping[str, Any], names: VersionNames, *,
     else:
         out = [f"## Bisect result: {data['status']}"]
     c = data["counters"]
-    out += ["", f"Session `{data['session']}` · {c['tests']} test runs · {installs.said()} · {c['steps']} steps", ""]
+    out += ["", f"Session `{data['session']}` · {counted(c['tests'], 'test run')} · {installs.said()} · "
+            f"{counted(c['steps'], 'step')}", ""]
     out.append(f"- **Environment:** {environment_line(session.extra.get('environment'))}")
     out.append(f"- **Package:** `{pkg}`" + (f" from {said('; '.join(names.index))}" if names.index else ""))
-    n = f" ({phase['range_size']} versions after the good one)" if phase["range_size"] is not None else ""
+    n = f" ({counted(phase['range_size'], 'version')} after the good one)" if phase["range_size"] is not None else ""
     out.append(f"- **Versions:** good {names.name(phase['good'])} → bad {names.name(phase['bad'])}{n}")
     out.append(f"- **Status:** {phase['status']}")
     if culprit:
@@ -71,7 +73,8 @@ def render(session: Session, data: Mapping[str, Any], names: VersionNames, *,
     out += [names.scrub(line) for line in posterior_lines(phase.get("posterior"), lambda _c: "", phase["contradicted"])]
     if phase["reason"]:
         out.append(f"- **Note:** {_cell(said(phase['reason']))}")
-    out.append(f"- **Cost:** {c['tests']} test runs, {installs.said()}, {phase['counters']['rounds']} search rounds")
+    out.append(f"- **Cost:** {counted(c['tests'], 'test run')}, {installs.said()}, "
+               f"{counted(phase['counters']['rounds'], 'search round')}")
     out += ["", "### Steps", "", "| # | role | version | outcome | verdict | install | test | worker |",
             "|---|------|---------|---------|---------|---------|------|--------|"]
     by_seq = {r.get("seq"): r for r in records}
