@@ -108,3 +108,59 @@ def test_a_repro_without_torch_is_one_line_before_anything_is_installed(tmp_path
     subprocess.run(["python3", "-m", "venv", "--without-pip", str(bare)], check=True)
     code, out, err = run_cli([*argv, "--venv", str(bare)], capsys)
     assert code == 2 and f"--venv {bare} has no torch" in err and err.count("\n") == 1
+
+
+PERF_SCRIPT = """\
+import random
+import triton
+slow = triton.add(2, 2) != 4  # the toy's bad versions are half again as slow
+print(f"TRITONBISECT_METRIC={(1.5 if slow else 1.0) * random.uniform(0.99, 1.01)}")
+"""
+
+
+def _paths_dropped(value, key=None):
+    """A `status --json` without its paths (the session's folders, named as they are on disk)."""
+    if isinstance(value, dict):
+        return {k: _paths_dropped(v, k) for k, v in value.items() if k not in ("dir", "log", "repo", "cwd")}
+    if isinstance(value, list):
+        return [_paths_dropped(v, key) for v in value]
+    return value
+
+
+def test_a_timing_regression_names_each_reference_by_its_version(index, tmp_path, monkeypatch, capsys):
+    """--regress perf judges each step against a reference (the good version; a culprit's, the
+    version before it): every figure says which version, never the ladder's commit."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.py").write_text(PERF_SCRIPT)
+    home = tmp_path / "home"
+    code, res, err = run_json(["wheels", "--good", "3.2.0", "--bad", "3.4.0", "--test", "python t.py",
+                               "--regress", "perf", "--index-url", index.url, "--workdir", str(home)], capsys)
+    assert code == 0, err[-3000:]
+    assert (res["last_good"], res["first_bad"]) == ("3.3.0", BAD_FROM)
+    ladder = _ladder(res)
+    against = {t["version"]: t["reason"] for t in res["tested"] if t["role"] != "endpoint" or t["outcome"] == "perf"}
+    assert " against 3.2.0 (" in against["3.3.0"] and " against 3.3.0 (" in against[BAD_FROM]
+    _nothing_of_the_ladder(json.dumps(res["tested"]) + res["reason"], ladder)
+
+    code, md, _ = run_cli(["report", res["session"], "--workdir", str(home)], capsys)
+    assert code == 0
+    assert ", 1 search round\n" in md and "· 2 versions after" not in md  # counted in agreement
+    _nothing_of_the_ladder(md, ladder)
+    code, status, _ = run_cli(["status", res["session"], "--workdir", str(home)], capsys)
+    assert code == 0 and "2 versions in range" in status
+    _nothing_of_the_ladder(re.sub(re.escape(str(home)) + r"\S*", "<path>", status), ladder)
+    code, out, _ = run_cli(["status", res["session"], "--workdir", str(home), "--json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    assert (data["phases"][0]["good"], data["phases"][0]["culprit"]) == ("3.2.0", BAD_FROM)
+    assert [s["version"] for s in data["last_steps"]][:2] == ["3.2.0", "3.4.0"]
+    _nothing_of_the_ladder(json.dumps(_paths_dropped(data)), ladder)
+
+    # no regression between the endpoints: the one line that says so names the reference too
+    code, res, err = run_json(["wheels", "--good", "3.4.0", "--bad", "3.6.0", "--test", "python t.py",
+                               "--regress", "perf", "--index-url", index.url, "--workdir", str(home)], capsys)
+    assert code == 3 and res["status"] == "invalid-endpoints", err[-3000:]
+    invalid = next(line for line in err.splitlines() if "endpoints invalid" in line)
+    assert " against 3.4.0 (" in invalid and " against 3.4.0 (" in res["reason"]
+    for sha in _ladder(res):
+        assert sha[:7] not in invalid + res["reason"], sha

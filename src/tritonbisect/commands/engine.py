@@ -16,6 +16,7 @@ import click
 
 from tritonbisect.commands.echo import echo
 from tritonbisect.core.errors import unexpected_shapes
+from tritonbisect.core.words import counted
 from tritonbisect.options.bisect_options import (
     bisect_settings,
     resolve_workdir,
@@ -318,7 +319,7 @@ def summary(session: Session, result: SessionResult) -> str:
 
         lines.append(summary_line(session))
     lines.append(
-        f"{c['tests']} test runs, {c['builds']} builds; "
+        f"{counted(c['tests'], 'test run')}, {counted(c['builds'], 'build')}; "
         f"full report: tritonbisect report {session.id}"
         + workdir_flag(session)
     )
@@ -381,34 +382,38 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
     records = session.records()
     running = session.lock.is_locked_elsewhere()
     counters = counters_of(records)  # the journal is read once
+    from tritonbisect.reports.version_names import VersionNames
+
+    names = VersionNames.of(session)  # `wheels`: its versions, not the ladder's commits
     if json_out:
-        echo(
-            json.dumps(
-                {
-                    "session": session.id,
-                    "running": running,
-                    "created": session.created,
-                    "counters": counters,
-                    "phases": [p.to_dict() for p in session.phases()],
-                    "last_steps": records[-10:],
-                    "posterior": session.extra.get("posterior", {}),
-                    "pins": session.extra.get("pins") or {},
-                    **_outcome_of(session),
-                }
-            )
-        )
+        payload = {
+            "session": session.id,
+            "running": running,
+            "created": session.created,
+            "counters": counters,
+            "phases": [p.to_dict() for p in session.phases()],
+            "last_steps": records[-10:],
+            "posterior": session.extra.get("posterior", {}),
+            "pins": session.extra.get("pins") or {},
+            **_outcome_of(session),
+        }
+        if names:  # what a version cost is an install (a download, once), not a build
+            from tritonbisect.reports.version_names import Installs
+
+            installs = Installs.of(session.dir, records)
+            payload["counters"] = {"tests": counters["tests"], "installs": installs.installs,
+                                   "downloads": installs.downloads, "download_mb": installs.megabytes,
+                                   "steps": counters["steps"], "rounds": counters["rounds"]}
+        echo(json.dumps(names.in_versions(payload) if names else payload))
         return
     echo(f"session {session.id} ({'running now' if running else 'not running'})")
     echo(f"  created {session.created}; dir {session.dir}")
     if session.argv:
         echo(f"  command: tritonbisect {' '.join(session.argv)}")
-    from tritonbisect.reports.version_names import VersionNames
-
-    names = VersionNames.of(session)  # `wheels`: its versions, not the ladder's commits
     for p in session.phases():
         line = f"  phase {p.spec.name}: {p.status}"
         if p.range_size is not None:
-            line += f", {p.range_size} {'versions' if names else 'commits'} in range"
+            line += f", {counted(p.range_size, 'version' if names else 'commit')} in range"
         if p.culprit:
             line += f", {'first bad version ' + names.name(p.culprit) if names else 'culprit ' + p.culprit}"
             line += f" (confidence {p.confidence})"
@@ -435,8 +440,9 @@ def status_cmd(session_id: str | None, workdir: Path | None, json_out: bool) -> 
 
         cost = Installs.of(session.dir, records).said()
     else:
-        cost = f"{counters['builds']} builds ({counters['cached_builds']} cached)"
-    echo(f"  {counters['steps']} steps, {counters['tests']} test runs, {cost}, {format_eta(total)} of step time")
+        cost = f"{counted(counters['builds'], 'build')} ({counters['cached_builds']} cached)"
+    echo(f"  {counted(counters['steps'], 'step')}, {counted(counters['tests'], 'test run')}, {cost}, "
+         f"{format_eta(total)} of step time")
     if not counters["steps"] and any(p.status in ("found", "inconclusive") for p in session.phases()):
         echo("  the journal holds no step: the answer above rests on no recorded test (emptied or lost); "
              "run the bisect again before acting on it")

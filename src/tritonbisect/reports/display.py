@@ -123,7 +123,7 @@ class PlainUI(NullUI):
                           bad: Mapping[str, Any] | None) -> None:
         from tritonbisect.core.process import tail_lines
 
-        self._print(f"tritonbisect: endpoints invalid: {phase.reason}")
+        self._print(f"tritonbisect: endpoints invalid: {self.said(phase.reason)}")
         for name, rec in (("good", good), ("bad", bad)):
             log = log_of(rec)
             self._print(f"--- {name} endpoint: {rec.get('kind') if rec else 'not tested'}"
@@ -158,9 +158,9 @@ class PlainUI(NullUI):
                 + " ".join(self.short(c) for c in phase.candidates[:20])
             )
         elif phase.status == "aborted":
-            self._print(f"tritonbisect: phase {phase.spec.name}: aborted: {phase.reason}")
+            self._print(f"tritonbisect: phase {phase.spec.name}: aborted: {self.said(phase.reason)}")
         if phase.reason and phase.status in ("found",) and phase.confidence == "low":
-            self._print(f"tritonbisect: {phase.reason}")
+            self._print(f"tritonbisect: {self.said(phase.reason)}")
 
     def interrupted(self, command: str) -> None:
         # the command's last line (InterruptedRun, at the CLI boundary) says how to resume

@@ -10,18 +10,19 @@ came from.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from tritonbisect.session.names import name_commits
 
 if TYPE_CHECKING:  # pragma: no cover
     from tritonbisect.session.session import Session
 
 LADDER_RECIPE = "wheel"  # the recipe of a version ladder's phase
 WHEEL_STEP = "wheel-step.json"  # what an install step wrote: version, downloaded, installed, bytes
-_SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
+_PATH_KEYS = frozenset({"dir", "log", "repo", "cwd"})  # the session's files: named as they are on disk
 
 
 @dataclass
@@ -58,16 +59,22 @@ class VersionNames:
 
     def scrub(self, text: str | None) -> str:
         """`text` with every ladder commit (whole or abbreviated) written as its version."""
-        return _SHA.sub(lambda m: self._version_or(m.group(0)), text or "")
-
-    def _version_or(self, word: str) -> str:
-        for sha, version in self.labels.items():
-            if sha.startswith(word):
-                return version
-        return word
+        return name_commits(text, self.labels)
 
     def versions(self, commits: Iterable[str]) -> list[str]:
         return [self.name(c) for c in commits]
+
+    def in_versions(self, value: Any, key: str | None = None) -> Any:
+        """A JSON value of the session (`status --json`) as its user knows it: every ladder
+        commit in it written as its version, a `commit` field named `version`; paths stay
+        as they are on disk, where the session's folders are."""
+        if isinstance(value, Mapping):
+            return {("version" if k == "commit" else k): self.in_versions(v, str(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.in_versions(v, key) for v in value]
+        if isinstance(value, str) and key not in _PATH_KEYS:
+            return self.scrub(value)
+        return value
 
 
 def step_files(session_dir: Path, records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

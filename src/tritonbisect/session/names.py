@@ -4,8 +4,24 @@ ladder) or short shas, and each commit's subject line."""
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+_SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
+
+
+def name_commits(text: str | None, labels: Mapping[str, str]) -> str:
+    """`text` with every labelled commit in it (whole or abbreviated) written as its label: a
+    reason a step wrote (a timing's reference) says `3.4.0`, not the ladder's sha."""
+    if not labels:
+        return text or ""
+
+    def named(m: re.Match[str]) -> str:
+        word = m.group(0)
+        return next((label for sha, label in labels.items() if sha.startswith(word)), word)
+
+    return _SHA.sub(named, text or "")
 
 
 class CommitNames:

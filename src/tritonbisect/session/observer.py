@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tritonbisect.session.names import name_commits
+
 if TYPE_CHECKING:  # pragma: no cover
     from tritonbisect.session.handle import SessionHandle
     from tritonbisect.session.phases import PhaseState
@@ -83,6 +85,10 @@ class NullUI:
 
     def short(self, commit: str | None) -> str:
         return self.labels.get(commit or "") or short(commit)
+
+    def said(self, text: str | None) -> str:
+        """A reason as the user knows its commits (`wheels`: versions, not the ladder's shas)."""
+        return name_commits(text, self.labels)
 
     def note(self, text: str) -> None:
         pass

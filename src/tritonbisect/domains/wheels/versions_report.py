@@ -10,13 +10,14 @@ from typing import Any
 
 from tritonbisect.builds.install_check import git_label
 from tritonbisect.core.gitrun import run_git
-from tritonbisect.reports.version_names import step_files
+from tritonbisect.reports.version_names import VersionNames, step_files
 
 
 def wheels_result(result: Any, records: Sequence[Mapping[str, Any]], versions: Mapping[str, str],
                   order: list[str], session_dir: Path) -> dict[str, Any]:
     """status, last_good, first_bad, tested, installs, downloads (+ download_mb)."""
     first_bad = last_good = None
+    names = VersionNames("", dict(versions))  # a reason that names a ladder commit (a timing's reference)
     if result.status == "found" and result.culprit in versions:
         first_bad = versions[result.culprit]
         i = order.index(result.culprit)
@@ -32,7 +33,7 @@ def wheels_result(result: Any, records: Sequence[Mapping[str, Any]], versions: M
             continue
         seen.add(entry)
         tested.append({"version": v, "outcome": rec.get("kind"), "verdict": rec.get("verdict"),
-                       "role": rec.get("role"), "reason": rec.get("reason", "")})
+                       "role": rec.get("role"), "reason": names.scrub(rec.get("reason", ""))})
     steps = step_files(session_dir, records)
     return {
         "status": result.status,
@@ -46,7 +47,7 @@ def wheels_result(result: Any, records: Sequence[Mapping[str, Any]], versions: M
         # seconds each install took (purge, install, check), and with what
         "install_s": [s["install_s"] for s in steps if s.get("installed") and "install_s" in s],
         "installer": next((s["installer"] for s in steps if s.get("installer")), None),
-        "reason": result.reason,
+        "reason": names.scrub(result.reason),
     }
 
 
